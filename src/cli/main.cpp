@@ -1,0 +1,30 @@
+// scratchplan <verb> ...: entry point. Exit codes: 0 ok, 2 bad input, 1 internal error.
+#include <exception>
+#include <iostream>
+
+#include "cli/verbs.h"
+#include "core/result.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"scratchplan: plans the on-chip memory of ML accelerators"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "scratchplan 0.1.0");
+  int exit_code = sp::kExitOk;
+  sp::cli::register_evaluate(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "scratchplan: " << e.what() << " (see --help)\n";
+    return sp::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "scratchplan: internal error: " << e.what() << "\n";
+    return sp::kExitInternal;
+  }
+  return exit_code;
+}

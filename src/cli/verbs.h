@@ -1,0 +1,11 @@
+// The CLI: one file per verb. Each register_* adds a subcommand whose callback stores the
+// process exit code in `exit_code`. Verbs are thin: parse flags, call the library, print/write.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace sp::cli {
+
+void register_evaluate(CLI::App& app, int& exit_code);
+
+}  // namespace sp::cli

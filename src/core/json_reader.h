@@ -1,0 +1,67 @@
+// Reading JSON input with errors that locate the problem: a syntax error names the file, line
+// and column; a type error names the file and the JSON path ($.ops[3].size) and what was expected.
+// Inside readers a JsonInputError is thrown; read_* entry points turn it into Result errors.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace sp {
+
+using Json = nlohmann::json;
+
+// Thrown only inside readers; never crosses the library API.
+struct JsonInputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Parses text as JSON; `source` names the file in error messages.
+Result<Json> parse_json_text(const std::string& text, const std::string& source);
+// Reads and parses a file.
+Result<Json> read_json_file(const std::string& path);
+// Reads a whole file into a string.
+Result<std::string> read_text_file(const std::string& path);
+
+// A located view of one JSON node.
+class JsonCursor {
+ public:
+  JsonCursor(const Json& node, std::string source, std::string path = "$")
+      : node_(&node), source_(std::move(source)), path_(std::move(path)) {}
+
+  const Json& node() const { return *node_; }
+  const std::string& path() const { return path_; }
+  const std::string& source() const { return source_; }
+
+  bool has(const std::string& key) const;                 // object with this key, not null
+  JsonCursor at(const std::string& key) const;            // required member
+  JsonCursor at(std::size_t index) const;                 // array element
+  std::size_t array_size() const;                         // requires an array
+  std::vector<JsonCursor> elements() const;               // requires an array
+  void require_object() const;
+  bool is_null() const { return node_->is_null(); }
+
+  int64_t as_int() const;                                 // integral number
+  int64_t as_int_at_least(int64_t min) const;             // integral number >= min
+  double as_number() const;                               // any finite number
+  std::string as_string() const;
+  bool as_bool() const;
+  std::vector<int64_t> as_int_array(int64_t min) const;   // array of integers >= min
+
+  // Throws JsonInputError "<source>: <path>: <what>".
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  const Json* node_;
+  std::string source_;
+  std::string path_;
+};
+
+// Short description of a JSON value for "got ..." parts of messages.
+std::string describe_json(const Json& j);
+
+}  // namespace sp

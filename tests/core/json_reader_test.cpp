@@ -1,0 +1,59 @@
+#include "core/json_reader.h"
+
+#include <gtest/gtest.h>
+
+namespace sp {
+namespace {
+
+TEST(JsonReader, SyntaxErrorNamesLineAndColumn) {
+  auto r = parse_json_text("{\n  \"a\": [1, 2,\n}", "f.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(r.error().message.find("f.json:3:"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
+}
+
+TEST(JsonReader, EmptyFileIsBadInput) {
+  auto r = parse_json_text("  \n", "e.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("empty"), std::string::npos);
+}
+
+TEST(JsonReader, TypeErrorNamesPath) {
+  Json j = Json::parse(R"({"xs": [1, "two", 3]})");
+  JsonCursor c(j, "x.json");
+  try {
+    c.at("xs").as_int_array(0);
+    FAIL() << "expected an error";
+  } catch (const JsonInputError& e) {
+    EXPECT_STREQ(e.what(), "x.json: $.xs[1]: expected an integer, got \"two\"");
+  }
+}
+
+TEST(JsonReader, MissingFieldAndRange) {
+  Json j = Json::parse(R"({"n": -3})");
+  JsonCursor c(j, "y.json");
+  EXPECT_THROW(c.at("m"), JsonInputError);
+  try {
+    c.at("n").as_int_at_least(1);
+    FAIL();
+  } catch (const JsonInputError& e) {
+    EXPECT_STREQ(e.what(), "y.json: $.n: expected a positive integer, got -3");
+  }
+}
+
+TEST(JsonReader, IntegralFloatsAreIntegers) {
+  Json j = Json::parse(R"([128.0, 1.5])");
+  JsonCursor c(j, "z.json");
+  EXPECT_EQ(c.at(0).as_int(), 128);
+  EXPECT_THROW(c.at(1).as_int(), JsonInputError);
+}
+
+TEST(JsonReader, MissingFileIsBadInput) {
+  auto r = read_json_file("/nonexistent/dir/file.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(exit_code(r.error()), kExitBadInput);
+}
+
+}  // namespace
+}  // namespace sp
