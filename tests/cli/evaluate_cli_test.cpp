@@ -82,7 +82,7 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    All, CliEvaluateBadInput,
+    Cli, CliEvaluateBadInput,
     ::testing::Values(
         BadCase{"truncated", kProblem.substr(0, 60), kSolution, "invalid JSON"},
         BadCase{"empty", "", kSolution, "empty file"},
@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "missing required field \"slow_memory_bandwidth\""},
         BadCase{"negative", replace(kProblem, "[128,128,128], \"heights\"", "[128,-5,128], \"heights\""), kSolution,
                 "$.widths[1]: expected a positive integer"},
-        BadCase{"zero", replace(kProblem, "[128,128,128], \"inputs\"", "[128,0,128], \"inputs\""), kSolution,
+        BadCase{"zero", replace(kProblem, "\"heights\": [128,128,128]", "\"heights\": [128,0,128]"), kSolution,
                 "$.heights[1]: expected a positive integer"},
         BadCase{"missingtensor", replace(kProblem, "[[0],[1]]", "[[0],[7]]"), kSolution, "tensor 7 does not exist"},
         BadCase{"producedtwice", replace(kProblem, "[[1],[2]]", "[[1],[1]]"), kSolution, "produced twice"},
