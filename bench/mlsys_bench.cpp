@@ -8,7 +8,7 @@ namespace {
 using namespace sp::mlsys;
 
 // One op per subgraph in topological order at native granularity, then adjacent producer ->
-// sole-consumer pairs merged until `target` subgraphs remain. Every tensor is written out.
+// sole-consumer pointwise pairs merged until `target` subgraphs remain. Every tensor is written out.
 Solution simple_schedule(const Problem& p, std::size_t target) {
   std::vector<std::vector<OpId>> groups;
   for (OpId o : p.topo_order) groups.push_back({o});
@@ -16,7 +16,9 @@ Solution simple_schedule(const Problem& p, std::size_t target) {
     OpId a = groups[i].back();
     OpId b = groups[i + 1].front();
     TensorId t = p.ops[a].outputs[0];
-    bool chain = p.consumers[t].size() == 1 && p.consumers[t][0].op == b && groups[i].size() == 1;
+    // Fuse only pointwise epilogues, which keeps every working set within capacity.
+    bool chain = p.consumers[t].size() == 1 && p.consumers[t][0].op == b && groups[i].size() == 1 &&
+                 !p.is_matmul(b);
     if (chain) {
       groups[i].push_back(b);
       groups.erase(groups.begin() + static_cast<long>(i) + 1);
