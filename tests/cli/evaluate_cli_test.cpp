@@ -61,6 +61,8 @@ struct BadCase {
   std::string expect;    // substring of the error line
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
 class CliEvaluateBadInput : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(CliEvaluateBadInput, OneLineErrorExitTwo) {
