@@ -345,4 +345,52 @@ Json program_to_json(const Program& p) {
   return j;
 }
 
+namespace {
+
+// Compact JSON with a space after ',' and ':' (nlohmann's compact form has none).
+std::string spaced(const Json& j) {
+  if (j.is_array()) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < j.size(); ++i) s += (i ? ", " : "") + spaced(j[i]);
+    return s + "]";
+  }
+  if (j.is_object()) {
+    std::string s = "{";
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      s += (first ? "" : ", ") + Json(it.key()).dump() + ": " + spaced(it.value());
+      first = false;
+    }
+    return s + "}";
+  }
+  return j.dump();
+}
+
+std::string fields(const Json& j, const std::vector<const char*>& order) {
+  std::string s;
+  for (const char* k : order)
+    if (j.contains(k)) s += (s.empty() ? "" : ", ") + Json(k).dump() + ": " + spaced(j.at(k));
+  return s;
+}
+
+}  // namespace
+
+std::string program_to_text(const Program& p) {
+  const Json j = program_to_json(p);
+  std::string s = "{\n \"format\": \"scratchplan-program\",\n \"version\": 1,\n \"name\": " + Json(p.name).dump() +
+                  ",\n \"tensors\": [\n";
+  for (std::size_t t = 0; t < j["tensors"].size(); ++t)
+    s += "  {" + fields(j["tensors"][t], {"name", "shape", "dtype", "dim_order", "layout", "graph_input", "graph_output"}) +
+         "}" + (t + 1 < j["tensors"].size() ? "," : "") + "\n";
+  s += " ],\n \"ops\": [\n";
+  for (std::size_t o = 0; o < j["ops"].size(); ++o) {
+    const Json& op = j["ops"][o];
+    s += "  {" + fields(op, {"name", "kind", "payload", "inputs", "outputs"});
+    if (op.contains("iterator_types"))
+      s += ",\n   " + fields(op, {"iterator_types"}) + ",\n   " + fields(op, {"indexing_maps"});
+    s += std::string("}") + (o + 1 < j["ops"].size() ? "," : "") + "\n";
+  }
+  return s + " ]\n}\n";
+}
+
 }  // namespace sp::program

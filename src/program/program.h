@@ -77,6 +77,9 @@ Status finalize(Program& p, const std::string& source);
 Result<Program> program_from_json(const Json& j, const std::string& source);
 Result<Program> read_program(const std::string& path);
 Json program_to_json(const Program& p);
+// The canonical file text: program_to_json laid out one tensor / one op per line, keys in a fixed
+// readable order (the bundled examples are written this way).
+std::string program_to_text(const Program& p);
 
 // The device layout a tensor uses: explicit layout, else its dim_order, else the default layout.
 Result<layout::Layout> tensor_layout(const Tensor& t);
