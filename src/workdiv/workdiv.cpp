@@ -216,21 +216,28 @@ std::vector<std::vector<Split>> enumerate_candidates(const SplitSpace& s, int ma
       if (f >= floor_of(s, v)) dom[v].push_back(f);
     if (dom[v].empty()) return out;
   }
-  std::vector<std::size_t> pick(n, 0);
-  std::vector<Split> cur(n);
-  while (out.size() < cap) {
-    Split prod = 1;
-    bool red = false, outsplit = false;
-    for (int v = 0; v < n; ++v) {
-      cur[v] = dom[v][pick[v]];
-      prod *= cur[v];
-      if (cur[v] > 1) (s.reduction[v] ? red : outsplit) = true;
+  // Depth-first in var order (first var outermost), domains ascending: a product over the
+  // budget prunes the rest of the domain, so the walk stays small for any number of vars.
+  std::vector<Split> cur(n, 1);
+  auto rec = [&](auto&& self, int v, Split prod, bool red, bool outsplit) -> void {
+    if (out.size() >= cap) return;
+    if (v == n) {
+      if (spans_ok(s, cur)) out.push_back(cur);
+      return;
     }
-    if (prod <= max_cores && !(red && outsplit) && split_reductions(s, cur) <= 1 && spans_ok(s, cur)) out.push_back(cur);
-    int v = n;
-    while (v > 0 && ++pick[v - 1] == dom[v - 1].size()) pick[--v] = 0;
-    if (v == 0) break;
-  }
+    for (Split f : dom[v]) {
+      if (prod * f > max_cores) break;
+      const bool r = red || (s.reduction[v] && f > 1);
+      const bool o = outsplit || (!s.reduction[v] && f > 1);
+      // At most one split reduction var, and only with unsplit output vars.
+      if (f > 1 && s.reduction[v] && red) continue;
+      if (r && o) continue;
+      cur[v] = f;
+      self(self, v + 1, prod * f, r, o);
+    }
+    cur[v] = 1;
+  };
+  rec(rec, 0, 1, false, false);
   return out;
 }
 
