@@ -38,6 +38,18 @@ std::string mib(Bytes b) { return std::to_string(b) + " bytes (" + std::to_strin
 }  // namespace
 
 SpanTensor span_tensor(const layout::Layout& l, const std::vector<int>& var_of_host_dim, program::TensorId id) {
+  auto dec = layout::decompose(l);
+  if (!dec) {
+    SpanTensor t;
+    t.tensor = id;
+    return t;
+  }
+  return span_tensor(l, *dec, var_of_host_dim, id);
+}
+
+SpanTensor span_tensor(const layout::Layout& l, const layout::HostDimLevels& d, const std::vector<int>& var_of_host_dim,
+                       program::TensorId id) {
+  const layout::HostDimLevels* dec = &d;
   SpanTensor t;
   t.tensor = id;
   t.device_size = l.device_size;
@@ -51,8 +63,6 @@ SpanTensor span_tensor(const layout::Layout& l, const std::vector<int>& var_of_h
     t.inner_bytes[k] = inner * bits / 8;
     inner *= l.device_size[k];
   }
-  auto dec = layout::decompose(l);
-  if (!dec) return t;
   for (std::size_t h = 0; h < dec->levels.size(); ++h) {
     if (dec->levels[h].empty()) continue;
     // Cores slice a host dim at its outermost device dim (the stick-count slot for the stick dim).
@@ -242,7 +252,8 @@ std::vector<std::vector<Split>> enumerate_candidates(const SplitSpace& s, int ma
 }
 
 Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const std::vector<layout::Layout>& layouts,
-                            const Options& opt, std::vector<VarInfo>* vars_out) {
+                            const Options& opt, std::vector<VarInfo>* vars_out,
+                            const std::vector<layout::HostDimLevels>* decs) {
   const program::Op& op = p.ops[o];
   const int n = static_cast<int>(op.ranges.size());
   SplitSpace s;
@@ -260,7 +271,7 @@ Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const st
     if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;  // x * x reads x once
     seen.push_back(t);
     std::vector<int> var_of_host(op.indexing_maps[m].begin(), op.indexing_maps[m].end());
-    SpanTensor st = span_tensor(layouts[t], var_of_host, t);
+    SpanTensor st = decs ? span_tensor(layouts[t], (*decs)[t], var_of_host, t) : span_tensor(layouts[t], var_of_host, t);
     if (st.stick_var >= 0)
       vars[st.stick_var].elems_per_stick = std::max(vars[st.stick_var].elems_per_stick, st.elems_per_stick);
     s.tensors.push_back(std::move(st));
@@ -284,11 +295,16 @@ Result<Division> divide(const program::Program& p, const Options& opt) {
   if (opt.max_cores < 1 || opt.max_cores > kMaxCores)
     return bad_input("--cores " + std::to_string(opt.max_cores) + ": expected 1..32 cores");
   std::vector<layout::Layout> layouts;
+  std::vector<layout::HostDimLevels> decs;
   layouts.reserve(p.tensors.size());
+  decs.reserve(p.tensors.size());
   for (const auto& t : p.tensors) {
     auto l = program::tensor_layout(t);
     if (!l) return bad_input("tensor '" + t.name + "': " + l.error().message);
+    auto dec = layout::decompose(*l);
+    if (!dec) return bad_input("tensor '" + t.name + "': " + dec.error().message);
     layouts.push_back(std::move(*l));
+    decs.push_back(std::move(*dec));
   }
   Division d;
   d.max_cores = opt.max_cores;
@@ -299,7 +315,7 @@ Result<Division> divide(const program::Program& p, const Options& opt) {
     od.op = static_cast<program::OpId>(o);
     if (op.kind == program::OpKind::kOpaque || op.ranges.empty()) continue;
     od.divided = true;
-    auto s = op_space(p, od.op, layouts, opt, &od.vars);
+    auto s = op_space(p, od.op, layouts, opt, &od.vars, &decs);
     if (!s) return s.error();
     auto fail = [&](const Error& e) { return bad_input("op '" + op.name + "': " + e.message); };
     std::vector<Split> floors(s->sizes.size(), 1);

@@ -59,6 +59,9 @@ struct SplitSpace {
 
 // Builds a SpanTensor from a layout and the iteration variable of each host dim (-1 = constant).
 SpanTensor span_tensor(const layout::Layout& l, const std::vector<int>& var_of_host_dim, program::TensorId id = -1);
+// Same, with the layout's decomposition already computed (layout::decompose).
+SpanTensor span_tensor(const layout::Layout& l, const layout::HostDimLevels& dec, const std::vector<int>& var_of_host_dim,
+                       program::TensorId id);
 // Per-core span in bytes: extent of the outermost device dim with per-core extent > 1, times
 // the bytes of one step along it. Sets *dim to that device dim when non-null.
 Bytes per_core_span(const SpanTensor& t, const std::vector<Split>& splits, int* dim = nullptr);
@@ -117,8 +120,10 @@ struct Division {
 };
 
 // The split space of one op (vars, stick adjustment, blocked vars, operand spans).
+// `decs` (optional) caches layout::decompose of every tensor.
 Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const std::vector<layout::Layout>& layouts,
-                            const Options& opt, std::vector<VarInfo>* vars);
+                            const Options& opt, std::vector<VarInfo>* vars,
+                            const std::vector<layout::HostDimLevels>* decs = nullptr);
 // Both passes over every op; the result passed check_division.
 Result<Division> divide(const program::Program& p, const Options& opt);
 // Independent checker: splits divide the adjusted extents, <= max_cores, one reduction split at
