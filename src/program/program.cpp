@@ -225,6 +225,8 @@ Result<Program> program_from_json(const Json& j, const std::string& source) {
     root.require_object();
     Program p;
     if (root.has("name")) p.name = root.at("name").as_string();
+    if (root.has("format") && root.at("format").as_string() != "scratchplan-program")
+      root.at("format").fail("expected \"scratchplan-program\"");
     if (root.has("version") && root.at("version").as_int() != 1) root.at("version").fail("expected version 1");
     std::unordered_map<std::string, TensorId> ids;
     for (const JsonCursor& tc : root.at("tensors").elements()) {
