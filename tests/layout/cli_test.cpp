@@ -19,7 +19,7 @@ struct CliRun {
 };
 
 CliRun run_cli(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "layout_cli_err.txt";
+  const std::string err_path = ::testing::TempDir() + "scratchplan_layout_cli_err.txt";
   const std::string cmd = std::string(SCRATCHPLAN_CLI) + " " + args + " 2>" + err_path;
   CliRun r;
   FILE* f = popen(cmd.c_str(), "r");
@@ -87,7 +87,7 @@ TEST(DivideCli, DividesExamplesAndRejectsBadInput) {
   expect_bad("divide " + example("matmul") + " --cores 0", "expected 1..32");
   expect_bad("divide /nonexistent/p.json", "/nonexistent/p.json");
   // An indexing map that does not match its operand's rank.
-  const std::string bad = ::testing::TempDir() + "bad_program.json";
+  const std::string bad = ::testing::TempDir() + "scratchplan_layout_cli_bad_program.json";
   std::ifstream in(example("matmul"));
   std::string text((std::istreambuf_iterator<char>(in)), {});
   const std::string from = "\"(d0, d1, d2) -> (d0, d2)\"";
