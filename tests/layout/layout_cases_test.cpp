@@ -240,6 +240,28 @@ TEST(LayoutSeed004, DefaultAndDimOrder) {
   EXPECT_EQ(device_bytes(*l), 100 * 3 * 5 * 128);
 }
 
+TEST(LayoutSeed004, PyTorchStridesCanonicalFormAndDimMap) {
+  // (4, 6) row-major: strides (6, 1); element (1, 2) sits at offset 8.
+  EXPECT_EQ(contiguous_strides({4, 6}), (std::vector<Stride>{6, 1}));
+  // (size=[512, 1, 256], stride=[256, 256, 1]) canonicalizes to ([512, 256], [256, 1]).
+  std::vector<Dim> size = {512, 1, 256};
+  std::vector<Stride> strides = contiguous_strides(size);
+  EXPECT_EQ(strides, (std::vector<Stride>{256, 256, 1}));
+  canonicalize(size, strides);
+  EXPECT_EQ(size, (std::vector<Dim>{512, 256}));
+  EXPECT_EQ(strides, (std::vector<Stride>{256, 1}));
+  // The legacy dim_map of [128, 256, 512] / device [256, 8, 128, 64] is [1, 2, 0, 2].
+  auto l = default_layout({128, 256, 512}, DType::kFp16);
+  ASSERT_TRUE(l.ok());
+  auto dec = decompose(*l);
+  ASSERT_TRUE(dec.ok());
+  EXPECT_EQ(dec->host_dim_of, (std::vector<int>{1, 2, 0, 2}));
+  // offset = dot(device_coordinates, stride_map): device (3, 2, 5, 7) is host (5, 3, 135).
+  Offset off = -1;
+  ASSERT_TRUE(device_position_valid(*l, *dec, {3, 2, 5, 7}, &off));
+  EXPECT_EQ(off, 5 * 131072 + 3 * 512 + 2 * 64 + 7);
+}
+
 TEST(LayoutSeed004, DmaSpec1024x256) {
   auto l = default_layout({1024, 256}, DType::kFp16);
   ASSERT_TRUE(l.ok());
