@@ -111,9 +111,9 @@ Status check_dma(const Layout& l, const std::vector<DmaDescriptor>& descs, DmaDi
     if (d.host_offset < 0 || hi_host > host_max) return bad_input(at + "reaches outside the host tensor");
     moved += elems;
   }
-  if (moved != host_elements(l))
+  if (moved != distinct_host_elements(l))
     return bad_input("descriptors move " + std::to_string(moved) + " host elements, the tensor has " +
-                     std::to_string(host_elements(l)));
+                     std::to_string(distinct_host_elements(l)));
   return ok_status();
 }
 

@@ -82,7 +82,7 @@ Result<HostDimLevels> decompose_view(const Layout& l, const std::vector<Dim>& hs
 
 bool covers(const Layout& l, const HostDimLevels& d, const std::vector<Dim>& hsize) {
   for (std::size_t h = 0; h < hsize.size(); ++h) {
-    if (hsize[h] <= 1) continue;
+    if (hsize[h] <= 1 || d.host_stride[h] == 0) continue;
     const auto& lv = d.levels[h];
     if (count_valid(l, lv, static_cast<int>(lv.size()) - 1, hsize[h]) != hsize[h]) return false;
   }
@@ -272,7 +272,7 @@ Status validate(const Layout& l) {
   if (!d) return d.error();
   for (std::size_t h = 0; h < d->host_size.size(); ++h) {
     const Dim hs = d->host_size[h];
-    if (hs <= 1) continue;
+    if (hs <= 1 || d->host_stride[h] == 0) continue;  // a broadcast host dim has one element
     const auto& lv = d->levels[h];
     const Dim got = count_valid(l, lv, static_cast<int>(lv.size()) - 1, hs);
     if (got != hs)
@@ -300,6 +300,13 @@ std::vector<Offset> device_strides(const Layout& l) { return contiguous_strides(
 Dim host_elements(const Layout& l) {
   Dim n = 1;
   for (Dim x : l.host_size) n *= x;
+  return n;
+}
+
+Dim distinct_host_elements(const Layout& l) {
+  Dim n = 1;
+  for (std::size_t h = 0; h < l.host_size.size(); ++h)
+    if (h >= l.host_strides.size() || l.host_strides[h] != 0 || l.host_size[h] == 0) n *= l.host_size[h];
   return n;
 }
 

@@ -78,6 +78,8 @@ Bytes device_bytes(const Layout& l);
 Dim device_elements(const Layout& l);
 std::vector<Offset> device_strides(const Layout& l);
 Dim host_elements(const Layout& l);
+// Host elements with distinct addresses (a broadcast host dim, stride 0, counts once).
+Dim distinct_host_elements(const Layout& l);
 // Host dim that the stick dimension holds (-1 when the stick is synthetic, i.e. sparse).
 int stick_host_dim(const Layout& l);
 

@@ -163,6 +163,20 @@ TEST(LayoutCases, Validation) {
   EXPECT_NE(wrong_eps.error().message.find("fp32 needs 32"), std::string::npos);
 }
 
+TEST(LayoutCases, BroadcastHostTensor) {
+  // An expanded host tensor (stride 0) gets a broadcast device dim: stride_map 0.
+  auto l = default_layout({4, 128}, DType::kFp16, {0, 1});
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  EXPECT_EQ(l->device_size, (std::vector<Dim>{2, 4, 64}));
+  EXPECT_EQ(l->stride_map, (std::vector<Stride>{64, 0, 1}));
+  auto h2d = dma_descriptors(*l, DmaDirection::kHostToDevice);
+  auto d2h = dma_descriptors(*l, DmaDirection::kDeviceToHost);
+  ASSERT_TRUE(h2d.ok() && d2h.ok());
+  EXPECT_EQ((*h2d)[0].ranges, (std::vector<Dim>{2, 4, 64}));  // every copy is written
+  EXPECT_EQ((*d2h)[0].ranges, (std::vector<Dim>{2, 1, 64}));  // and read back once
+  expect_round_trip(*l);
+}
+
 TEST(LayoutCases, TileMapExample) {
   Json c = load_cases();
   const Json& k = c["dma_tile_map_example"];
