@@ -69,6 +69,9 @@ int run_divide(const DivideArgs& a) {
           spans.push_back({{"tensor", p->tensors[s.tensor].name}, {"span_bytes", s.span}, {"device_dim", s.device_dim}});
         x["spans"] = spans;
         x["candidates"] = od.candidates;
+        Json parts = Json::array();
+        for (const auto& c : od.candidates) parts.push_back(workdiv::output_partition(od, c));
+        x["candidate_output_partitions"] = parts;
       }
       ops.push_back(std::move(x));
     }

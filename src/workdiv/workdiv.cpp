@@ -418,6 +418,13 @@ Status check_division(const program::Program& p, const std::vector<layout::Layou
   return ok_status();
 }
 
+int64_t output_partition(const OpDivision& od, const std::vector<Split>& splits) {
+  int64_t p = 1;
+  for (std::size_t v = 0; v < splits.size() && v < od.vars.size(); ++v)
+    if (!od.vars[v].reduction) p *= splits[v];
+  return p;
+}
+
 Bytes matmul_hbm_bytes(Dim b, Dim m, Dim n, Dim k, int operand_bytes, int output_bytes, bool shared_weight) {
   const Dim weights = shared_weight ? k * n : b * k * n;
   return (b * m * k + weights) * operand_bytes + b * m * n * output_bytes;

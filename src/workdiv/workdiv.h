@@ -119,6 +119,10 @@ struct Division {
   std::vector<OpDivision> ops;  // one per program op
 };
 
+// Product of the splits of non-reduction vars: how many parts the op's output is cut into (a
+// buffer's per-core footprint is ceil(bytes / output_partition); reduction splits do not shrink it).
+int64_t output_partition(const OpDivision& od, const std::vector<Split>& splits);
+
 // The split space of one op (vars, stick adjustment, blocked vars, operand spans).
 // `decs` (optional) caches layout::decompose of every tensor.
 Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const std::vector<layout::Layout>& layouts,
