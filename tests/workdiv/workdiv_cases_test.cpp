@@ -95,7 +95,9 @@ TEST(WorkdivCases, LegacyMultiDimSplit) {
     EXPECT_GT(prod, 1) << id;
     EXPECT_LE(prod, cores) << id;
     EXPECT_EQ(*r, splits_of(s, c["derived"])) << id;
-    if (c["asserted"].contains("mb")) EXPECT_EQ((*r)[index_of(s, "mb")], c["asserted"]["mb"].get<Split>());
+    if (c["asserted"].contains("mb")) {
+      EXPECT_EQ((*r)[index_of(s, "mb")], c["asserted"]["mb"].get<Split>());
+    }
   }
 }
 
@@ -149,11 +151,17 @@ TEST(WorkdivCases, MultiDimIterationSpaceSplit) {
       prod *= (*r)[v];
       red += s.reduction[v] && (*r)[v] > 1;
     }
-    if (a.contains("product")) EXPECT_EQ(prod, a["product"].get<Split>()) << id;
+    if (a.contains("product")) {
+      EXPECT_EQ(prod, a["product"].get<Split>()) << id;
+    }
     EXPECT_LE(red, 1) << id;
     for (auto it = a.begin(); it != a.end(); ++it)
-      if (index_of(s, it.key()) >= 0) EXPECT_EQ((*r)[index_of(s, it.key())], it.value().get<Split>()) << id << " " << it.key();
-    if (c.contains("derived")) EXPECT_EQ(*r, splits_of(s, c["derived"])) << id;
+      if (index_of(s, it.key()) >= 0) {
+        EXPECT_EQ((*r)[index_of(s, it.key())], it.value().get<Split>()) << id << " " << it.key();
+      }
+    if (c.contains("derived")) {
+      EXPECT_EQ(*r, splits_of(s, c["derived"])) << id;
+    }
   }
   EXPECT_EQ(n, 8);
 }
