@@ -197,8 +197,11 @@ Result<std::vector<Split>> span_floors(const SplitSpace& s, int max_cores) {
                              std::to_string(s.sizes[v]) + " sticks) and the span variable of this one; no valid slice count brings its per-core span (" +
                              mib(sp) + ") within " + mib(s.span_limit));
       }
+      const bool blocked = v >= 0 && !s.blocked.empty() && s.blocked[v];
       return bad_input("no split within " + std::to_string(max_cores) + " cores brings an operand's per-core span (" +
-                       mib(sp) + ") within " + mib(s.span_limit));
+                       mib(sp) + ") within " + mib(s.span_limit) +
+                       (blocked ? "; " + s.names[v] + " sets the span but may not be split (a reduction over a partial stick)"
+                                : std::string()));
     }
   }
   if (split_reductions(s, floors) > 1)
