@@ -1,0 +1,335 @@
+#include "nki/plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/deadline.h"
+#include "nki/check.h"
+
+namespace sp::nki {
+
+namespace {
+
+Bytes round_up(Bytes v, Bytes a) { return (v + a - 1) / a * a; }
+
+// Program-order facts the search needs, computed once.
+struct Analysis {
+  // Per tensor: live intervals [write event, last read event] of its logical tiles, by start.
+  struct Interval {
+    int64_t start, end, block;
+  };
+  std::vector<std::vector<Interval>> intervals;
+  std::vector<int64_t> first, last;  // per tensor: first and last event touching it (-1: never)
+  std::string uninitialized;         // a read-before-write, described (plans cannot fix it)
+};
+
+Analysis analyse(const Kernel& k) {
+  const int nt = static_cast<int>(k.tensors.size());
+  Analysis an;
+  an.intervals.resize(nt);
+  an.first.assign(nt, -1);
+  an.last.assign(nt, -1);
+  std::vector<int64_t> base(nt + 1, 0);
+  for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + k.tensors[t].num_blocks();
+  std::vector<int64_t> open_start(static_cast<std::size_t>(base[nt]), -1), open_end(open_start.size(), -1);
+  int64_t ev = 0;
+  for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
+    const Instruction& ins = k.instrs[ii];
+    for (const Access& a : ins.reads) {
+      int64_t b = eval(a.linear, vals);
+      std::size_t f = static_cast<std::size_t>(base[a.tensor] + b);
+      if (an.first[a.tensor] < 0) an.first[a.tensor] = ev;
+      an.last[a.tensor] = ev;
+      if (open_start[f] >= 0) open_end[f] = ev;
+      else if (an.uninitialized.empty() && k.tensors[a.tensor].role != HbmRole::kInput)
+        an.uninitialized = "tensor " + k.tensors[a.tensor].name + " block " +
+                           block_string(k.tensors[a.tensor].unflatten(b)) + " is read by " + ins.name + " at " +
+                           iteration_string(k, ins, vals) + " before anything writes it";
+    }
+    for (const Access& a : ins.writes) {
+      int64_t b = eval(a.linear, vals);
+      std::size_t f = static_cast<std::size_t>(base[a.tensor] + b);
+      if (an.first[a.tensor] < 0) an.first[a.tensor] = ev;
+      an.last[a.tensor] = ev;
+      if (open_start[f] >= 0) an.intervals[a.tensor].push_back({open_start[f], open_end[f], b});
+      open_start[f] = open_end[f] = ev;
+    }
+    ++ev;
+    return true;
+  });
+  for (int t = 0; t < nt; ++t) {
+    for (int64_t b = 0; b < k.tensors[t].num_blocks(); ++b) {
+      std::size_t f = static_cast<std::size_t>(base[t] + b);
+      if (open_start[f] >= 0) an.intervals[t].push_back({open_start[f], open_end[f], b});
+    }
+    std::sort(an.intervals[t].begin(), an.intervals[t].end(),
+              [](const Analysis::Interval& x, const Analysis::Interval& y) { return x.start < y.start; });
+  }
+  return an;
+}
+
+// Modulo allocation with n tiles is legal iff no logical tile is written into a physical tile
+// while another logical tile mapped there still has a read pending.
+bool modulo_legal(const std::vector<Analysis::Interval>& iv, int64_t n) {
+  std::vector<int64_t> max_end(static_cast<std::size_t>(n), -1);
+  for (const auto& x : iv) {
+    int64_t& m = max_end[static_cast<std::size_t>(x.block % n)];
+    if (x.start < m) return false;
+    m = std::max(m, x.end);
+  }
+  return true;
+}
+
+// A candidate: tile counts per tensor, addresses, and the sharing they imply.
+struct Layout {
+  std::vector<int> tiles;                 // per tensor (HBM: one per block)
+  std::vector<Bytes> offset;              // per tensor: SBUF byte / PSUM bank
+  std::vector<std::vector<int>> shares;   // per tensor: other tensors whose bytes intersect
+  Bytes sbuf_top = 0, psum_top = 0;
+};
+
+struct Planner {
+  const Kernel& k;
+  const PlanOptions& opt;
+  Analysis an;
+  std::vector<Bytes> stride;  // SBUF tile stride (aligned); 1 bank for PSUM
+  int evaluations = 0;
+
+  bool planned(int t) const { return k.tensors[t].buffer != Buffer::kHbm; }
+
+  Result<Layout> layout(const std::vector<int>& tiles) const {
+    Layout L;
+    L.tiles = tiles;
+    const int nt = static_cast<int>(k.tensors.size());
+    L.offset.assign(nt, 0);
+    L.shares.assign(nt, {});
+    for (Buffer buf : {Buffer::kSbuf, Buffer::kPsum}) {
+      std::vector<int> ids;
+      std::vector<BufferRequest> reqs;
+      for (int t = 0; t < nt; ++t)
+        if (k.tensors[t].buffer == buf) {
+          ids.push_back(t);
+          reqs.push_back({tiles[t] * stride[t], std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0)});
+        }
+      if (ids.empty()) continue;
+      const bool sbuf = buf == Buffer::kSbuf;
+      auto off = assign_offsets(reqs, sbuf ? k.hw.sbuf_usable() : k.hw.psum_banks, sbuf ? k.hw.sbuf_min_align : 1);
+      if (!off) return off.error();
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        L.offset[ids[i]] = (*off)[i];
+        (sbuf ? L.sbuf_top : L.psum_top) = std::max(sbuf ? L.sbuf_top : L.psum_top, (*off)[i] + reqs[i].size);
+        for (std::size_t j = 0; j < ids.size(); ++j)
+          if (j != i && (*off)[i] < (*off)[j] + reqs[j].size && (*off)[j] < (*off)[i] + reqs[i].size)
+            L.shares[ids[i]].push_back(ids[j]);
+      }
+    }
+    return L;
+  }
+
+  // Engine timeline: each engine runs its instructions in program order; an instruction starts
+  // when its engine is free, the tiles it reads have been written (RAW), and the physical tiles
+  // it writes are no longer read or written by earlier instructions (WAR/WAW), including other
+  // tensors sharing those bytes.
+  Timeline simulate(const Layout& L, bool record) {
+    ++evaluations;
+    const int nt = static_cast<int>(k.tensors.size());
+    std::vector<int64_t> base(nt + 1, 0);
+    for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + L.tiles[t];
+    std::vector<Cycles> write_fin(static_cast<std::size_t>(base[nt]), 0), read_fin(write_fin.size(), 0);
+    std::vector<Cycles> region_use(nt, 0);
+    std::array<Cycles, kNumEngines> engine_free{};
+    Timeline tl;
+    tl.war_stall.assign(nt, 0);
+    for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
+      const Instruction& ins = k.instrs[ii];
+      const int e = static_cast<int>(ins.engine);
+      Cycles ready = engine_free[e];
+      for (const Access& a : ins.reads) {
+        int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
+        ready = std::max(ready, write_fin[p]);
+      }
+      Cycles war = 0;
+      int war_tensor = -1;
+      for (const Access& a : ins.writes) {
+        int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
+        Cycles w = std::max(read_fin[p], write_fin[p]);
+        for (int u : L.shares[a.tensor]) w = std::max(w, region_use[u]);
+        if (w > war) war = w, war_tensor = a.tensor;
+      }
+      if (war > ready && war_tensor >= 0) tl.war_stall[war_tensor] += war - ready;
+      const Cycles start = std::max(ready, war);
+      const Cycles end = start + ins.cost;
+      for (const Access& a : ins.reads) {
+        int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
+        read_fin[p] = std::max(read_fin[p], end);
+        region_use[a.tensor] = std::max(region_use[a.tensor], end);
+      }
+      for (const Access& a : ins.writes) {
+        int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
+        write_fin[p] = end;
+        region_use[a.tensor] = std::max(region_use[a.tensor], end);
+      }
+      engine_free[e] = end;
+      tl.busy[e] += ins.cost;
+      tl.makespan = std::max(tl.makespan, end);
+      if (record) tl.spans.push_back({ii, start, end});
+      return true;
+    });
+    return tl;
+  }
+};
+
+}  // namespace
+
+Result<std::vector<Bytes>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align) {
+  std::vector<Bytes> off(reqs.size(), 0);
+  Bytes total = 0;
+  for (const auto& r : reqs) total += round_up(r.size, align);
+  if (total <= capacity) {  // everything fits side by side: no sharing, hence no false dependencies
+    Bytes at = 0;
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      off[i] = at;
+      at += round_up(reqs[i].size, align);
+    }
+    return off;
+  }
+  // First fit by decreasing size; buffers live at the same time may not intersect.
+  std::vector<std::size_t> order(reqs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return reqs[a].size > reqs[b].size; });
+  std::vector<std::size_t> placed;
+  for (std::size_t i : order) {
+    std::vector<std::pair<Bytes, Bytes>> busy;
+    for (std::size_t j : placed)
+      if (reqs[j].first <= reqs[i].last && reqs[i].first <= reqs[j].last) busy.push_back({off[j], off[j] + reqs[j].size});
+    std::sort(busy.begin(), busy.end());
+    Bytes at = 0;
+    for (auto [b0, b1] : busy) {
+      if (at + reqs[i].size <= b0) break;
+      at = std::max(at, round_up(b1, align));
+    }
+    if (at + reqs[i].size > capacity)
+      return bad_input("does not fit: " + std::to_string(total) + " units requested at once, capacity " +
+                       std::to_string(capacity));
+    off[i] = at;
+    placed.push_back(i);
+  }
+  return off;
+}
+
+Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
+  Deadline deadline(opt.time_limit_s);
+  Planner P{k, opt, analyse(k), {}, 0};
+  if (!P.an.uninitialized.empty()) return bad_input(k.source + ": cannot plan: " + P.an.uninitialized);
+  const int nt = static_cast<int>(k.tensors.size());
+  for (const Tensor& t : k.tensors)
+    if (t.buffer == Buffer::kHbm && t.role == HbmRole::kNone)
+      return bad_input(k.source + ": cannot plan: HBM tensor " + t.name +
+                       " is neither a kernel input nor an output, which direct allocation does not allow");
+  P.stride.assign(nt, 0);
+  std::vector<int> tiles(nt, 1), min_tiles(nt, 1);
+  std::vector<std::vector<int>> legal(nt);  // legal tile counts above the minimum, ascending
+  for (int t = 0; t < nt; ++t) {
+    const Tensor& ten = k.tensors[t];
+    const int64_t nb = ten.num_blocks();
+    if (!P.planned(t)) {
+      tiles[t] = static_cast<int>(nb);
+      continue;
+    }
+    if (ten.buffer == Buffer::kPsum) {
+      if (ten.fbytes() > k.hw.psum_bank_bytes)
+        return bad_input(k.source + ": tensor " + ten.name + " needs " + std::to_string(ten.fbytes()) +
+                         " bytes per partition; a PSUM tile must fit one " + std::to_string(k.hw.psum_bank_bytes) +
+                         "-byte bank");
+      P.stride[t] = 1;
+    } else {
+      P.stride[t] = round_up(ten.fbytes(), k.hw.sbuf_min_align);
+    }
+    const int64_t cap = std::min<int64_t>(nb, std::max(opt.max_buffers, 1));
+    int64_t first = 0;
+    for (int64_t n = 1; n <= cap; ++n)
+      if (modulo_legal(P.an.intervals[t], n)) {
+        if (!first) first = n;
+        else legal[t].push_back(static_cast<int>(n));
+      }
+    if (!first) first = nb;  // one tile per logical block is always legal
+    tiles[t] = min_tiles[t] = static_cast<int>(first);
+  }
+
+  auto base_layout = P.layout(tiles);
+  if (!base_layout)
+    return bad_input(k.source + ": the kernel does not fit even with the fewest legal tiles per tensor: " +
+                     base_layout.error().message);
+  Layout cur = *base_layout;
+  Timeline cur_tl = P.simulate(cur, false);
+  // Greedy: grow the tensor whose next legal count shortens the timeline most, among those
+  // whose tiles made instructions wait; stop when nothing helps or time is up.
+  while (opt.multi_buffer && !deadline.expired()) {
+    std::vector<int> cands;
+    for (int t = 0; t < nt; ++t)
+      if (P.planned(t) && cur_tl.war_stall[t] > 0) cands.push_back(t);
+    std::sort(cands.begin(), cands.end(), [&](int a, int b) { return cur_tl.war_stall[a] > cur_tl.war_stall[b]; });
+    if (cands.size() > 6) cands.resize(6);
+    Cycles best = cur_tl.makespan;
+    Layout best_layout;
+    Timeline best_tl;
+    for (int t : cands) {
+      int tried = 0;
+      for (int n : legal[t]) {
+        if (n <= cur.tiles[t]) continue;
+        if (++tried > 2 || deadline.expired()) break;
+        std::vector<int> trial = cur.tiles;
+        trial[t] = n;
+        auto L = P.layout(trial);
+        if (!L) break;  // larger counts do not fit either
+        Timeline tl = P.simulate(*L, false);
+        if (tl.makespan < best) {
+          best = tl.makespan;
+          best_layout = std::move(*L);
+          best_tl = std::move(tl);
+          break;
+        }
+      }
+    }
+    if (best >= cur_tl.makespan) break;
+    cur = std::move(best_layout);
+    cur_tl = std::move(best_tl);
+  }
+
+  PlanResult res;
+  res.kernel = k;
+  res.planned = P.simulate(cur, true);
+  res.baseline = P.simulate(*base_layout, true);
+  res.evaluations = P.evaluations;
+  res.sbuf_bytes = cur.sbuf_top;
+  res.psum_banks = cur.psum_top;
+  for (int t = 0; t < nt; ++t) {
+    if (!P.planned(t)) continue;
+    Tensor& ten = res.kernel.tensors[t];
+    const int n = cur.tiles[t];
+    res.plans.push_back({t, n, min_tiles[t], cur.offset[t], P.stride[t]});
+    Allocation a;
+    const bool psum = ten.buffer == Buffer::kPsum;
+    if (ten.blocks.size() <= 1 && (psum || P.stride[t] == ten.fbytes())) {
+      a.kind = AllocKind::kModAlloc;
+      if (psum) a.base_bank = static_cast<int>(cur.offset[t]);
+      else a.base_addr = cur.offset[t];
+      if (!ten.blocks.empty()) a.num_free_tiles = {n};
+    } else {
+      a.kind = AllocKind::kTable;
+      for (int64_t b = 0; b < ten.num_blocks(); ++b) {
+        const int64_t slot = cur.offset[t] + (b % n) * P.stride[t];
+        a.table.push_back({0, psum ? slot * k.hw.psum_bank_bytes : slot});
+      }
+    }
+    ten.alloc = std::move(a);
+  }
+  // The independent checker must accept the plan before anyone sees it.
+  auto check = check_kernel(res.kernel);
+  if (!check) return check.error();
+  if (!check->clean())
+    return internal_error(k.source + ": planner produced an invalid allocation: " + check->violations.front().message);
+  return res;
+}
+
+}  // namespace sp::nki

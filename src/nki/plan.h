@@ -1,0 +1,66 @@
+// The NKI planner: chooses how many physical tiles each SBUF/PSUM tensor gets (single, double,
+// multi-buffering, as modulo allocation over its logical blocks) and all addresses, to maximise
+// overlap between engines under SBUF and PSUM capacity. Candidates are scored by an engine
+// timeline simulation; the result is validated by the independent checker (check.h).
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "nki/kernel.h"
+
+namespace sp::nki {
+
+struct PlanOptions {
+  int max_buffers = 8;          // most physical tiles per tensor the search tries
+  double time_limit_s = 10.0;   // search budget (the plan so far is returned when it runs out)
+  bool multi_buffer = true;     // off: every tensor keeps its smallest legal tile count
+};
+
+// One instruction execution on the timeline.
+struct EngineSpan {
+  int instr = 0;       // instruction index
+  Cycles start = 0;    // first cycle
+  Cycles end = 0;      // one past the last cycle
+};
+
+struct Timeline {
+  Cycles makespan = 0;                        // end of the last instruction
+  std::array<Cycles, kNumEngines> busy{};     // cycles each engine executes
+  std::vector<Cycles> war_stall;              // per tensor: cycles instructions waited for a tile to be released
+  std::vector<EngineSpan> spans;              // filled when recording
+  double utilization(int engine) const { return makespan ? static_cast<double>(busy[engine]) / makespan : 0.0; }
+};
+
+// Where a tensor's physical tiles went.
+struct TensorPlan {
+  TensorId tensor = -1;
+  int tiles = 1;          // physical tiles (logical block b uses tile b mod tiles)
+  int min_tiles = 1;      // smallest legal count (all logical tiles that must coexist)
+  Bytes base = 0;         // SBUF: first byte; PSUM: first bank
+  Bytes stride = 0;       // SBUF: bytes between tiles (fbytes rounded up to the alignment); PSUM: 1 bank
+};
+
+struct PlanResult {
+  Kernel kernel;                    // the input with every SBUF/PSUM tensor directly allocated
+  std::vector<TensorPlan> plans;    // SBUF/PSUM tensors, in declaration order
+  Timeline planned;                 // timeline of the plan (spans recorded)
+  Timeline baseline;                // every tensor at its smallest legal count (spans recorded)
+  Bytes sbuf_bytes = 0;             // highest SBUF byte used per partition
+  Bytes psum_banks = 0;             // highest PSUM bank used + 1
+  int evaluations = 0;              // timeline simulations run by the search
+};
+
+Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt = {});
+
+// Address assignment for the planner. A stand-in for the shared allocation engine (src/alloc):
+// places buffers of `size` units, live over program-order events [first, last], in
+// [0, capacity) at multiples of `align`, so that buffers live at the same time do not overlap.
+struct BufferRequest {
+  Bytes size = 0;       // units (bytes or banks)
+  int64_t first = 0;    // first event that touches it
+  int64_t last = 0;     // last event that touches it
+};
+Result<std::vector<Bytes>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align);
+
+}  // namespace sp::nki
