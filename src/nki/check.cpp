@@ -171,6 +171,7 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
   std::vector<int64_t> first_event(static_cast<std::size_t>(block_base[nt]), -1);
   std::vector<int> first_instr(static_cast<std::size_t>(block_base[nt]), -1);
   std::vector<char> written(static_cast<std::size_t>(block_base[nt]), 0);
+  std::vector<Content> first_clobber(static_cast<std::size_t>(block_base[nt]));
   std::vector<Pending> pending;
   std::map<std::tuple<int, TensorId, int64_t, int>, std::size_t> seen_violation;
   int64_t event = 0;
@@ -203,18 +204,30 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
         continue;
       }
       if (tile_of[a.tensor].empty()) continue;
-      const Content& c = content[tile_of[a.tensor][b]];
-      if (c.tensor == a.tensor && c.block == b) continue;
+      const Content& cur = content[tile_of[a.tensor][b]];
+      if (cur.tensor == a.tensor && cur.block == b) continue;
+      const Content& c = first_clobber[block_base[a.tensor] + b];
       report(c.tensor == a.tensor ? ViolationKind::kLifetimeConflict : ViolationKind::kOverlap, a.tensor, b, ii, event, c);
     }
     for (const Access& a : ins.writes) {
       int64_t b = touch(a);
-      written[block_base[a.tensor] + b] = 1;
+      const std::size_t flat = static_cast<std::size_t>(block_base[a.tensor] + b);
+      written[flat] = 1;
       if (tile_of[a.tensor].empty()) continue;
+      first_clobber[flat] = Content{};
       int p = tile_of[a.tensor][b];
       Content c{a.tensor, b, event, ii};
-      content[p] = c;
-      for (int q : overlaps[p]) content[q] = c;
+      // Remember the first write that destroyed each logical tile, for the message.
+      auto replace = [&](int q) {
+        const Content& old = content[q];
+        if (old.tensor >= 0 && (old.tensor != a.tensor || old.block != b)) {
+          Content& fc = first_clobber[static_cast<std::size_t>(block_base[old.tensor] + old.block)];
+          if (fc.tensor < 0) fc = c;
+        }
+        content[q] = c;
+      };
+      replace(p);
+      for (int q : overlaps[p]) replace(q);
     }
     ++event;
     return true;

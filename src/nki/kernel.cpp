@@ -548,6 +548,8 @@ Result<Hardware> hardware_from_json(const JsonCursor& c) {
     h.sbuf_min_align = get("sbuf_min_align", h.sbuf_min_align, 1);
     h.psum_banks = static_cast<int>(std::min<int64_t>(get("psum_banks", h.psum_banks, 1), 1 << 16));
     h.psum_bank_bytes = get("psum_bank_bytes", h.psum_bank_bytes, 1);
+    h.dma_queues = static_cast<int>(get("dma_queues", h.dma_queues, 1));
+    if (h.dma_queues > 64) c.at("dma_queues").fail("at most 64 DMA queues");
     if (h.psum_bank_bytes > (int64_t{1} << 30)) c.at("psum_bank_bytes").fail("at most 2^30 bytes per bank");
     if (h.sbuf_reserved_bytes >= h.sbuf_partition_bytes)
       c.at("sbuf_reserved_bytes").fail("the reserved bytes leave no usable SBUF");
@@ -679,6 +681,7 @@ Json kernel_to_json(const Kernel& k) {
   hw["sbuf_min_align"] = k.hw.sbuf_min_align;
   hw["psum_banks"] = k.hw.psum_banks;
   hw["psum_bank_bytes"] = k.hw.psum_bank_bytes;
+  hw["dma_queues"] = k.hw.dma_queues;
   j["hardware"] = hw;
   Json ts = Json::array();
   for (const Tensor& t : k.tensors) {

@@ -28,6 +28,7 @@ struct Hardware {
   Bytes sbuf_min_align = 32;              // byte_addr alignment (assumption, see docs/nki.md)
   int psum_banks = 8;                     // PSUM banks per partition
   Bytes psum_bank_bytes = 2 * 1024;       // bytes per PSUM bank per partition
+  int dma_queues = 4;                     // DMA instructions run on this many parallel queues (assumption)
   Bytes sbuf_usable() const { return sbuf_partition_bytes - sbuf_reserved_bytes; }
   Bytes psum_bytes() const { return psum_banks * psum_bank_bytes; }
 };

@@ -126,8 +126,8 @@ struct Planner {
     return L;
   }
 
-  // Engine timeline: each engine runs its instructions in program order; an instruction starts
-  // when its engine is free, the tiles it reads have been written (RAW), and the physical tiles
+  // Engine timeline: each engine queue runs its instructions in program order; an instruction
+  // starts when its queue is free, the tiles it reads have been written (RAW), and the physical tiles
   // it writes are no longer read or written by earlier instructions (WAR/WAW), including other
   // tensors sharing those bytes.
   Timeline simulate(const Layout& L, bool record) {
@@ -137,13 +137,19 @@ struct Planner {
     for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + L.tiles[t];
     std::vector<Cycles> write_fin(static_cast<std::size_t>(base[nt]), 0), read_fin(write_fin.size(), 0);
     std::vector<Cycles> region_use(nt, 0);
-    std::array<Cycles, kNumEngines> engine_free{};
     Timeline tl;
+    std::array<std::vector<Cycles>, kNumEngines> lane_free;
+    for (int e = 0; e < kNumEngines; ++e) {
+      tl.lanes[e] = e == static_cast<int>(Engine::kDma) ? k.hw.dma_queues : 1;
+      lane_free[e].assign(static_cast<std::size_t>(tl.lanes[e]), 0);
+    }
     tl.war_stall.assign(nt, 0);
     for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
       const Instruction& ins = k.instrs[ii];
       const int e = static_cast<int>(ins.engine);
-      Cycles ready = engine_free[e];
+      // Each queue runs in program order; an instruction takes the queue that frees up first.
+      auto lane = std::min_element(lane_free[e].begin(), lane_free[e].end());
+      Cycles ready = *lane;
       for (const Access& a : ins.reads) {
         int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
         ready = std::max(ready, write_fin[p]);
@@ -169,10 +175,10 @@ struct Planner {
         write_fin[p] = end;
         region_use[a.tensor] = std::max(region_use[a.tensor], end);
       }
-      engine_free[e] = end;
+      *lane = end;
       tl.busy[e] += ins.cost;
       tl.makespan = std::max(tl.makespan, end);
-      if (record) tl.spans.push_back({ii, start, end});
+      if (record) tl.spans.push_back({ii, static_cast<int>(lane - lane_free[e].begin()), start, end});
       return true;
     });
     return tl;
@@ -262,38 +268,72 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
                      base_layout.error().message);
   Layout cur = *base_layout;
   Timeline cur_tl = P.simulate(cur, false);
-  // Greedy: grow the tensor whose next legal count shortens the timeline most, among those
-  // whose tiles made instructions wait; stop when nothing helps or time is up.
+  // Greedy: apply the move that shortens the timeline most, until none helps or time is up.
+  // Moves grow tile counts to the next legal value: one tensor (among those whose tiles made
+  // instructions wait), every waiting tensor at once, or every tensor of one innermost loop at
+  // once (a pipeline only overlaps when all its stages have a spare tile).
+  std::vector<std::vector<int>> groups;  // tensors per innermost loop
+  {
+    std::vector<std::vector<int>> by_loop(k.loops.size() + 1);
+    for (const Instruction& ins : k.instrs) {
+      auto& g = by_loop[ins.loops.empty() ? k.loops.size() : static_cast<std::size_t>(ins.loops.back())];
+      for (const auto* list : {&ins.reads, &ins.writes})
+        for (const Access& a : *list)
+          if (P.planned(a.tensor) && std::find(g.begin(), g.end(), a.tensor) == g.end()) g.push_back(a.tensor);
+    }
+    for (auto& g : by_loop)
+      if (g.size() > 1) groups.push_back(g);
+  }
+  auto grow = [&](const std::vector<int>& from, int t) {
+    for (int n : legal[t])
+      if (n > from[t]) return n;
+    return from[t];
+  };
   while (opt.multi_buffer && !deadline.expired()) {
-    std::vector<int> cands;
+    std::vector<int> stalled;
     for (int t = 0; t < nt; ++t)
-      if (P.planned(t) && cur_tl.war_stall[t] > 0) cands.push_back(t);
-    std::sort(cands.begin(), cands.end(), [&](int a, int b) { return cur_tl.war_stall[a] > cur_tl.war_stall[b]; });
-    if (cands.size() > 6) cands.resize(6);
+      if (P.planned(t) && cur_tl.war_stall[t] > 0) stalled.push_back(t);
+    std::sort(stalled.begin(), stalled.end(), [&](int a, int b) { return cur_tl.war_stall[a] > cur_tl.war_stall[b]; });
+    std::vector<std::vector<int>> moves;
+    for (std::size_t i = 0; i < stalled.size() && i < 6; ++i) moves.push_back({stalled[i]});
+    if (stalled.size() > 1) moves.push_back(stalled);
+    for (const auto& g : groups) moves.push_back(g);
     Cycles best = cur_tl.makespan;
     Layout best_layout;
     Timeline best_tl;
-    for (int t : cands) {
-      int tried = 0;
-      for (int n : legal[t]) {
-        if (n <= cur.tiles[t]) continue;
-        if (++tried > 2 || deadline.expired()) break;
-        std::vector<int> trial = cur.tiles;
-        trial[t] = n;
-        auto L = P.layout(trial);
-        if (!L) break;  // larger counts do not fit either
-        Timeline tl = P.simulate(*L, false);
-        if (tl.makespan < best) {
-          best = tl.makespan;
-          best_layout = std::move(*L);
-          best_tl = std::move(tl);
-          break;
-        }
+    for (const auto& m : moves) {
+      if (deadline.expired()) break;
+      std::vector<int> trial = cur.tiles;
+      for (int t : m) trial[t] = grow(cur.tiles, t);
+      if (trial == cur.tiles) continue;
+      auto L = P.layout(trial);
+      if (!L) continue;  // does not fit
+      Timeline tl = P.simulate(*L, false);
+      if (tl.makespan < best) {
+        best = tl.makespan;
+        best_layout = std::move(*L);
+        best_tl = std::move(tl);
       }
     }
     if (best >= cur_tl.makespan) break;
     cur = std::move(best_layout);
     cur_tl = std::move(best_tl);
+  }
+  // Give back tiles that do not pay for themselves (group moves over-provision).
+  for (int t = 0; t < nt && opt.multi_buffer; ++t) {
+    while (P.planned(t) && cur.tiles[t] > min_tiles[t] && !deadline.expired()) {
+      std::vector<int> trial = cur.tiles;
+      int lower = min_tiles[t];
+      for (int n : legal[t])
+        if (n < cur.tiles[t]) lower = n;
+      trial[t] = lower;
+      auto L = P.layout(trial);
+      if (!L) break;
+      Timeline tl = P.simulate(*L, false);
+      if (tl.makespan > cur_tl.makespan) break;
+      cur = std::move(*L);
+      cur_tl = std::move(tl);
+    }
   }
 
   PlanResult res;

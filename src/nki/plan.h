@@ -20,16 +20,21 @@ struct PlanOptions {
 // One instruction execution on the timeline.
 struct EngineSpan {
   int instr = 0;       // instruction index
+  int lane = 0;        // queue of its engine (DMA has several)
   Cycles start = 0;    // first cycle
   Cycles end = 0;      // one past the last cycle
 };
 
 struct Timeline {
   Cycles makespan = 0;                        // end of the last instruction
-  std::array<Cycles, kNumEngines> busy{};     // cycles each engine executes
+  std::array<Cycles, kNumEngines> busy{};     // cycles each engine executes (summed over its queues)
+  std::array<int, kNumEngines> lanes{};       // queues per engine
   std::vector<Cycles> war_stall;              // per tensor: cycles instructions waited for a tile to be released
   std::vector<EngineSpan> spans;              // filled when recording
-  double utilization(int engine) const { return makespan ? static_cast<double>(busy[engine]) / makespan : 0.0; }
+  // Busy fraction of the engine's capacity (all of its queues) over the whole run.
+  double utilization(int engine) const {
+    return makespan ? static_cast<double>(busy[engine]) / static_cast<double>(makespan * lanes[engine]) : 0.0;
+  }
 };
 
 // Where a tensor's physical tiles went.

@@ -1,6 +1,7 @@
 #include "nki/svg.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 
 #include "nki/check.h"
@@ -36,15 +37,28 @@ std::string tensor_color(int t) {
   return pal[t % 12];
 }
 
+int rows(const Timeline& tl) {
+  int n = 0;
+  for (int e = 0; e < kNumEngines; ++e) n += tl.lanes[e];
+  return n;
+}
+
 void timeline(std::string& out, const Kernel& k, const Timeline& tl, const std::string& title, double x0, double y0,
               double width, Cycles scale) {
-  const double row = 18;
+  const double row = 16;
   out += "<text x=\"" + num(x0) + "\" y=\"" + num(y0 - 6) + "\" font-weight=\"bold\">" + esc(title) + "</text>\n";
+  std::array<int, kNumEngines> first_row{};
+  int r = 0;
   for (int e = 0; e < kNumEngines; ++e) {
-    double y = y0 + e * row;
-    out += "<text x=\"" + num(x0 - 6) + "\" y=\"" + num(y + 13) + "\" text-anchor=\"end\">" + engine_name(static_cast<Engine>(e)) + "</text>\n";
-    out += "<rect x=\"" + num(x0) + "\" y=\"" + num(y) + "\" width=\"" + num(width) + "\" height=\"" + num(row - 2) +
-           "\" fill=\"#f4f4f4\"/>\n";
+    first_row[e] = r;
+    for (int l = 0; l < tl.lanes[e]; ++l, ++r) {
+      double y = y0 + r * row;
+      std::string label = engine_name(static_cast<Engine>(e));
+      if (tl.lanes[e] > 1) label += " q" + std::to_string(l);
+      out += "<text x=\"" + num(x0 - 6) + "\" y=\"" + num(y + 12) + "\" text-anchor=\"end\">" + label + "</text>\n";
+      out += "<rect x=\"" + num(x0) + "\" y=\"" + num(y) + "\" width=\"" + num(width) + "\" height=\"" + num(row - 2) +
+             "\" fill=\"#f4f4f4\"/>\n";
+    }
   }
   std::size_t n = 0;
   for (const EngineSpan& s : tl.spans) {
@@ -53,12 +67,13 @@ void timeline(std::string& out, const Kernel& k, const Timeline& tl, const std::
     const int e = static_cast<int>(ins.engine);
     double x = x0 + width * static_cast<double>(s.start) / static_cast<double>(scale);
     double w = std::max(0.5, width * static_cast<double>(s.end - s.start) / static_cast<double>(scale));
-    out += "<rect x=\"" + num(x) + "\" y=\"" + num(y0 + e * row) + "\" width=\"" + num(w) + "\" height=\"" +
-           num(row - 2) + "\" fill=\"" + kEngineColor[e] + "\" stroke=\"white\" stroke-width=\"0.3\"><title>" +
-           esc(ins.name) + " [" + std::to_string(s.start) + ", " + std::to_string(s.end) + ")</title></rect>\n";
+    out += "<rect x=\"" + num(x) + "\" y=\"" + num(y0 + (first_row[e] + s.lane) * row) + "\" width=\"" + num(w) +
+           "\" height=\"" + num(row - 2) + "\" fill=\"" + kEngineColor[e] +
+           "\" stroke=\"white\" stroke-width=\"0.3\"><title>" + esc(ins.name) + " [" + std::to_string(s.start) + ", " +
+           std::to_string(s.end) + ")</title></rect>\n";
   }
-  out += "<text x=\"" + num(x0 + width) + "\" y=\"" + num(y0 + kNumEngines * row + 12) +
-         "\" text-anchor=\"end\">" + std::to_string(tl.makespan) + " cycles</text>\n";
+  out += "<text x=\"" + num(x0 + width) + "\" y=\"" + num(y0 + r * row + 12) + "\" text-anchor=\"end\">" +
+         std::to_string(tl.makespan) + " cycles</text>\n";
 }
 
 }  // namespace
@@ -67,7 +82,7 @@ std::string plan_svg(const PlanResult& plan) {
   const Kernel& k = plan.kernel;
   const double W = 1000, left = 70;
   const Cycles scale = std::max<Cycles>({plan.baseline.makespan, plan.planned.makespan, 1});
-  const double tl_h = kNumEngines * 18 + 40;
+  const double tl_h = rows(plan.planned) * 16 + 40;
   const double mem_h = 160, psum_h = 60;
   const double H = 20 + 2 * tl_h + mem_h + 40 + psum_h + 40;
   std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W + left + 20) + "\" height=\"" + num(H) +
