@@ -58,9 +58,13 @@ Json generate_kernel_json(const GenerateOptions& opt) {
     inner.push_back(op("DMA", rng.range(500, 2000), Json::array({{{"tensor", in}, {"block", index}}}),
                        Json::array({{{"tensor", prev}, {"block", index}}})));
     const char* engines[] = {"Scalar", "Vector", "GpSimd", "Tensor"};
+    int psum_in_stage = 0;
     for (int c = 3; c < share; ++c) {
       const char* e = engines[rng.below(4)];
+      // TensorE reads SBUF and writes PSUM; at most two PSUM tensors per stage keep the banks enough.
+      if (std::string(e) == "Tensor" && (psum_in_stage >= 2 || prev[0] == 'p')) e = "Vector";
       bool psum = std::string(e) == "Tensor";
+      psum_in_stage += psum;
       std::string cur = name(psum ? "p" : "s");
       // PSUM tiles fit one 2 KiB bank: at most 512 fp32.
       tensor(cur, psum ? "psum" : "sbuf", nullptr, blocks, psum ? std::min<int64_t>(free, 512) : free,

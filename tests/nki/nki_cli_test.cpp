@@ -1,0 +1,76 @@
+// The nki verbs end to end: exit codes, one-line errors, written plan and SVG.
+#include <fstream>
+#include <sstream>
+
+#include "nki_test_util.h"
+
+namespace sp::nki {
+namespace {
+
+using testing::example;
+using testing::run_cli;
+using testing::temp_file;
+
+TEST(NkiCli, CheckExitCodes) {
+  auto r = run_cli("nki check " + example("lifetime_fixed.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("violations: 0"), std::string::npos);
+  r = run_cli("nki check " + example("lifetime_conflict.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("violations: 6"), std::string::npos);
+  r = run_cli("nki check --json " + example("overlap_t0_t1.json"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("\"kind\": \"overlap\""), std::string::npos) << r.out;
+}
+
+TEST(NkiCli, BadInputExitsTwoWithOneLine) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"tensors": [], "body": [{"engine": "Warp"}]})", "unknown engine"},
+      {R"({"tensors": [{"name": "t", "blocks": [4], "partitions": 128, "free": [8]}],
+          "body": [{"loop": "i", "trip": 5, "body": [{"engine": "Vector", "writes": [{"tensor": "t", "block": ["i"]}]}]}]})",
+       "ranges over [0, 4] but block dim 0 has size 4"},
+      {R"({"tensors": [{"name": "t", "partitions": 256, "free": [8]}], "body": []})", "exceeds the 128 partitions"},
+      {R"({"tensors": [], "body": [{"loop": "i", "trip": 0, "body": []}]})", "loop bound must be positive"},
+      {R"({"tensors": [], "body": [{"loop": "i", "trip": -1, "body": []}]})", "loop bound must be positive"},
+      {"{not json", "inline"},
+  };
+  int n = 0;
+  for (auto [json, expect] : cases) {
+    std::string path = temp_file("bad" + std::to_string(n++) + ".json", json);
+    for (const char* verb : {"check", "plan"}) {
+      auto r = run_cli(std::string("nki ") + verb + " " + path);
+      EXPECT_EQ(r.exit_code, 2) << verb << " " << json << "\n" << r.out;
+      if (std::string(expect) != "inline") {
+        EXPECT_NE(r.out.find(expect), std::string::npos) << r.out;
+      }
+      EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "expected one line: " << r.out;
+    }
+  }
+  auto r = run_cli("nki check /nonexistent/kernel.json");
+  EXPECT_NE(r.exit_code, 0);
+}
+
+TEST(NkiCli, PlanWritesCheckedKernelAndSvg) {
+  std::string out = ::testing::TempDir() + "/planned.json", svg = ::testing::TempDir() + "/planned.svg";
+  auto r = run_cli("nki plan " + example("load_exp.json") + " -o " + out + " --svg " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("simulated time: 17000 cycles (all single-buffered: 32000 cycles, speedup 1.882x)"), std::string::npos)
+      << r.out;
+  auto c = run_cli("nki check " + out);
+  EXPECT_EQ(c.exit_code, 0) << c.out;
+  std::ifstream f(svg);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_EQ(ss.str().rfind("<svg", 0), 0u);
+  EXPECT_NE(ss.str().find("SBUF: partitions x bytes"), std::string::npos);
+  EXPECT_NE(ss.str().find("exp [1000, 2000)"), std::string::npos);  // first exp on the planned timeline
+}
+
+TEST(NkiCli, HardwareFileOverride) {
+  auto r = run_cli("nki plan --hardware " + example("hardware_small.json") + " " + example("lifetime_conflict.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("does not fit"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace sp::nki

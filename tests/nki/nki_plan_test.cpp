@@ -1,0 +1,168 @@
+// The planner: finds double buffering on its own for load -> exp, respects capacity and
+// lifetimes, and every plan it returns passes the independent checker.
+#include <algorithm>
+
+#include "nki/check.h"
+#include "nki/generate.h"
+#include "nki/plan.h"
+#include "nki_test_util.h"
+
+namespace sp::nki {
+namespace {
+
+using testing::load_example;
+
+const TensorPlan& plan_of(const PlanResult& p, const std::string& name) {
+  for (const auto& tp : p.plans)
+    if (p.kernel.tensors[tp.tensor].name == name) return tp;
+  static TensorPlan none;
+  ADD_FAILURE() << "no plan for " << name;
+  return none;
+}
+
+TEST(NkiPlan, LoadExpFindsDoubleBufferingOnItsOwn) {
+  Kernel k = load_example("load_exp.json");  // 16 blocks, DMA and Scalar both 1000 cycles
+  ASSERT_EQ(k.instrs[0].cost, k.instrs[1].cost);
+  auto p = plan_kernel(k);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(plan_of(*p, "t").tiles, 2);
+  EXPECT_EQ(plan_of(*p, "t").min_tiles, 1);
+  // Single buffered: 16 x (load + exp) = 32000. Double: 16 exps back to back after the first load = 17000.
+  EXPECT_EQ(p->baseline.makespan, 32000);
+  EXPECT_EQ(p->planned.makespan, 17000);
+  EXPECT_GE(static_cast<double>(p->baseline.makespan) / static_cast<double>(p->planned.makespan), 1.85);
+  EXPECT_NEAR(p->planned.utilization(static_cast<int>(Engine::kScalar)), 16.0 / 17.0, 1e-9);
+  EXPECT_NEAR(p->baseline.utilization(static_cast<int>(Engine::kScalar)), 0.5, 1e-9);
+  // The written allocation is the seed's mod_alloc double buffering.
+  const Tensor& t = p->kernel.tensors[k.find_tensor("t")];
+  EXPECT_EQ(t.alloc.kind, AllocKind::kModAlloc);
+  EXPECT_EQ(t.alloc.num_free_tiles, (std::vector<int64_t>{2}));
+}
+
+TEST(NkiPlan, SingleFlagKeepsTheBaseline) {
+  PlanOptions o;
+  o.multi_buffer = false;
+  auto p = plan_kernel(load_example("load_exp.json"), o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->planned.makespan, 32000);
+  EXPECT_EQ(plan_of(*p, "t").tiles, 1);
+}
+
+TEST(NkiPlan, TilesThatMustCoexistGetTheirOwnPhysicalTiles) {
+  auto p = plan_kernel(load_example("lifetime_conflict.json"));  // its own 2-tile allocation is ignored
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(plan_of(*p, "t1").min_tiles, 8);
+  EXPECT_EQ(plan_of(*p, "t1").tiles, 8);
+  auto r = check_kernel(p->kernel);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->clean());
+}
+
+TEST(NkiPlan, CapacityLimitsBuffering) {
+  // Usable SBUF 2048 bytes per partition: t and y (1024 bytes each) fit once, never twice.
+  Hardware hw;
+  hw.sbuf_partition_bytes = hw.sbuf_reserved_bytes + 2048;
+  auto k = read_kernel(testing::example("load_exp.json"), &hw);
+  ASSERT_TRUE(k.ok());
+  auto p = plan_kernel(*k);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(plan_of(*p, "t").tiles, 1);
+  EXPECT_LE(p->sbuf_bytes, 2048);
+  EXPECT_EQ(p->planned.makespan, 32000);
+  // With 3072 bytes the second tile of t fits.
+  hw.sbuf_partition_bytes = hw.sbuf_reserved_bytes + 3072;
+  k = read_kernel(testing::example("load_exp.json"), &hw);
+  ASSERT_TRUE(k.ok());
+  p = plan_kernel(*k);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(plan_of(*p, "t").tiles, 2);
+  EXPECT_EQ(p->planned.makespan, 17000);
+}
+
+TEST(NkiPlan, InfeasibleIsBadInput) {
+  auto hw = read_hardware_file(testing::example("hardware_small.json"));  // 4 KiB usable
+  ASSERT_TRUE(hw.ok());
+  auto k = read_kernel(testing::example("lifetime_conflict.json"), &*hw);  // t1 needs 8 KiB live at once
+  ASSERT_TRUE(k.ok());
+  auto p = plan_kernel(*k);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(p.error().message.find("does not fit"), std::string::npos) << p.error().message;
+}
+
+TEST(NkiPlan, PsumTilesGetWholeBanks) {
+  auto p = plan_kernel(load_example("matmul_psum.json"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const Tensor& acc = p->kernel.tensors[p->kernel.find_tensor("acc")];
+  auto pl = evaluate_allocation(p->kernel, acc);
+  for (const auto& x : pl) EXPECT_EQ(x.byte_addr % p->kernel.hw.psum_bank_bytes, 0);
+  EXPECT_LE(p->psum_banks, p->kernel.hw.psum_banks);
+  EXPECT_LE(p->planned.makespan, p->baseline.makespan);
+}
+
+TEST(NkiPlan, AssignOffsetsSharesOnlyDisjointLifetimes) {
+  // Fits side by side: stacked.
+  auto a = assign_offsets({{100, 0, 5}, {50, 3, 9}}, 1000, 32);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, (std::vector<Bytes>{0, 128}));
+  // Too big side by side: the disjoint pair shares, the overlapping one does not.
+  a = assign_offsets({{600, 0, 4}, {600, 5, 9}, {300, 3, 6}}, 1000, 1);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ((*a)[0], 0);
+  EXPECT_EQ((*a)[1], 0);
+  EXPECT_EQ((*a)[2], 600);
+  EXPECT_FALSE(assign_offsets({{600, 0, 9}, {600, 0, 9}}, 1000, 1).ok());
+}
+
+TEST(NkiPlan, GeneratedKernelsArePlannedValidAndNoSlower) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    GenerateOptions g;
+    g.seed = seed;
+    g.tensors = 12 + static_cast<int>(seed % 5) * 8;
+    g.loops = 2 + static_cast<int>(seed % 4) * 2;
+    auto k = kernel_from_json(generate_kernel_json(g), "gen.json");
+    ASSERT_TRUE(k.ok()) << k.error().message;
+    auto p = plan_kernel(*k);
+    ASSERT_TRUE(p.ok()) << "seed " << seed << ": " << p.error().message;
+    EXPECT_LE(p->planned.makespan, p->baseline.makespan) << "seed " << seed;
+    auto r = check_kernel(p->kernel);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->clean()) << "seed " << seed << ": " << r->violations.front().message;
+    // Dropping a tensor that needs several tiles to one tile must be caught by the checker.
+    for (const auto& tp : p->plans) {
+      if (tp.min_tiles < 2) continue;
+      Kernel broken = p->kernel;
+      Tensor& t = broken.tensors[tp.tensor];
+      t.alloc = Allocation{};
+      t.alloc.kind = AllocKind::kTable;
+      for (int64_t b = 0; b < t.num_blocks(); ++b) t.alloc.table.push_back({0, tp.base});
+      auto rb = check_kernel(broken);
+      ASSERT_TRUE(rb.ok());
+      EXPECT_FALSE(rb->clean()) << "seed " << seed << " tensor " << t.name;
+      break;
+    }
+  }
+}
+
+TEST(NkiPlan, Deterministic) {
+  GenerateOptions g;
+  g.seed = 7;
+  auto k = kernel_from_json(generate_kernel_json(g), "gen.json");
+  ASSERT_TRUE(k.ok());
+  auto a = plan_kernel(*k), b = plan_kernel(*k);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(kernel_to_json(a->kernel), kernel_to_json(b->kernel));
+  EXPECT_EQ(a->planned.makespan, b->planned.makespan);
+}
+
+TEST(NkiPlan, UninitializedReadCannotBePlanned) {
+  auto k = testing::parse(R"({"tensors": [{"name": "t", "partitions": 8, "free": [8]}, {"name": "u", "partitions": 8, "free": [8]}],
+                              "body": [{"engine": "Vector", "reads": [{"tensor": "t"}], "writes": [{"tensor": "u"}]}]})");
+  ASSERT_TRUE(k.ok());
+  auto p = plan_kernel(*k);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message.find("before anything writes it"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sp::nki
