@@ -107,24 +107,32 @@ int run_plan(const NkiArgs& a) {
                                                              {"single_buffered", p.baseline.utilization(e)}};
     out["utilization"] = util;
     Json ts = Json::array();
+    const Json planned = nki::kernel_to_json(p.kernel);
     for (const auto& tp : p.plans) {
       const auto& t = p.kernel.tensors[tp.tensor];
       ts.push_back({{"tensor", t.name}, {"buffer", nki::buffer_name(t.buffer)}, {"tiles", tp.tiles},
                     {"min_tiles", tp.min_tiles}, {"base", tp.base}, {"stride", tp.stride},
-                    {"alloc", nki::kernel_to_json(p.kernel)["tensors"][tp.tensor]["alloc"]}});
+                    {"alloc", planned["tensors"][tp.tensor]["alloc"]}});
     }
     out["tensors"] = ts;
     std::cout << out.dump(1) << "\n";
     return kExitOk;
   }
   std::cout << "kernel: " << a.kernel_path << " (" << k->hw.name << ")\n";
-  std::printf("%-16s %-5s %6s %6s %12s %10s\n", "tensor", "buf", "tiles", "min", "base", "tile size");
+  std::printf("%-16s %-5s %6s %6s %10s  %s\n", "tensor", "buf", "tiles", "min", "tile size", "allocation");
   for (const auto& tp : p.plans) {
     const auto& t = p.kernel.tensors[tp.tensor];
+    const auto& al = t.alloc;
     const bool psum = t.buffer == nki::Buffer::kPsum;
-    std::printf("%-16s %-5s %6d %6d %12s %10s\n", t.name.c_str(), nki::buffer_name(t.buffer), tp.tiles, tp.min_tiles,
-                (psum ? "bank " + std::to_string(tp.base) : "byte " + std::to_string(tp.base)).c_str(),
-                (std::to_string(t.fbytes()) + " B").c_str());
+    std::string how;
+    if (al.kind == nki::AllocKind::kModAlloc)
+      how = psum ? "mod_alloc(base_bank=" + std::to_string(al.base_bank) + ", num_bank_tiles=(" + std::to_string(tp.tiles) + ",))"
+                 : "mod_alloc(base_addr=" + std::to_string(al.base_addr) + ", num_free_tiles=(" + std::to_string(tp.tiles) + ",))";
+    else
+      how = "table: block b -> " + std::string(psum ? "bank " : "byte ") + std::to_string(tp.base) + " + (b mod " +
+            std::to_string(tp.tiles) + ")" + (psum ? "" : " * " + std::to_string(tp.stride)) + ", partition 0";
+    std::printf("%-16s %-5s %6d %6d %10s  %s\n", t.name.c_str(), nki::buffer_name(t.buffer), tp.tiles, tp.min_tiles,
+                (std::to_string(t.fbytes()) + " B").c_str(), how.c_str());
   }
   std::printf("SBUF used: %lld of %lld bytes per partition; PSUM banks used: %lld of %d\n",
               static_cast<long long>(p.sbuf_bytes), static_cast<long long>(k->hw.sbuf_usable()),

@@ -92,11 +92,16 @@ std::string plan_svg(const PlanResult& plan) {
 
   // SBUF: partitions (down) x bytes (right).
   double y0 = 30 + 2 * tl_h + 10;
-  out += "<text x=\"" + num(left) + "\" y=\"" + num(y0 - 6) + "\" font-weight=\"bold\">SBUF: partitions x bytes (usable " +
-         std::to_string(k.hw.sbuf_usable()) + " bytes per partition)</text>\n";
+  // Scale bytes to the used part of SBUF (with some margin) so small tiles stay visible.
+  Bytes shown = 0;
+  for (const TensorPlan& tp : plan.plans)
+    if (k.tensors[tp.tensor].buffer == Buffer::kSbuf) shown = std::max(shown, tp.base + tp.tiles * tp.stride);
+  shown = std::min(k.hw.sbuf_usable(), std::max<Bytes>(shown + shown / 10, 4096));
+  out += "<text x=\"" + num(left) + "\" y=\"" + num(y0 - 6) + "\" font-weight=\"bold\">SBUF: partitions x bytes [0, " +
+         std::to_string(shown) + ") of " + std::to_string(k.hw.sbuf_usable()) + " usable per partition</text>\n";
   out += "<rect x=\"" + num(left) + "\" y=\"" + num(y0) + "\" width=\"" + num(W) + "\" height=\"" + num(mem_h) +
          "\" fill=\"#f4f4f4\" stroke=\"#999\"/>\n";
-  const double bx = W / static_cast<double>(k.hw.sbuf_usable());
+  const double bx = W / static_cast<double>(shown);
   const double py = mem_h / static_cast<double>(k.hw.partitions);
   double py0 = y0 + mem_h + 30;
   out += "<text x=\"" + num(left) + "\" y=\"" + num(py0 - 6) + "\" font-weight=\"bold\">PSUM: banks (" +

@@ -115,6 +115,7 @@ TEST(NkiPlan, AssignOffsetsSharesOnlyDisjointLifetimes) {
 }
 
 TEST(NkiPlan, GeneratedKernelsArePlannedValidAndNoSlower) {
+  int differential_cases = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     GenerateOptions g;
     g.seed = seed;
@@ -128,20 +129,29 @@ TEST(NkiPlan, GeneratedKernelsArePlannedValidAndNoSlower) {
     auto r = check_kernel(p->kernel);
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->clean()) << "seed " << seed << ": " << r->violations.front().message;
-    // Dropping a tensor that needs several tiles to one tile must be caught by the checker.
+    // Differential: the planner's interval-based legality against the checker's simulation.
+    // Every count below a tensor's minimum must make the checker report a lifetime conflict.
     for (const auto& tp : p->plans) {
-      if (tp.min_tiles < 2) continue;
-      Kernel broken = p->kernel;
-      Tensor& t = broken.tensors[tp.tensor];
-      t.alloc = Allocation{};
-      t.alloc.kind = AllocKind::kTable;
-      for (int64_t b = 0; b < t.num_blocks(); ++b) t.alloc.table.push_back({0, tp.base});
-      auto rb = check_kernel(broken);
-      ASSERT_TRUE(rb.ok());
-      EXPECT_FALSE(rb->clean()) << "seed " << seed << " tensor " << t.name;
-      break;
+      for (int n = 1; n < tp.min_tiles && n <= 4; ++n) {
+        Kernel broken = p->kernel;
+        Tensor& t = broken.tensors[tp.tensor];
+        t.alloc = Allocation{};
+        t.alloc.kind = AllocKind::kTable;
+        for (int64_t b = 0; b < t.num_blocks(); ++b) {
+          Bytes slot = tp.base + (b % n) * tp.stride;
+          t.alloc.table.push_back({0, t.buffer == Buffer::kPsum ? slot * broken.hw.psum_bank_bytes : slot});
+        }
+        auto rb = check_kernel(broken);
+        ASSERT_TRUE(rb.ok());
+        bool flagged = std::any_of(rb->violations.begin(), rb->violations.end(), [&](const Violation& v) {
+          return v.kind == ViolationKind::kLifetimeConflict && v.tensor == t.name;
+        });
+        EXPECT_TRUE(flagged) << "seed " << seed << " tensor " << t.name << " with " << n << " tiles";
+        ++differential_cases;
+      }
     }
   }
+  EXPECT_GT(differential_cases, 0);
 }
 
 TEST(NkiPlan, Deterministic) {
