@@ -111,7 +111,7 @@ int run_plan(const NkiArgs& a) {
     for (const auto& tp : p.plans) {
       const auto& t = p.kernel.tensors[tp.tensor];
       ts.push_back({{"tensor", t.name}, {"buffer", nki::buffer_name(t.buffer)}, {"tiles", tp.tiles},
-                    {"min_tiles", tp.min_tiles}, {"base", tp.base}, {"stride", tp.stride},
+                    {"min_tiles", tp.min_tiles}, {"partition", tp.partition}, {"base", tp.base}, {"stride", tp.stride},
                     {"alloc", planned["tensors"][tp.tensor]["alloc"]}});
     }
     out["tensors"] = ts;
@@ -127,10 +127,11 @@ int run_plan(const NkiArgs& a) {
     std::string how;
     if (al.kind == nki::AllocKind::kModAlloc)
       how = psum ? "mod_alloc(base_bank=" + std::to_string(al.base_bank) + ", num_bank_tiles=(" + std::to_string(tp.tiles) + ",))"
-                 : "mod_alloc(base_addr=" + std::to_string(al.base_addr) + ", num_free_tiles=(" + std::to_string(tp.tiles) + ",))";
+                 : "mod_alloc(base_addr=" + std::to_string(al.base_addr) + ", base_partition=" +
+                       std::to_string(al.base_partition) + ", num_free_tiles=(" + std::to_string(tp.tiles) + ",))";
     else
       how = "table: block b -> " + std::string(psum ? "bank " : "byte ") + std::to_string(tp.base) + " + (b mod " +
-            std::to_string(tp.tiles) + ")" + (psum ? "" : " * " + std::to_string(tp.stride)) + ", partition 0";
+            std::to_string(tp.tiles) + ")" + (psum ? "" : " * " + std::to_string(tp.stride)) + ", partition " + std::to_string(tp.partition);
     std::printf("%-16s %-5s %6d %6d %10s  %s\n", t.name.c_str(), nki::buffer_name(t.buffer), tp.tiles, tp.min_tiles,
                 (std::to_string(t.fbytes()) + " B").c_str(), how.c_str());
   }

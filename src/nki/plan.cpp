@@ -84,6 +84,7 @@ bool modulo_legal(const std::vector<Analysis::Interval>& iv, int64_t n) {
 struct Layout {
   std::vector<int> tiles;                 // per tensor (HBM: one per block)
   std::vector<Bytes> offset;              // per tensor: SBUF byte / PSUM bank
+  std::vector<Partition> part;            // per tensor: first partition
   std::vector<std::vector<int>> shares;   // per tensor: other tensors whose bytes intersect
   Bytes sbuf_top = 0, psum_top = 0;
 };
@@ -102,25 +103,36 @@ struct Planner {
     L.tiles = tiles;
     const int nt = static_cast<int>(k.tensors.size());
     L.offset.assign(nt, 0);
+    L.part.assign(nt, 0);
     L.shares.assign(nt, {});
     for (Buffer buf : {Buffer::kSbuf, Buffer::kPsum}) {
       std::vector<int> ids;
       std::vector<BufferRequest> reqs;
+      const bool sbuf = buf == Buffer::kSbuf;
       for (int t = 0; t < nt; ++t)
         if (k.tensors[t].buffer == buf) {
           ids.push_back(t);
-          reqs.push_back({tiles[t] * stride[t], std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0)});
+          const Partition pd = k.tensors[t].pdim;
+          // SBUF tiles may start at any allowed quadrant; PSUM tiles start at partition 0.
+          const Partition step = !sbuf ? k.hw.partitions : pd <= 32 ? 32 : pd <= 64 ? 64 : 128;
+          reqs.push_back({tiles[t] * stride[t], std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0),
+                          sbuf ? pd : k.hw.partitions, step});
         }
       if (ids.empty()) continue;
-      const bool sbuf = buf == Buffer::kSbuf;
-      auto off = assign_offsets(reqs, sbuf ? k.hw.sbuf_usable() : k.hw.psum_banks, sbuf ? k.hw.sbuf_min_align : 1);
+      auto off = assign_offsets(reqs, sbuf ? k.hw.sbuf_usable() : k.hw.psum_banks, sbuf ? k.hw.sbuf_min_align : 1,
+                                k.hw.partitions);
       if (!off) return off.error();
       for (std::size_t i = 0; i < ids.size(); ++i) {
-        L.offset[ids[i]] = (*off)[i];
-        (sbuf ? L.sbuf_top : L.psum_top) = std::max(sbuf ? L.sbuf_top : L.psum_top, (*off)[i] + reqs[i].size);
-        for (std::size_t j = 0; j < ids.size(); ++j)
-          if (j != i && (*off)[i] < (*off)[j] + reqs[j].size && (*off)[j] < (*off)[i] + reqs[i].size)
+        const BufferPlacement& a = (*off)[i];
+        L.offset[ids[i]] = a.offset;
+        L.part[ids[i]] = a.partition;
+        (sbuf ? L.sbuf_top : L.psum_top) = std::max(sbuf ? L.sbuf_top : L.psum_top, a.offset + reqs[i].size);
+        for (std::size_t j = 0; j < ids.size(); ++j) {
+          const BufferPlacement& b = (*off)[j];
+          if (j != i && a.offset < b.offset + reqs[j].size && b.offset < a.offset + reqs[i].size &&
+              a.partition < b.partition + reqs[j].partitions && b.partition < a.partition + reqs[i].partitions)
             L.shares[ids[i]].push_back(ids[j]);
+        }
       }
     }
     return L;
@@ -187,40 +199,58 @@ struct Planner {
 
 }  // namespace
 
-Result<std::vector<Bytes>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align) {
-  std::vector<Bytes> off(reqs.size(), 0);
-  Bytes total = 0;
-  for (const auto& r : reqs) total += round_up(r.size, align);
-  if (total <= capacity) {  // everything fits side by side: no sharing, hence no false dependencies
-    Bytes at = 0;
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-      off[i] = at;
-      at += round_up(reqs[i].size, align);
-    }
-    return off;
-  }
-  // First fit by decreasing size; buffers live at the same time may not intersect.
+namespace {
+
+// First fit by decreasing area; `shared_ok` lets buffers with disjoint lifetimes intersect.
+bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
+          std::vector<BufferPlacement>& out) {
+  out.assign(reqs.size(), {});
   std::vector<std::size_t> order(reqs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return reqs[a].size > reqs[b].size; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return reqs[a].size * reqs[a].partitions > reqs[b].size * reqs[b].partitions;
+  });
   std::vector<std::size_t> placed;
   for (std::size_t i : order) {
-    std::vector<std::pair<Bytes, Bytes>> busy;
-    for (std::size_t j : placed)
-      if (reqs[j].first <= reqs[i].last && reqs[i].first <= reqs[j].last) busy.push_back({off[j], off[j] + reqs[j].size});
-    std::sort(busy.begin(), busy.end());
-    Bytes at = 0;
-    for (auto [b0, b1] : busy) {
-      if (at + reqs[i].size <= b0) break;
-      at = std::max(at, round_up(b1, align));
+    const BufferRequest& r = reqs[i];
+    bool found = false;
+    BufferPlacement best;
+    for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1)) {
+      std::vector<std::pair<Bytes, Bytes>> busy;
+      for (std::size_t j : placed) {
+        const BufferRequest& q = reqs[j];
+        bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
+        bool live_together = q.first <= r.last && r.first <= q.last;
+        if (rows_meet && (live_together || !shared_ok)) busy.push_back({out[j].offset, out[j].offset + q.size});
+      }
+      std::sort(busy.begin(), busy.end());
+      Bytes at = 0;
+      for (auto [b0, b1] : busy) {
+        if (at + r.size <= b0) break;
+        at = std::max(at, round_up(b1, align));
+      }
+      if (at + r.size <= capacity && (!found || at < best.offset)) {
+        found = true;
+        best = {p, at};
+      }
     }
-    if (at + reqs[i].size > capacity)
-      return bad_input("does not fit: " + std::to_string(total) + " units requested at once, capacity " +
-                       std::to_string(capacity));
-    off[i] = at;
+    if (!found) return false;
+    out[i] = best;
     placed.push_back(i);
   }
-  return off;
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
+                                                    Partition rows) {
+  std::vector<BufferPlacement> out;
+  if (pack(reqs, capacity, align, rows, false, out) || pack(reqs, capacity, align, rows, true, out)) return out;
+  Bytes total = 0;
+  for (const auto& r : reqs) total += round_up(r.size, align) * r.partitions;
+  return bad_input("does not fit: " + std::to_string(total) + " partition-units requested, capacity " +
+                   std::to_string(capacity) + " units x " + std::to_string(rows) + " partitions");
 }
 
 Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
@@ -347,19 +377,20 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     if (!P.planned(t)) continue;
     Tensor& ten = res.kernel.tensors[t];
     const int n = cur.tiles[t];
-    res.plans.push_back({t, n, min_tiles[t], cur.offset[t], P.stride[t]});
+    res.plans.push_back({t, n, min_tiles[t], cur.part[t], cur.offset[t], P.stride[t]});
     Allocation a;
     const bool psum = ten.buffer == Buffer::kPsum;
     if (ten.blocks.size() <= 1 && (psum || P.stride[t] == ten.fbytes())) {
       a.kind = AllocKind::kModAlloc;
       if (psum) a.base_bank = static_cast<int>(cur.offset[t]);
       else a.base_addr = cur.offset[t];
+      a.base_partition = cur.part[t];
       if (!ten.blocks.empty()) a.num_free_tiles = {n};
     } else {
       a.kind = AllocKind::kTable;
       for (int64_t b = 0; b < ten.num_blocks(); ++b) {
         const int64_t slot = cur.offset[t] + (b % n) * P.stride[t];
-        a.table.push_back({0, psum ? slot * k.hw.psum_bank_bytes : slot});
+        a.table.push_back({cur.part[t], psum ? slot * k.hw.psum_bank_bytes : slot});
       }
     }
     ten.alloc = std::move(a);

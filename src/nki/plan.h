@@ -42,6 +42,7 @@ struct TensorPlan {
   TensorId tensor = -1;
   int tiles = 1;          // physical tiles (logical block b uses tile b mod tiles)
   int min_tiles = 1;      // smallest legal count (all logical tiles that must coexist)
+  Partition partition = 0;  // first partition of every tile
   Bytes base = 0;         // SBUF: first byte; PSUM: first bank
   Bytes stride = 0;       // SBUF: bytes between tiles (fbytes rounded up to the alignment); PSUM: 1 bank
 };
@@ -59,13 +60,23 @@ struct PlanResult {
 Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt = {});
 
 // Address assignment for the planner. A stand-in for the shared allocation engine (src/alloc):
-// places buffers of `size` units, live over program-order events [first, last], in
-// [0, capacity) at multiples of `align`, so that buffers live at the same time do not overlap.
+// places buffers of `size` units (bytes or banks) spanning `partitions` rows, live over
+// program-order events [first, last], inside rows [0, rows) x units [0, capacity). A buffer
+// starts at a row that is a multiple of `row_step` (the ISA start-partition quadrant) and at a
+// unit offset that is a multiple of `align`. Buffers live at the same time never intersect; if
+// everything fits without any sharing, nothing shares (no false dependencies).
 struct BufferRequest {
-  Bytes size = 0;       // units (bytes or banks)
-  int64_t first = 0;    // first event that touches it
-  int64_t last = 0;     // last event that touches it
+  Bytes size = 0;              // units along the free axis
+  int64_t first = 0;           // first event that touches it
+  int64_t last = 0;            // last event that touches it
+  Partition partitions = 128;  // rows it spans
+  Partition row_step = 128;    // allowed start rows: multiples of this
 };
-Result<std::vector<Bytes>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align);
+struct BufferPlacement {
+  Partition partition = 0;  // first row
+  Bytes offset = 0;         // first unit
+};
+Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
+                                                    Partition rows = 128);
 
 }  // namespace sp::nki

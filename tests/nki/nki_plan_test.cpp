@@ -100,18 +100,67 @@ TEST(NkiPlan, PsumTilesGetWholeBanks) {
   EXPECT_LE(p->planned.makespan, p->baseline.makespan);
 }
 
+std::vector<Bytes> offsets(const std::vector<BufferPlacement>& v) {
+  std::vector<Bytes> o;
+  for (const auto& p : v) o.push_back(p.offset);
+  return o;
+}
+
 TEST(NkiPlan, AssignOffsetsSharesOnlyDisjointLifetimes) {
-  // Fits side by side: stacked.
+  // Fits side by side: nothing shares.
   auto a = assign_offsets({{100, 0, 5}, {50, 3, 9}}, 1000, 32);
   ASSERT_TRUE(a.ok());
-  EXPECT_EQ(*a, (std::vector<Bytes>{0, 128}));
+  EXPECT_EQ(offsets(*a), (std::vector<Bytes>{0, 128}));
   // Too big side by side: the disjoint pair shares, the overlapping one does not.
   a = assign_offsets({{600, 0, 4}, {600, 5, 9}, {300, 3, 6}}, 1000, 1);
   ASSERT_TRUE(a.ok());
-  EXPECT_EQ((*a)[0], 0);
-  EXPECT_EQ((*a)[1], 0);
-  EXPECT_EQ((*a)[2], 600);
+  EXPECT_EQ(offsets(*a), (std::vector<Bytes>{0, 0, 600}));
   EXPECT_FALSE(assign_offsets({{600, 0, 9}, {600, 0, 9}}, 1000, 1).ok());
+}
+
+TEST(NkiPlan, AssignOffsetsStacksSmallPartitionBuffersInQuadrants) {
+  // Four 32-partition buffers live together fit in one byte range, one quadrant each;
+  // a 64-partition one may start at 0 or 64 only.
+  std::vector<BufferRequest> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back({256, 0, 9, 32, 32});
+  auto a = assign_offsets(reqs, 256, 32);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  std::vector<Partition> parts;
+  for (const auto& p : *a) parts.push_back(p.partition);
+  std::sort(parts.begin(), parts.end());
+  EXPECT_EQ(parts, (std::vector<Partition>{0, 32, 64, 96}));
+  EXPECT_EQ(offsets(*a), (std::vector<Bytes>{0, 0, 0, 0}));
+  auto b = assign_offsets({{256, 0, 9, 64, 64}, {256, 0, 9, 48, 64}}, 256, 32);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)[0].partition + (*b)[1].partition, 64);
+  EXPECT_FALSE(assign_offsets({{256, 0, 9, 128, 128}, {256, 0, 9, 32, 32}}, 256, 32).ok());
+}
+
+TEST(NkiPlan, SmallPartitionTensorsSharePartitionsOfOneByteRange) {
+  auto k = testing::parse(R"({"hardware": {"sbuf_partition_bytes": 17408},
+    "tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [4], "partitions": 32, "free": [256]},
+      {"name": "a", "blocks": [4], "partitions": 32, "free": [256]},
+      {"name": "b", "blocks": [4], "partitions": 32, "free": [256]},
+      {"name": "c", "blocks": [4], "partitions": 32, "free": [256]},
+      {"name": "d", "blocks": [4], "partitions": 32, "free": [256]}],
+    "body": [{"loop": "i", "trip": 4, "body": [
+      {"name": "ld", "engine": "DMA", "cost": 100, "reads": [{"tensor": "x", "block": ["i"]}], "writes": [{"tensor": "a", "block": ["i"]}]},
+      {"name": "f", "engine": "Scalar", "cost": 100, "reads": [{"tensor": "a", "block": ["i"]}], "writes": [{"tensor": "b", "block": ["i"]}]},
+      {"name": "g", "engine": "Vector", "cost": 100, "reads": [{"tensor": "b", "block": ["i"]}], "writes": [{"tensor": "c", "block": ["i"]}]},
+      {"name": "h", "engine": "GpSimd", "cost": 100, "reads": [{"tensor": "c", "block": ["i"]}], "writes": [{"tensor": "d", "block": ["i"]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  ASSERT_EQ(k->hw.sbuf_usable(), 1024);  // two 512-byte tiles per partition: only quadrants make room for four tensors
+  auto p = plan_kernel(*k);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  std::vector<Partition> parts;
+  for (const auto& tp : p->plans) parts.push_back(tp.partition);
+  std::sort(parts.begin(), parts.end());
+  EXPECT_NE(parts.front(), parts.back());
+  auto r = check_kernel(p->kernel);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->clean()) << r->violations.front().message;
+  EXPECT_LT(p->planned.makespan, p->baseline.makespan);
 }
 
 TEST(NkiPlan, GeneratedKernelsArePlannedValidAndNoSlower) {
