@@ -13,6 +13,7 @@ namespace {
 constexpr int64_t kMaxMagnitude = int64_t{1} << 40;
 constexpr int64_t kMaxBlocks = int64_t{1} << 22;        // logical tiles per tensor
 constexpr Bytes kMaxTileBytes = int64_t{1} << 40;       // bytes per partition of one tile
+constexpr int64_t kMaxTotalBlocks = int64_t{1} << 24;   // logical tiles of all tensors
 
 bool add_ok(int64_t a, int64_t b, int64_t& out) { return !__builtin_add_overflow(a, b, &out) && out <= kMaxMagnitude && out >= -kMaxMagnitude; }
 bool mul_ok(int64_t a, int64_t b, int64_t& out) { return !__builtin_mul_overflow(a, b, &out) && out <= kMaxMagnitude && out >= -kMaxMagnitude; }
@@ -281,7 +282,9 @@ struct Reader {
         scope.push_back(id);
         body(n.at("body"), node.body, m);
         scope.pop_back();
-        out.push_back(std::move(node));
+        // A loop without instructions does nothing; dropping it keeps every walk bounded by
+        // the number of instruction executions.
+        if (!node.body.empty()) out.push_back(std::move(node));
       } else {
         if (!n.has("engine")) n.fail("expected an instruction (with \"engine\") or a loop (with \"loop\")");
         instruction(n);
@@ -582,7 +585,13 @@ Result<Kernel> kernel_from_json(const Json& json, const std::string& source, con
     if (hw_override) k.hw = *hw_override;
     Reader r{k, {}, {}};
     Bytes factory_next = 0;
-    for (auto& t : root.at("tensors").elements()) r.tensor(t, factory_next);
+    int64_t total_blocks = 0;
+    for (auto& t : root.at("tensors").elements()) {
+      r.tensor(t, factory_next);
+      total_blocks += k.tensors.back().num_blocks();
+      if (total_blocks > kMaxTotalBlocks)
+        t.fail("the tensors have more than " + std::to_string(kMaxTotalBlocks) + " logical tiles in total");
+    }
     r.body(root.at("body"), k.body, 1);
     return k;
   } catch (const JsonInputError& e) {

@@ -157,3 +157,19 @@ TEST(NkiModel, HardwareFromJsonAndBuiltin) {
 
 }  // namespace
 }  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+TEST(NkiModel, EmptyLoopsAreDroppedSoHugeTripsCostNothing) {
+  auto k = testing::parse(R"({"tensors": [], "body": [{"loop": "i", "trip": 4000000000000000000, "body": [
+      {"loop": "j", "trip": 4000000000000000000, "body": []}]}, {"engine": "DMA", "cost": 3}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->dynamic_instructions, 1);
+  int n = 0;
+  for_each_execution(*k, [&](int, const std::vector<int64_t>&) { return ++n, true; });
+  EXPECT_EQ(n, 1);
+}
+
+}  // namespace
+}  // namespace sp::nki
