@@ -21,6 +21,7 @@ struct NkiArgs {
   bool json = false;
   int max_buffers = 8;
   bool single = false;
+  bool in_order = false;
   double time_limit = 10.0;
 };
 
@@ -79,6 +80,7 @@ int run_plan(const NkiArgs& a) {
   opt.max_buffers = a.max_buffers;
   opt.multi_buffer = !a.single;
   opt.time_limit_s = a.time_limit;
+  opt.scheduler = a.in_order ? nki::Scheduler::kInOrder : nki::Scheduler::kDataflow;
   auto plan = nki::plan_kernel(*k, opt);
   if (!plan) return fail(plan.error());
   const nki::PlanResult& p = *plan;
@@ -166,6 +168,8 @@ void register_nki(CLI::App& app, int& exit_code) {
   plan->add_option("--svg", args->svg_path, "Write engines x time and SBUF partitions x bytes as SVG");
   plan->add_option("--max-buffers", args->max_buffers, "Most physical tiles per tensor to try")->check(CLI::Range(1, 1024));
   plan->add_flag("--single", args->single, "Keep every tensor at its smallest legal tile count");
+  plan->add_flag("--in-order", args->in_order,
+                 "Timeline runs each engine queue in program order (default: dataflow list scheduling)");
   plan->add_option("--time-limit", args->time_limit, "Search budget in seconds")->check(CLI::NonNegativeNumber);
   check->callback([args, &exit_code] { exit_code = run_check(*args); });
   plan->callback([args, &exit_code] { exit_code = run_plan(*args); });

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <queue>
 
 #include "core/deadline.h"
 #include "nki/check.h"
@@ -144,6 +145,10 @@ struct Planner {
   // tensors sharing those bytes.
   Timeline simulate(const Layout& L, bool record) {
     ++evaluations;
+    return opt.scheduler == Scheduler::kDataflow ? simulate_dataflow(L, record) : simulate_in_order(L, record);
+  }
+
+  Timeline simulate_in_order(const Layout& L, bool record) {
     const int nt = static_cast<int>(k.tensors.size());
     std::vector<int64_t> base(nt + 1, 0);
     for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + L.tiles[t];
@@ -193,6 +198,123 @@ struct Planner {
       if (record) tl.spans.push_back({ii, static_cast<int>(lane - lane_free[e].begin()), start, end});
       return true;
     });
+    return tl;
+  }
+
+  // Dataflow timeline: the dependency graph of the program (RAW, WAR and WAW on physical tiles,
+  // in program order, plus tensors sharing bytes) is list-scheduled on the engine queues: a
+  // free queue takes the ready instruction that can start first (ties: program order). This is
+  // what a compiler may do with affine_range iterations; tile reuse is what orders them.
+  Timeline simulate_dataflow(const Layout& L, bool record) {
+    const int nt = static_cast<int>(k.tensors.size());
+    std::vector<int64_t> base(nt + 1, 0);
+    for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + L.tiles[t];
+    const std::size_t ntiles = static_cast<std::size_t>(base[nt]);
+    std::vector<int64_t> last_writer(ntiles, -1);
+    std::vector<std::vector<int64_t>> readers(ntiles);  // since the last write
+    struct Edge {
+      int64_t from, to;
+      int tensor;  // >= 0: a WAR/WAW edge that more tiles of this tensor would remove
+    };
+    std::vector<Edge> edges;
+    std::vector<int> instr_of;
+    for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
+      const int64_t ev = static_cast<int64_t>(instr_of.size());
+      instr_of.push_back(ii);
+      const Instruction& ins = k.instrs[ii];
+      for (const Access& a : ins.reads) {
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor]);
+        if (last_writer[p] >= 0) edges.push_back({last_writer[p], ev, -1});
+      }
+      for (const Access& a : ins.writes) {
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor]);
+        const int who = planned(a.tensor) ? a.tensor : -1;
+        if (last_writer[p] >= 0 && last_writer[p] != ev) edges.push_back({last_writer[p], ev, who});
+        for (int64_t r : readers[p])
+          if (r != ev) edges.push_back({r, ev, who});
+        for (int u : L.shares[a.tensor])
+          for (int64_t q = base[u]; q < base[u + 1]; ++q) {
+            if (last_writer[q] >= 0) edges.push_back({last_writer[q], ev, -1});
+            for (int64_t r : readers[q]) edges.push_back({r, ev, -1});
+          }
+      }
+      // Reads are recorded after the writes' edges: an instruction never waits for itself.
+      for (const Access& a : ins.reads) {
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor]);
+        readers[p].push_back(ev);
+      }
+      for (const Access& a : ins.writes) {
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor]);
+        last_writer[p] = ev;
+        readers[p].clear();
+        for (const Access& r : ins.reads)  // a read-modify-write keeps its own read pending for later writers
+          if (r.tensor == a.tensor && base[r.tensor] + eval(r.linear, vals) % L.tiles[r.tensor] == static_cast<int64_t>(p))
+            readers[p].push_back(ev);
+      }
+      return true;
+    });
+    const std::size_t n = instr_of.size();
+    // Successor lists (CSR) and in-degrees.
+    std::vector<int64_t> first(n + 1, 0);
+    for (const Edge& e : edges) ++first[static_cast<std::size_t>(e.from) + 1];
+    for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+    std::vector<int64_t> fill(first.begin(), first.end() - 1);
+    std::vector<std::size_t> succ(edges.size());
+    for (std::size_t i = 0; i < edges.size(); ++i) succ[static_cast<std::size_t>(fill[edges[i].from]++)] = i;
+    std::vector<int> indeg(n, 0);
+    for (const Edge& e : edges) ++indeg[static_cast<std::size_t>(e.to)];
+    std::vector<Cycles> raw_ready(n, 0), war_ready(n, 0), finish(n, 0);
+    std::vector<int> war_tensor(n, -1);
+
+    Timeline tl;
+    tl.war_stall.assign(nt, 0);
+    std::array<std::vector<Cycles>, kNumEngines> lane_free;
+    using Item = std::pair<Cycles, int64_t>;  // (earliest start from dependencies, execution)
+    std::array<std::priority_queue<Item, std::vector<Item>, std::greater<Item>>, kNumEngines> ready;
+    for (int e = 0; e < kNumEngines; ++e) {
+      tl.lanes[e] = e == static_cast<int>(Engine::kDma) ? k.hw.dma_queues : 1;
+      lane_free[e].assign(static_cast<std::size_t>(tl.lanes[e]), 0);
+    }
+    auto engine_of = [&](std::size_t x) { return static_cast<int>(k.instrs[instr_of[x]].engine); };
+    for (std::size_t x = 0; x < n; ++x)
+      if (indeg[x] == 0) ready[engine_of(x)].push({0, static_cast<int64_t>(x)});
+    for (std::size_t done = 0; done < n; ++done) {
+      int best_e = -1;
+      Cycles best_start = 0;
+      int64_t best_x = 0;
+      for (int e = 0; e < kNumEngines; ++e) {
+        if (ready[e].empty()) continue;
+        Cycles lane = *std::min_element(lane_free[e].begin(), lane_free[e].end());
+        Cycles start = std::max(lane, ready[e].top().first);
+        if (best_e < 0 || start < best_start || (start == best_start && ready[e].top().second < best_x)) {
+          best_e = e;
+          best_start = start;
+          best_x = ready[e].top().second;
+        }
+      }
+      if (best_e < 0) break;  // cannot happen: the graph follows program order
+      ready[best_e].pop();
+      const std::size_t x = static_cast<std::size_t>(best_x);
+      auto lane = std::min_element(lane_free[best_e].begin(), lane_free[best_e].end());
+      const Instruction& ins = k.instrs[instr_of[x]];
+      const Cycles end = best_start + ins.cost;
+      finish[x] = end;
+      *lane = end;
+      tl.busy[best_e] += ins.cost;
+      tl.makespan = std::max(tl.makespan, end);
+      if (war_tensor[x] >= 0 && war_ready[x] > raw_ready[x]) tl.war_stall[war_tensor[x]] += war_ready[x] - raw_ready[x];
+      if (record) tl.spans.push_back({instr_of[x], static_cast<int>(lane - lane_free[best_e].begin()), best_start, end});
+      for (int64_t i = first[x]; i < first[x + 1]; ++i) {
+        const Edge& ed = edges[succ[static_cast<std::size_t>(i)]];
+        const std::size_t y = static_cast<std::size_t>(ed.to);
+        if (ed.tensor >= 0) {
+          if (end > war_ready[y]) war_ready[y] = end, war_tensor[y] = ed.tensor;
+        } else {
+          raw_ready[y] = std::max(raw_ready[y], end);
+        }
+        if (--indeg[y] == 0) ready[engine_of(y)].push({std::max(raw_ready[y], war_ready[y]), static_cast<int64_t>(y)});
+      }
+    }
     return tl;
   }
 };
@@ -300,19 +422,23 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   Timeline cur_tl = P.simulate(cur, false);
   // Greedy: apply the move that shortens the timeline most, until none helps or time is up.
   // Moves grow tile counts to the next legal value: one tensor (among those whose tiles made
-  // instructions wait), every waiting tensor at once, or every tensor of one innermost loop at
+  // instructions wait), every waiting tensor at once, or every tensor used inside one loop at
   // once (a pipeline only overlaps when all its stages have a spare tile).
-  std::vector<std::vector<int>> groups;  // tensors per innermost loop
+  std::vector<std::vector<int>> groups;  // tensors used inside each loop
   {
     std::vector<std::vector<int>> by_loop(k.loops.size() + 1);
     for (const Instruction& ins : k.instrs) {
-      auto& g = by_loop[ins.loops.empty() ? k.loops.size() : static_cast<std::size_t>(ins.loops.back())];
-      for (const auto* list : {&ins.reads, &ins.writes})
-        for (const Access& a : *list)
-          if (P.planned(a.tensor) && std::find(g.begin(), g.end(), a.tensor) == g.end()) g.push_back(a.tensor);
+      std::vector<std::size_t> within(ins.loops.begin(), ins.loops.end());
+      if (within.empty()) within.push_back(k.loops.size());
+      for (std::size_t l : within) {
+        auto& g = by_loop[l];
+        for (const auto* list : {&ins.reads, &ins.writes})
+          for (const Access& a : *list)
+            if (P.planned(a.tensor) && std::find(g.begin(), g.end(), a.tensor) == g.end()) g.push_back(a.tensor);
+      }
     }
     for (auto& g : by_loop)
-      if (g.size() > 1) groups.push_back(g);
+      if (g.size() > 1 && std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
   }
   auto grow = [&](const std::vector<int>& from, int t) {
     for (int n : legal[t])

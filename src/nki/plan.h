@@ -11,7 +11,14 @@
 
 namespace sp::nki {
 
+// How the timeline orders instructions of one engine queue.
+enum class Scheduler {
+  kDataflow,  // list scheduling of the dependency graph (the compiler may interleave iterations)
+  kInOrder,   // program order per queue (the instruction stream as written)
+};
+
 struct PlanOptions {
+  Scheduler scheduler = Scheduler::kDataflow;  // timeline model used for scoring and reporting
   int max_buffers = 8;          // most physical tiles per tensor the search tries
   double time_limit_s = 10.0;   // search budget (the plan so far is returned when it runs out)
   bool multi_buffer = true;     // off: every tensor keeps its smallest legal tile count
