@@ -232,11 +232,14 @@ struct Planner {
         if (last_writer[p] >= 0 && last_writer[p] != ev) edges.push_back({last_writer[p], ev, who});
         for (int64_t r : readers[p])
           if (r != ev) edges.push_back({r, ev, who});
-        for (int u : L.shares[a.tensor])
-          for (int64_t q = base[u]; q < base[u + 1]; ++q) {
-            if (last_writer[q] >= 0) edges.push_back({last_writer[q], ev, -1});
-            for (int64_t r : readers[q]) edges.push_back({r, ev, -1});
-          }
+        // Only the first write of each tile waits for the tensors sharing its bytes; later
+        // writes follow it through the WAW edge.
+        if (last_writer[p] < 0)
+          for (int u : L.shares[a.tensor])
+            for (int64_t q = base[u]; q < base[u + 1]; ++q) {
+              if (last_writer[q] >= 0) edges.push_back({last_writer[q], ev, -1});
+              for (int64_t r : readers[q]) edges.push_back({r, ev, -1});
+            }
       }
       // Reads are recorded after the writes' edges: an instruction never waits for itself.
       for (const Access& a : ins.reads) {
