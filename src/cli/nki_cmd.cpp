@@ -65,6 +65,11 @@ int run_check(const NkiArgs& a) {
   } else {
     std::cout << "kernel: " << a.kernel_path << " (" << k->hw.name << "), " << k->tensors.size() << " tensors, "
               << k->loops.size() << " loops, " << rep->executions << " instruction executions simulated\n";
+    int automatic = 0;
+    for (const auto& t : k->tensors)
+      automatic += t.buffer != nki::Buffer::kHbm && t.alloc.kind == nki::AllocKind::kAuto;
+    if (automatic > 0)
+      std::cout << automatic << " tensors use automatic allocation: their addresses are the compiler's, not checked\n";
     std::cout << "violations: " << rep->distinct_violations << "\n";
     for (const auto& v : rep->violations) std::cout << "  " << v.message << "\n";
     if (static_cast<int64_t>(rep->violations.size()) < rep->distinct_violations)
