@@ -108,6 +108,7 @@ int run_plan(const NkiArgs& a) {
     out["sbuf_bytes_per_partition"] = p.sbuf_bytes;
     out["psum_banks"] = p.psum_banks;
     out["evaluations"] = p.evaluations;
+    out["timeline"] = a.in_order ? "in-order" : "dataflow";
     Json util;
     for (int e = 0; e < nki::kNumEngines; ++e)
       util[nki::engine_name(static_cast<nki::Engine>(e))] = {{"planned", p.planned.utilization(e)},
@@ -145,8 +146,9 @@ int run_plan(const NkiArgs& a) {
   std::printf("SBUF used: %lld of %lld bytes per partition; PSUM banks used: %lld of %d\n",
               static_cast<long long>(p.sbuf_bytes), static_cast<long long>(k->hw.sbuf_usable()),
               static_cast<long long>(p.psum_banks), k->hw.psum_banks);
-  std::printf("simulated time: %lld cycles (all single-buffered: %lld cycles, speedup %.3fx)\n",
-              static_cast<long long>(p.planned.makespan), static_cast<long long>(p.baseline.makespan), speedup);
+  std::printf("simulated time: %lld cycles (all single-buffered: %lld cycles, speedup %.3fx; %s timeline)\n",
+              static_cast<long long>(p.planned.makespan), static_cast<long long>(p.baseline.makespan), speedup,
+              a.in_order ? "in-order" : "dataflow");
   std::cout << "engine utilization (planned / single-buffered):";
   for (int e = 0; e < nki::kNumEngines; ++e)
     if (p.planned.busy[e] > 0)

@@ -54,7 +54,7 @@ TEST(NkiCli, PlanWritesCheckedKernelAndSvg) {
   std::string out = ::testing::TempDir() + "/planned.json", svg = ::testing::TempDir() + "/planned.svg";
   auto r = run_cli("nki plan " + example("load_exp.json") + " -o " + out + " --svg " + svg);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("simulated time: 17000 cycles (all single-buffered: 32000 cycles, speedup 1.882x)"), std::string::npos)
+  EXPECT_NE(r.out.find("simulated time: 17000 cycles (all single-buffered: 32000 cycles, speedup 1.882x; dataflow timeline)"), std::string::npos)
       << r.out;
   auto c = run_cli("nki check " + out);
   EXPECT_EQ(c.exit_code, 0) << c.out;

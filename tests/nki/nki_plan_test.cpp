@@ -205,6 +205,13 @@ TEST(NkiPlan, GeneratedKernelsArePlannedValidAndNoSlower) {
     g.loops = 2 + static_cast<int>(seed % 4) * 2;
     auto k = kernel_from_json(generate_kernel_json(g), "gen.json");
     ASSERT_TRUE(k.ok()) << k.error().message;
+    if (seed % 3 == 0) {  // the in-order model plans valid kernels too
+      PlanOptions io;
+      io.scheduler = Scheduler::kInOrder;
+      auto q = plan_kernel(*k, io);
+      ASSERT_TRUE(q.ok()) << "seed " << seed << ": " << q.error().message;
+      EXPECT_LE(q->planned.makespan, q->baseline.makespan) << "seed " << seed;
+    }
     auto p = plan_kernel(*k);
     ASSERT_TRUE(p.ok()) << "seed " << seed << ": " << p.error().message;
     EXPECT_LE(p->planned.makespan, p->baseline.makespan) << "seed " << seed;
