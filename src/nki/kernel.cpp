@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <set>
 
 namespace sp::nki {
 
@@ -607,7 +606,7 @@ Result<Kernel> read_kernel(const std::string& path, const Hardware* hw) {
 
 namespace {
 
-Json alloc_to_json(const Tensor& t, const Kernel& k) {
+Json alloc_to_json(const Tensor& t) {
   const Allocation& a = t.alloc;
   Json j;
   j["kind"] = alloc_kind_name(a.kind);
@@ -640,7 +639,6 @@ Json alloc_to_json(const Tensor& t, const Kernel& k) {
       break;
     }
   }
-  (void)k;
   return j;
 }
 
@@ -681,7 +679,6 @@ void body_to_json(const Kernel& k, const std::vector<Node>& nodes, Json& out, st
 
 Json kernel_to_json(const Kernel& k) {
   Json j;
-  Hardware def;
   Json hw;
   hw["name"] = k.hw.name;
   hw["partitions"] = k.hw.partitions;
@@ -703,7 +700,7 @@ Json kernel_to_json(const Kernel& k) {
     tj["partitions"] = t.pdim;
     tj["free"] = t.free;
     tj["dtype"] = t.dtype;
-    if (t.buffer != Buffer::kHbm) tj["alloc"] = alloc_to_json(t, k);
+    if (t.buffer != Buffer::kHbm) tj["alloc"] = alloc_to_json(t);
     ts.push_back(tj);
   }
   j["tensors"] = ts;

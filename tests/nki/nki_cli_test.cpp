@@ -74,3 +74,25 @@ TEST(NkiCli, HardwareFileOverride) {
 
 }  // namespace
 }  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+TEST(NkiCli, PlanFlags) {
+  auto r = testing::run_cli("nki plan --json --single " + testing::example("load_exp.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j["simulated_cycles"], 32000);
+  EXPECT_EQ(j["tensors"][0]["tiles"], 1);
+  r = testing::run_cli("nki plan --json --in-order --max-buffers 4 " + testing::example("lifetime_conflict.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  j = Json::parse(r.out);
+  EXPECT_EQ(j["timeline"], "in-order");
+  EXPECT_EQ(j["tensors"][0]["tiles"], 8);  // no legal count up to 4: one tile per logical block
+  EXPECT_EQ(j["tensors"][0]["min_tiles"], 8);
+  r = testing::run_cli("nki plan --max-buffers 0 " + testing::example("load_exp.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+}
+
+}  // namespace
+}  // namespace sp::nki
