@@ -109,6 +109,7 @@ int run_plan(const NkiArgs& a) {
     out["psum_banks"] = p.psum_banks;
     out["evaluations"] = p.evaluations;
     out["timeline"] = a.in_order ? "in-order" : "dataflow";
+    out["input_allocation_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
     Json util;
     for (int e = 0; e < nki::kNumEngines; ++e)
       util[nki::engine_name(static_cast<nki::Engine>(e))] = {{"planned", p.planned.utilization(e)},
@@ -149,6 +150,8 @@ int run_plan(const NkiArgs& a) {
   std::printf("simulated time: %lld cycles (all single-buffered: %lld cycles, speedup %.3fx; %s timeline)\n",
               static_cast<long long>(p.planned.makespan), static_cast<long long>(p.baseline.makespan), speedup,
               a.in_order ? "in-order" : "dataflow");
+  if (p.has_input)
+    std::printf("the kernel's own allocation: %lld cycles\n", static_cast<long long>(p.input.makespan));
   std::cout << "engine utilization (planned / single-buffered):";
   for (int e = 0; e < nki::kNumEngines; ++e)
     if (p.planned.busy[e] > 0)

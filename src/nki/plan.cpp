@@ -87,7 +87,11 @@ struct Layout {
   std::vector<Bytes> offset;              // per tensor: SBUF byte / PSUM bank
   std::vector<Partition> part;            // per tensor: first partition
   std::vector<std::vector<int>> shares;   // per tensor: other tensors whose bytes intersect
+  std::vector<std::vector<int>> map;      // per tensor: block -> tile; empty = modulo (block mod tiles)
   Bytes sbuf_top = 0, psum_top = 0;
+  int64_t tile(TensorId t, int64_t block) const {
+    return map.empty() || map[t].empty() ? block % tiles[t] : map[t][static_cast<std::size_t>(block)];
+  }
 };
 
 struct Planner {
@@ -168,13 +172,13 @@ struct Planner {
       auto lane = std::min_element(lane_free[e].begin(), lane_free[e].end());
       Cycles ready = *lane;
       for (const Access& a : ins.reads) {
-        int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
+        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         ready = std::max(ready, write_fin[p]);
       }
       Cycles war = 0;
       int war_tensor = -1;
       for (const Access& a : ins.writes) {
-        int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
+        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         Cycles w = std::max(read_fin[p], write_fin[p]);
         for (int u : L.shares[a.tensor]) w = std::max(w, region_use[u]);
         if (w > war) war = w, war_tensor = a.tensor;
@@ -183,12 +187,12 @@ struct Planner {
       const Cycles start = std::max(ready, war);
       const Cycles end = start + ins.cost;
       for (const Access& a : ins.reads) {
-        int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
+        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         read_fin[p] = std::max(read_fin[p], end);
         region_use[a.tensor] = std::max(region_use[a.tensor], end);
       }
       for (const Access& a : ins.writes) {
-        int64_t p = base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor];
+        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         write_fin[p] = end;
         region_use[a.tensor] = std::max(region_use[a.tensor], end);
       }
@@ -223,11 +227,11 @@ struct Planner {
       instr_of.push_back(ii);
       const Instruction& ins = k.instrs[ii];
       for (const Access& a : ins.reads) {
-        std::size_t p = static_cast<std::size_t>(base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor]);
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
         if (last_writer[p] >= 0) edges.push_back({last_writer[p], ev, -1});
       }
       for (const Access& a : ins.writes) {
-        std::size_t p = static_cast<std::size_t>(base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor]);
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
         const int who = planned(a.tensor) ? a.tensor : -1;
         if (last_writer[p] >= 0 && last_writer[p] != ev) edges.push_back({last_writer[p], ev, who});
         for (int64_t r : readers[p])
@@ -243,15 +247,15 @@ struct Planner {
       }
       // Reads are recorded after the writes' edges: an instruction never waits for itself.
       for (const Access& a : ins.reads) {
-        std::size_t p = static_cast<std::size_t>(base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor]);
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
         readers[p].push_back(ev);
       }
       for (const Access& a : ins.writes) {
-        std::size_t p = static_cast<std::size_t>(base[a.tensor] + eval(a.linear, vals) % L.tiles[a.tensor]);
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
         last_writer[p] = ev;
         readers[p].clear();
         for (const Access& r : ins.reads)  // a read-modify-write keeps its own read pending for later writers
-          if (r.tensor == a.tensor && base[r.tensor] + eval(r.linear, vals) % L.tiles[r.tensor] == static_cast<int64_t>(p))
+          if (r.tensor == a.tensor && base[r.tensor] + L.tile(r.tensor, eval(r.linear, vals)) == static_cast<int64_t>(p))
             readers[p].push_back(ev);
       }
       return true;
@@ -443,7 +447,13 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     for (auto& g : by_loop)
       if (g.size() > 1 && std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
   }
-  auto grow = [&](const std::vector<int>& from, int t) {
+  // A move: tensors and whether each jumps to its largest legal count instead of the next one.
+  struct Move {
+    std::vector<int> tensors;
+    bool to_max = false;
+  };
+  auto grow = [&](const std::vector<int>& from, int t, bool to_max) {
+    if (to_max) return legal[t].empty() ? from[t] : std::max(from[t], legal[t].back());
     for (int n : legal[t])
       if (n > from[t]) return n;
     return from[t];
@@ -453,17 +463,21 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     for (int t = 0; t < nt; ++t)
       if (P.planned(t) && cur_tl.war_stall[t] > 0) stalled.push_back(t);
     std::sort(stalled.begin(), stalled.end(), [&](int a, int b) { return cur_tl.war_stall[a] > cur_tl.war_stall[b]; });
-    std::vector<std::vector<int>> moves;
-    for (std::size_t i = 0; i < stalled.size() && i < 6; ++i) moves.push_back({stalled[i]});
-    if (stalled.size() > 1) moves.push_back(stalled);
-    for (const auto& g : groups) moves.push_back(g);
+    std::vector<Move> moves;
+    // Jumps matter when the next count alone gains nothing (e.g. four DMA queues need four tiles).
+    for (std::size_t i = 0; i < stalled.size() && i < 6; ++i) {
+      moves.push_back({{stalled[i]}, false});
+      moves.push_back({{stalled[i]}, true});
+    }
+    if (stalled.size() > 1) moves.push_back({stalled, false});
+    for (const auto& g : groups) moves.push_back({g, false});
     Cycles best = cur_tl.makespan;
     Layout best_layout;
     Timeline best_tl;
     for (const auto& m : moves) {
       if (deadline.expired()) break;
       std::vector<int> trial = cur.tiles;
-      for (int t : m) trial[t] = grow(cur.tiles, t);
+      for (int t : m.tensors) trial[t] = grow(cur.tiles, t, m.to_max);
       if (trial == cur.tiles) continue;
       auto L = P.layout(trial);
       if (!L) continue;  // does not fit
@@ -499,6 +513,54 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   res.kernel = k;
   res.planned = P.simulate(cur, true);
   res.baseline = P.simulate(*base_layout, true);
+  // The input's own direct allocation, when complete and clean, on the same timeline.
+  bool all_direct = true;
+  for (int t = 0; t < nt; ++t) all_direct &= !P.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
+  auto in_check = all_direct ? check_kernel(k) : Result<CheckReport>(bad_input("automatic allocation"));
+  if (in_check.ok() && in_check->clean()) {
+    struct Rect {
+      Partition p0, p1;
+      Bytes b0, b1;
+    };
+    Layout L;
+    L.tiles = tiles;
+    L.map.assign(nt, {});
+    L.shares.assign(nt, {});
+    std::vector<std::vector<Rect>> rects(nt);
+    std::size_t total = 0;
+    for (int t = 0; t < nt; ++t) {
+      if (!P.planned(t)) continue;
+      const Tensor& ten = k.tensors[t];
+      std::vector<std::pair<Partition, Bytes>> seen;
+      for (const TilePlacement& pl : in_check->placements[t]) {
+        auto key = std::pair{pl.start_partition, pl.byte_addr};
+        auto it = std::find(seen.begin(), seen.end(), key);
+        if (it == seen.end()) {
+          seen.push_back(key);
+          rects[t].push_back({key.first, key.first + ten.pdim, key.second, key.second + ten.fbytes()});
+          it = seen.end() - 1;
+        }
+        L.map[t].push_back(static_cast<int>(it - seen.begin()));
+      }
+      L.tiles[t] = static_cast<int>(seen.size());
+      total += seen.size();
+    }
+    if (total <= 4096) {
+      for (int t = 0; t < nt; ++t)
+        for (int u = t + 1; u < nt; ++u) {
+          if (!P.planned(t) || k.tensors[u].buffer != k.tensors[t].buffer) continue;
+          bool meet = false;
+          for (const Rect& a : rects[t])
+            for (const Rect& b : rects[u]) meet |= a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
+          if (meet) {
+            L.shares[t].push_back(u);
+            L.shares[u].push_back(t);
+          }
+        }
+      res.input = P.simulate(L, false);
+      res.has_input = true;
+    }
+  }
   res.evaluations = P.evaluations;
   res.sbuf_bytes = cur.sbuf_top;
   res.psum_banks = cur.psum_top;

@@ -59,6 +59,8 @@ struct PlanResult {
   std::vector<TensorPlan> plans;    // SBUF/PSUM tensors, in declaration order
   Timeline planned;                 // timeline of the plan (spans recorded)
   Timeline baseline;                // every tensor at its smallest legal count (spans recorded)
+  bool has_input = false;           // the input was completely directly allocated and clean
+  Timeline input;                   // then: its own allocation on the same timeline
   Bytes sbuf_bytes = 0;             // highest SBUF byte used per partition
   Bytes psum_banks = 0;             // highest PSUM bank used + 1
   int evaluations = 0;              // timeline simulations run by the search

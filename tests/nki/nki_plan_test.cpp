@@ -72,6 +72,26 @@ TEST(NkiPlan, DataflowOverlapsIndependentStagesInOrderDoesNot) {
   EXPECT_LE(b->planned.makespan, serial);
 }
 
+TEST(NkiPlan, ReportsTheInputsOwnAllocation) {
+  // mod_alloc_double.json double-buffers t and y by hand: the planner finds the same time.
+  auto p = plan_kernel(load_example("mod_alloc_double.json"));
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->has_input);
+  EXPECT_EQ(p->input.makespan, p->planned.makespan);
+  EXPECT_LT(p->input.makespan, p->baseline.makespan);
+  // simple_1d_alloc_func.json gives every block its own tile: as fast as the plan.
+  p = plan_kernel(load_example("simple_1d_alloc_func.json"));
+  ASSERT_TRUE(p.ok() && p->has_input);
+  EXPECT_EQ(p->input.makespan, p->planned.makespan);
+  // Inputs with violations or automatic tensors have no such timing.
+  p = plan_kernel(load_example("lifetime_conflict.json"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->has_input);
+  p = plan_kernel(load_example("load_exp.json"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->has_input);
+}
+
 TEST(NkiPlan, SingleFlagKeepsTheBaseline) {
   PlanOptions o;
   o.multi_buffer = false;
