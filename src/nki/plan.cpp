@@ -241,8 +241,9 @@ struct Planner {
         if (last_writer[p] < 0)
           for (int u : L.shares[a.tensor])
             for (int64_t q = base[u]; q < base[u + 1]; ++q) {
-              if (last_writer[q] >= 0) edges.push_back({last_writer[q], ev, -1});
-              for (int64_t r : readers[q]) edges.push_back({r, ev, -1});
+              if (last_writer[q] >= 0 && last_writer[q] != ev) edges.push_back({last_writer[q], ev, -1});
+              for (int64_t r : readers[q])
+                if (r != ev) edges.push_back({r, ev, -1});
             }
       }
       // Reads are recorded after the writes' edges: an instruction never waits for itself.
