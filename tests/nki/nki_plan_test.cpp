@@ -92,6 +92,16 @@ TEST(NkiPlan, ReportsTheInputsOwnAllocation) {
   EXPECT_FALSE(p->has_input);
 }
 
+TEST(NkiPlan, SoftmaxReachesTheScalarBound) {
+  // Scalar (exp_sum, 2100 per block) is the busiest engine. No schedule beats: the first block's
+  // load and row max (2200 + 1100), then eight exp_sums back to back (16800), then the last
+  // block's recip, scale and store (60 + 1800 + 2200) = 24160 cycles. The plan reaches it.
+  auto p = plan_kernel(load_example("softmax_rows.json"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->planned.makespan, 2200 + 1100 + 8 * 2100 + 60 + 1800 + 2200);
+  EXPECT_EQ(p->baseline.makespan, 47260);
+}
+
 TEST(NkiPlan, SingleFlagKeepsTheBaseline) {
   PlanOptions o;
   o.multi_buffer = false;
