@@ -163,3 +163,58 @@ TEST(NkiCheck, RepeatedViolationsAreCountedOnce) {
 
 }  // namespace
 }  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+TEST(NkiCheck, PartiallyOverlappingTilesOfOneTensor) {
+  // Two distinct placements of one tensor that share bytes [512, 1024): writing block 1 destroys
+  // block 0 before its read.
+  auto k = testing::parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [2], "partitions": 128, "free": [512]},
+      {"name": "t", "blocks": [2], "partitions": 128, "free": [512], "alloc": {"kind": "table", "tiles": [[0, 0], [0, 512]]}},
+      {"name": "o", "buffer": "hbm", "role": "output", "blocks": [2], "partitions": 128, "free": [512]}],
+    "body": [
+      {"loop": "i", "trip": 2, "body": [{"name": "ld", "engine": "DMA", "reads": [{"tensor": "x", "block": ["i"]}], "writes": [{"tensor": "t", "block": ["i"]}]}]},
+      {"loop": "j", "trip": 2, "body": [{"name": "st", "engine": "DMA", "reads": [{"tensor": "t", "block": ["j"]}], "writes": [{"tensor": "o", "block": ["j"]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->distinct_violations, 1);
+  EXPECT_EQ(r->violations[0].kind, ViolationKind::kLifetimeConflict);
+  EXPECT_EQ(r->violations[0].block, (std::vector<int64_t>{0}));
+  EXPECT_EQ(r->violations[0].iteration, "{j=0}");
+}
+
+TEST(NkiCheck, MultiDimFuncAndPartitionQuadrants) {
+  // blocks (2, 4), 32 partitions: quadrant idx1, byte offset idx0 * fdim_size: eight disjoint tiles.
+  auto k = testing::parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [2, 4], "partitions": 32, "free": [64], "dtype": "float32"},
+      {"name": "t", "blocks": [2, 4], "partitions": 32, "free": [64], "dtype": "float32",
+       "alloc": {"kind": "func", "start_partition": "idx1 * pdim_size", "byte_addr": "idx0 * fdim_size + 1024"}},
+      {"name": "o", "buffer": "hbm", "role": "output", "blocks": [2, 4], "partitions": 32, "free": [64], "dtype": "float32"}],
+    "body": [
+      {"loop": "a", "trip": 2, "body": [{"loop": "b", "trip": 4, "body": [
+        {"name": "ld", "engine": "DMA", "reads": [{"tensor": "x", "block": ["a", "b"]}], "writes": [{"tensor": "t", "block": ["a", "b"]}]}]}]},
+      {"loop": "c", "trip": 2, "body": [{"loop": "d", "trip": 4, "body": [
+        {"name": "st", "engine": "DMA", "reads": [{"tensor": "t", "block": ["c", "3 - d"]}], "writes": [{"tensor": "o", "block": ["c", "d"]}]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->clean()) << r->violations.front().message;
+  const auto& pl = r->placements[1];
+  EXPECT_EQ(pl[5].start_partition, 32);  // block (1, 1)
+  EXPECT_EQ(pl[5].byte_addr, 1024 + 256);
+  // With 64 partitions the same function breaks the ISA rule for odd idx1 (32, 96).
+  auto k2 = testing::parse(R"({"tensors": [{"name": "t", "blocks": [2], "partitions": 64, "free": [8],
+      "alloc": {"kind": "func", "start_partition": "idx * 32", "byte_addr": 0}}], "body": []})");
+  ASSERT_TRUE(k2.ok()) << k2.error().message;
+  auto r2 = check_kernel(*k2);
+  ASSERT_TRUE(r2.ok());
+  ASSERT_EQ(r2->distinct_violations, 1);
+  EXPECT_EQ(r2->violations[0].kind, ViolationKind::kStartPartition);
+  EXPECT_NE(r2->violations[0].message.find("(never used)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sp::nki
