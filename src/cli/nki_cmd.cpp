@@ -48,6 +48,10 @@ int run_check(const NkiArgs& a) {
   if (!k) return fail(k.error());
   auto rep = nki::check_kernel(*k);
   if (!rep) return fail(rep.error());
+  if (!a.svg_path.empty()) {
+    auto st = write_file_atomic(a.svg_path, nki::check_svg(*k, *rep));
+    if (!st) return fail(st.error());
+  }
   if (a.json) {
     Json out;
     out["kernel"] = a.kernel_path;
@@ -56,10 +60,13 @@ int run_check(const NkiArgs& a) {
     out["executions"] = rep->executions;
     out["distinct_violations"] = rep->distinct_violations;
     Json vs = Json::array();
-    for (const auto& v : rep->violations)
-      vs.push_back({{"kind", nki::violation_kind_name(v.kind)}, {"tensor", v.tensor}, {"block", v.block},
-                    {"instruction", v.instruction}, {"iteration", v.iteration}, {"occurrences", v.occurrences},
-                    {"message", v.message}});
+    for (const auto& v : rep->violations) {
+      Json vj = {{"kind", nki::violation_kind_name(v.kind)}, {"tensor", v.tensor}, {"block", v.block},
+                 {"instruction", v.instruction}, {"iteration", v.iteration}, {"occurrences", v.occurrences},
+                 {"message", v.message}};
+      if (!v.by_tensor.empty()) vj["overwritten_by"] = {{"tensor", v.by_tensor}, {"block", v.by_block}};
+      vs.push_back(vj);
+    }
     out["violations"] = vs;
     std::cout << out.dump(1) << "\n";
   } else {
@@ -176,6 +183,7 @@ void register_nki(CLI::App& app, int& exit_code) {
   }
   plan->add_option("-o,--output", args->out_path, "Write the kernel with the planned allocations");
   plan->add_option("--svg", args->svg_path, "Write engines x time and SBUF partitions x bytes as SVG");
+  check->add_option("--svg", args->svg_path, "Write the memory map with the tiles of violations outlined as SVG");
   plan->add_option("--max-buffers", args->max_buffers, "Most physical tiles per tensor to try")->check(CLI::Range(1, 1024));
   plan->add_flag("--single", args->single, "Keep every tensor at its smallest legal tile count");
   plan->add_flag("--in-order", args->in_order,

@@ -370,6 +370,8 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
       const TilePlacement& pl = rep.placements[p.tensor][p.block];
       std::string tile = "its physical tile (partition " + std::to_string(pl.start_partition) + ", byte " +
                          std::to_string(pl.byte_addr) + ")";
+      v.by_tensor = k.tensors[p.by.tensor].name;
+      v.by_block = block_of(p.by.tensor, p.by.block);
       std::string by = (p.by.tensor == p.tensor ? "block " : "tensor " + k.tensors[p.by.tensor].name + " block ") +
                        block_string(block_of(p.by.tensor, p.by.block)) + " (" + k.instrs[p.by.instr].name + " at " +
                        iter[p.by.event] + ")";

@@ -45,6 +45,8 @@ struct Violation {
   std::string iteration;           // its loop iteration, "{i=2}"
   std::string message;             // one line with all of the above and the cause
   int64_t occurrences = 1;         // dynamic executions that hit the same (kind, tensor, block, instruction)
+  std::string by_tensor;           // lifetime/overlap: the tensor whose write destroyed the tile
+  std::vector<int64_t> by_block;   // and its block
 };
 
 struct CheckOptions {

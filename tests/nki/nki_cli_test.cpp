@@ -96,3 +96,26 @@ TEST(NkiCli, PlanFlags) {
 
 }  // namespace
 }  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+TEST(NkiCli, CheckSvgOutlinesBothTilesOfAnOverlap) {
+  std::string svg = ::testing::TempDir() + "/check.svg";
+  auto r = testing::run_cli("nki check --json --svg " + svg + " " + testing::example("overlap_t0_t1.json"));
+  EXPECT_EQ(r.exit_code, 2);
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j["violations"][0]["overwritten_by"]["tensor"], "t1");
+  EXPECT_EQ(j["violations"][0]["overwritten_by"]["block"], Json::array({0}));
+  std::ifstream f(svg);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string s = ss.str();
+  // t0's tile at byte 1024 (the victim) and t1's tile at byte 1024 (the writer).
+  EXPECT_NE(s.find("t0 tile 1: partitions 0+128, bytes 1024+1024 (violation)"), std::string::npos);
+  EXPECT_NE(s.find("t1 tile 0: partitions 0+128, bytes 1024+1024 (violation)"), std::string::npos);
+  EXPECT_EQ(s.find("t0 tile 0: partitions 0+128, bytes 0+1024 (violation)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sp::nki
