@@ -1,11 +1,12 @@
-// Fuzzes the NKI kernel reader and the checker: any bytes must give a kernel or a located
-// error, and every kernel read must check without crashing. Planning runs on small kernels.
+// Fuzzes the NKI kernel reader, checker, planner and pictures: any bytes must give a kernel or
+// a located error, and every small kernel read must check, plan and draw without crashing.
 #include <cstdint>
 #include <string>
 
 #include "nki/check.h"
 #include "nki/kernel.h"
 #include "nki/plan.h"
+#include "nki/svg.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
@@ -16,10 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t blocks = 0;
   for (const auto& t : kernel->tensors) blocks += t.num_blocks();
   if (blocks > 100000) return 0;
-  (void)sp::nki::check_kernel(*kernel);
+  auto report = sp::nki::check_kernel(*kernel);
+  if (report) (void)sp::nki::check_svg(*kernel, *report);
   (void)sp::nki::kernel_to_json(*kernel);
   sp::nki::PlanOptions opt;
   opt.time_limit_s = 0.5;
-  (void)sp::nki::plan_kernel(*kernel, opt);
+  opt.scheduler = size % 2 ? sp::nki::Scheduler::kInOrder : sp::nki::Scheduler::kDataflow;
+  auto plan = sp::nki::plan_kernel(*kernel, opt);
+  if (plan) (void)sp::nki::plan_svg(*plan);
   return 0;
 }
