@@ -115,7 +115,7 @@ int run_plan(const NkiArgs& a) {
     out["sbuf_bytes_per_partition"] = p.sbuf_bytes;
     out["psum_banks"] = p.psum_banks;
     out["evaluations"] = p.evaluations;
-    out["timeline"] = a.in_order ? "in-order" : "dataflow";
+    out["timeline"] = p.scheduler == nki::Scheduler::kInOrder ? "in-order" : "dataflow";
     out["input_allocation_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
     Json util;
     for (int e = 0; e < nki::kNumEngines; ++e)
@@ -156,7 +156,7 @@ int run_plan(const NkiArgs& a) {
               static_cast<long long>(p.psum_banks), k->hw.psum_banks);
   std::printf("simulated time: %lld cycles (all single-buffered: %lld cycles, speedup %.3fx; %s timeline)\n",
               static_cast<long long>(p.planned.makespan), static_cast<long long>(p.baseline.makespan), speedup,
-              a.in_order ? "in-order" : "dataflow");
+              p.scheduler == nki::Scheduler::kInOrder ? "in-order" : "dataflow");
   if (p.has_input)
     std::printf("the kernel's own allocation: %lld cycles\n", static_cast<long long>(p.input.makespan));
   std::cout << "engine utilization (planned / single-buffered):";

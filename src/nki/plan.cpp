@@ -13,6 +13,8 @@ namespace {
 
 Bytes round_up(Bytes v, Bytes a) { return (v + a - 1) / a * a; }
 
+constexpr std::size_t kMaxSpans = 1'000'000;  // recorded per timeline (pictures use far fewer)
+
 // Program-order facts the search needs, computed once.
 struct Analysis {
   // Per tensor: live intervals [write event, last read event] of its logical tiles, by start.
@@ -100,6 +102,7 @@ struct Planner {
   Analysis an;
   std::vector<Bytes> stride;  // SBUF tile stride (aligned); 1 bank for PSUM
   int evaluations = 0;
+  Scheduler scheduler = Scheduler::kDataflow;  // the model in use (see plan_kernel)
 
   bool planned(int t) const { return k.tensors[t].buffer != Buffer::kHbm; }
 
@@ -149,7 +152,7 @@ struct Planner {
   // tensors sharing those bytes.
   Timeline simulate(const Layout& L, bool record) {
     ++evaluations;
-    return opt.scheduler == Scheduler::kDataflow ? simulate_dataflow(L, record) : simulate_in_order(L, record);
+    return scheduler == Scheduler::kDataflow ? simulate_dataflow(L, record) : simulate_in_order(L, record);
   }
 
   Timeline simulate_in_order(const Layout& L, bool record) {
@@ -199,7 +202,8 @@ struct Planner {
       *lane = end;
       tl.busy[e] += ins.cost;
       tl.makespan = std::max(tl.makespan, end);
-      if (record) tl.spans.push_back({ii, static_cast<int>(lane - lane_free[e].begin()), start, end});
+      if (record && tl.spans.size() < kMaxSpans)
+        tl.spans.push_back({ii, static_cast<int>(lane - lane_free[e].begin()), start, end});
       return true;
     });
     return tl;
@@ -311,7 +315,8 @@ struct Planner {
       tl.busy[best_e] += ins.cost;
       tl.makespan = std::max(tl.makespan, end);
       if (war_tensor[x] >= 0 && war_ready[x] > raw_ready[x]) tl.war_stall[war_tensor[x]] += war_ready[x] - raw_ready[x];
-      if (record) tl.spans.push_back({instr_of[x], static_cast<int>(lane - lane_free[best_e].begin()), best_start, end});
+      if (record && tl.spans.size() < kMaxSpans)
+        tl.spans.push_back({instr_of[x], static_cast<int>(lane - lane_free[best_e].begin()), best_start, end});
       for (int64_t i = first[x]; i < first[x + 1]; ++i) {
         const Edge& ed = edges[succ[static_cast<std::size_t>(i)]];
         const std::size_t y = static_cast<std::size_t>(ed.to);
@@ -386,6 +391,11 @@ Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequ
 Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   Deadline deadline(opt.time_limit_s);
   Planner P{k, opt, analyse(k), {}, 0};
+  // The dataflow model keeps the whole dependency graph in memory (~250 bytes per execution);
+  // above kMaxDataflowExecutions the in-order model (constant memory per tile) is used instead.
+  P.scheduler = opt.scheduler == Scheduler::kDataflow && k.dynamic_instructions > kMaxDataflowExecutions
+                    ? Scheduler::kInOrder
+                    : opt.scheduler;
   if (!P.an.uninitialized.empty()) return bad_input(k.source + ": cannot plan: " + P.an.uninitialized);
   const int nt = static_cast<int>(k.tensors.size());
   for (const Tensor& t : k.tensors)
@@ -512,6 +522,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
 
   PlanResult res;
   res.kernel = k;
+  res.scheduler = P.scheduler;
   res.planned = P.simulate(cur, true);
   res.baseline = P.simulate(*base_layout, true);
   // The input's own direct allocation, when complete and clean, on the same timeline.

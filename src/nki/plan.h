@@ -17,6 +17,9 @@ enum class Scheduler {
   kInOrder,   // program order per queue (the instruction stream as written)
 };
 
+// Above this many instruction executions the dataflow model is replaced by the in-order one.
+inline constexpr int64_t kMaxDataflowExecutions = 2'000'000;
+
 struct PlanOptions {
   Scheduler scheduler = Scheduler::kDataflow;  // timeline model used for scoring and reporting
   int max_buffers = 8;          // most physical tiles per tensor the search tries
@@ -37,7 +40,7 @@ struct Timeline {
   std::array<Cycles, kNumEngines> busy{};     // cycles each engine executes (summed over its queues)
   std::array<int, kNumEngines> lanes{};       // queues per engine
   std::vector<Cycles> war_stall;              // per tensor: cycles instructions waited for a tile to be released
-  std::vector<EngineSpan> spans;              // filled when recording
+  std::vector<EngineSpan> spans;              // filled when recording (at most the first million)
   // Busy fraction of the engine's capacity (all of its queues) over the whole run.
   double utilization(int engine) const {
     return makespan ? static_cast<double>(busy[engine]) / static_cast<double>(makespan * lanes[engine]) : 0.0;
@@ -56,6 +59,7 @@ struct TensorPlan {
 
 struct PlanResult {
   Kernel kernel;                    // the input with every SBUF/PSUM tensor directly allocated
+  Scheduler scheduler = Scheduler::kDataflow;  // timeline model actually used
   std::vector<TensorPlan> plans;    // SBUF/PSUM tensors, in declaration order
   Timeline planned;                 // timeline of the plan (spans recorded)
   Timeline baseline;                // every tensor at its smallest legal count (spans recorded)
