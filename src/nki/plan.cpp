@@ -526,7 +526,9 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   res.planned = P.simulate(cur, true);
   res.baseline = P.simulate(*base_layout, true);
   // The input's own direct allocation, when complete and clean, on the same timeline.
-  bool all_direct = true;
+  bool all_direct = false;  // and at least one SBUF/PSUM tensor
+  for (int t = 0; t < nt; ++t)
+    if (P.planned(t)) all_direct = true;
   for (int t = 0; t < nt; ++t) all_direct &= !P.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
   auto in_check = all_direct ? check_kernel(k) : Result<CheckReport>(bad_input("automatic allocation"));
   if (in_check.ok() && in_check->clean()) {
