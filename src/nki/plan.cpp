@@ -336,7 +336,8 @@ struct Planner {
 
 namespace {
 
-// First fit by decreasing area; `shared_ok` lets buffers with disjoint lifetimes intersect.
+// First fit by decreasing area. With `shared_ok`, a buffer that finds no room apart from every
+// placed buffer may intersect placed buffers whose lifetimes are disjoint from its own.
 bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
           std::vector<BufferPlacement>& out) {
   out.assign(reqs.size(), {});
@@ -346,17 +347,15 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
     return reqs[a].size * reqs[a].partitions > reqs[b].size * reqs[b].partitions;
   });
   std::vector<std::size_t> placed;
-  for (std::size_t i : order) {
-    const BufferRequest& r = reqs[i];
+  auto place = [&](const BufferRequest& r, bool share, BufferPlacement& best) {
     bool found = false;
-    BufferPlacement best;
     for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1)) {
       std::vector<std::pair<Bytes, Bytes>> busy;
       for (std::size_t j : placed) {
         const BufferRequest& q = reqs[j];
         bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
         bool live_together = q.first <= r.last && r.first <= q.last;
-        if (rows_meet && (live_together || !shared_ok)) busy.push_back({out[j].offset, out[j].offset + q.size});
+        if (rows_meet && (live_together || !share)) busy.push_back({out[j].offset, out[j].offset + q.size});
       }
       std::sort(busy.begin(), busy.end());
       Bytes at = 0;
@@ -369,7 +368,11 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
         best = {p, at};
       }
     }
-    if (!found) return false;
+    return found;
+  };
+  for (std::size_t i : order) {
+    BufferPlacement best;
+    if (!place(reqs[i], false, best) && !(shared_ok && place(reqs[i], true, best))) return false;
     out[i] = best;
     placed.push_back(i);
   }
