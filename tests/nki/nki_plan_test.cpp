@@ -179,6 +179,10 @@ TEST(NkiPlan, AssignOffsetsSharesOnlyDisjointLifetimes) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(offsets(*a), (std::vector<Bytes>{0, 0, 600}));
   EXPECT_FALSE(assign_offsets({{600, 0, 9}, {600, 0, 9}}, 1000, 1).ok());
+  // Only what must share does: b still fits apart from a, c then shares with (dead) a.
+  a = assign_offsets({{600, 0, 4}, {300, 5, 9}, {300, 5, 9}}, 1000, 1);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(offsets(*a), (std::vector<Bytes>{0, 600, 0}));
 }
 
 TEST(NkiPlan, AssignOffsetsStacksSmallPartitionBuffersInQuadrants) {
