@@ -22,6 +22,7 @@ struct NkiArgs {
   int max_buffers = 8;
   bool single = false;
   bool in_order = false;
+  bool keep_direct = false;
   double time_limit = 10.0;
 };
 
@@ -93,6 +94,7 @@ int run_plan(const NkiArgs& a) {
   opt.multi_buffer = !a.single;
   opt.time_limit_s = a.time_limit;
   opt.scheduler = a.in_order ? nki::Scheduler::kInOrder : nki::Scheduler::kDataflow;
+  opt.keep_direct = a.keep_direct;
   auto plan = nki::plan_kernel(*k, opt);
   if (!plan) return fail(plan.error());
   const nki::PlanResult& p = *plan;
@@ -127,7 +129,7 @@ int run_plan(const NkiArgs& a) {
     for (const auto& tp : p.plans) {
       const auto& t = p.kernel.tensors[tp.tensor];
       ts.push_back({{"tensor", t.name}, {"buffer", nki::buffer_name(t.buffer)}, {"tiles", tp.tiles},
-                    {"min_tiles", tp.min_tiles}, {"partition", tp.partition}, {"base", tp.base}, {"stride", tp.stride},
+                    {"min_tiles", tp.min_tiles}, {"kept", tp.kept}, {"partition", tp.partition}, {"base", tp.base}, {"stride", tp.stride},
                     {"alloc", planned["tensors"][tp.tensor]["alloc"]}});
     }
     out["tensors"] = ts;
@@ -141,7 +143,9 @@ int run_plan(const NkiArgs& a) {
     const auto& al = t.alloc;
     const bool psum = t.buffer == nki::Buffer::kPsum;
     std::string how;
-    if (al.kind == nki::AllocKind::kModAlloc)
+    if (tp.kept)
+      how = std::string("kept: ") + nki::alloc_kind_name(al.kind) + " (" + std::to_string(tp.tiles) + " physical tiles)";
+    else if (al.kind == nki::AllocKind::kModAlloc)
       how = psum ? "mod_alloc(base_bank=" + std::to_string(al.base_bank) + ", num_bank_tiles=(" + std::to_string(tp.tiles) + ",))"
                  : "mod_alloc(base_addr=" + std::to_string(al.base_addr) + ", base_partition=" +
                        std::to_string(al.base_partition) + ", num_free_tiles=(" + std::to_string(tp.tiles) + ",))";
@@ -186,6 +190,8 @@ void register_nki(CLI::App& app, int& exit_code) {
   check->add_option("--svg", args->svg_path, "Write the memory map with the tiles of violations outlined as SVG");
   plan->add_option("--max-buffers", args->max_buffers, "Most physical tiles per tensor to try")->check(CLI::Range(1, 1024));
   plan->add_flag("--single", args->single, "Keep every tensor at its smallest legal tile count");
+  plan->add_flag("--keep-direct", args->keep_direct,
+                 "Keep the kernel's direct allocations and plan only the automatically allocated tensors");
   plan->add_flag("--in-order", args->in_order,
                  "Timeline runs each engine queue in program order (default: dataflow list scheduling)");
   plan->add_option("--time-limit", args->time_limit, "Search budget in seconds")->check(CLI::NonNegativeNumber);

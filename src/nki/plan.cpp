@@ -103,6 +103,8 @@ struct Planner {
   std::vector<Bytes> stride;  // SBUF tile stride (aligned); 1 bank for PSUM
   int evaluations = 0;
   Scheduler scheduler = Scheduler::kDataflow;  // the model in use (see plan_kernel)
+  std::vector<std::vector<int>> fixed_map;              // kept tensors: block -> tile (else empty)
+  std::vector<std::vector<TilePlacement>> fixed_tiles;  // kept tensors: distinct placements
 
   bool planned(int t) const { return k.tensors[t].buffer != Buffer::kHbm; }
 
@@ -113,12 +115,27 @@ struct Planner {
     L.offset.assign(nt, 0);
     L.part.assign(nt, 0);
     L.shares.assign(nt, {});
+    L.map = fixed_map;
     for (Buffer buf : {Buffer::kSbuf, Buffer::kPsum}) {
       std::vector<int> ids;
       std::vector<BufferRequest> reqs;
       const bool sbuf = buf == Buffer::kSbuf;
       for (int t = 0; t < nt; ++t)
-        if (k.tensors[t].buffer == buf) {
+        if (k.tensors[t].buffer == buf && !fixed_tiles[t].empty()) {
+          // A kept tensor: each of its physical tiles is an obstacle where the input put it.
+          const Tensor& ten = k.tensors[t];
+          for (const TilePlacement& p : fixed_tiles[t]) {
+            ids.push_back(t);
+            BufferRequest r{ten.fbytes(), std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0), ten.pdim,
+                            1, true, p.start_partition, p.byte_addr};
+            if (!sbuf) {  // in banks
+              const Bytes bb = k.hw.psum_bank_bytes;
+              r.at_offset = p.byte_addr / bb;
+              r.size = (p.byte_addr % bb + ten.fbytes() + bb - 1) / bb;
+            }
+            reqs.push_back(r);
+          }
+        } else if (k.tensors[t].buffer == buf) {
           ids.push_back(t);
           const Partition pd = k.tensors[t].pdim;
           // SBUF tiles may start at any allowed quadrant; PSUM tiles start at partition 0.
@@ -132,13 +149,16 @@ struct Planner {
       if (!off) return off.error();
       for (std::size_t i = 0; i < ids.size(); ++i) {
         const BufferPlacement& a = (*off)[i];
-        L.offset[ids[i]] = a.offset;
-        L.part[ids[i]] = a.partition;
+        if (!reqs[i].fixed) {
+          L.offset[ids[i]] = a.offset;
+          L.part[ids[i]] = a.partition;
+        }
         (sbuf ? L.sbuf_top : L.psum_top) = std::max(sbuf ? L.sbuf_top : L.psum_top, a.offset + reqs[i].size);
         for (std::size_t j = 0; j < ids.size(); ++j) {
           const BufferPlacement& b = (*off)[j];
-          if (j != i && a.offset < b.offset + reqs[j].size && b.offset < a.offset + reqs[i].size &&
-              a.partition < b.partition + reqs[j].partitions && b.partition < a.partition + reqs[i].partitions)
+          if (ids[j] != ids[i] && a.offset < b.offset + reqs[j].size && b.offset < a.offset + reqs[i].size &&
+              a.partition < b.partition + reqs[j].partitions && b.partition < a.partition + reqs[i].partitions &&
+              std::find(L.shares[ids[i]].begin(), L.shares[ids[i]].end(), ids[j]) == L.shares[ids[i]].end())
             L.shares[ids[i]].push_back(ids[j]);
         }
       }
@@ -347,6 +367,12 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
     return reqs[a].size * reqs[a].partitions > reqs[b].size * reqs[b].partitions;
   });
   std::vector<std::size_t> placed;
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    if (reqs[i].fixed) {
+      out[i] = {reqs[i].at_partition, reqs[i].at_offset};
+      placed.push_back(i);
+    }
+  std::erase_if(order, [&](std::size_t i) { return reqs[i].fixed; });
   auto place = [&](const BufferRequest& r, bool share, BufferPlacement& best) {
     bool found = false;
     for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1)) {
@@ -393,7 +419,7 @@ Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequ
 
 Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   Deadline deadline(opt.time_limit_s);
-  Planner P{k, opt, analyse(k), {}, 0};
+  Planner P{k, opt, analyse(k), {}, 0, Scheduler::kDataflow, {}, {}};
   // The dataflow model keeps the whole dependency graph in memory (~250 bytes per execution);
   // above kMaxDataflowExecutions the in-order model (constant memory per tile) is used instead.
   P.scheduler = opt.scheduler == Scheduler::kDataflow && k.dynamic_instructions > kMaxDataflowExecutions
@@ -406,6 +432,27 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
       return bad_input(k.source + ": cannot plan: HBM tensor " + t.name +
                        " is neither a kernel input nor an output, which direct allocation does not allow");
   P.stride.assign(nt, 0);
+  P.fixed_map.assign(nt, {});
+  P.fixed_tiles.assign(nt, {});
+  if (opt.keep_direct && k.uses_direct_allocation()) {
+    // The kept allocations must be valid on their own (automatic tensors are what we add).
+    auto in = check_kernel(k);
+    if (!in) return in.error();
+    for (const Violation& v : in->violations)
+      if (v.kind != ViolationKind::kMixedAllocation)
+        return bad_input(k.source + ": cannot keep the direct allocations: " + v.message);
+    for (int t = 0; t < nt; ++t) {
+      if (!P.planned(t) || k.tensors[t].alloc.kind == AllocKind::kAuto) continue;
+      for (const TilePlacement& pl : in->placements[t]) {
+        auto& ft = P.fixed_tiles[t];
+        auto it = std::find_if(ft.begin(), ft.end(), [&](const TilePlacement& q) {
+          return q.start_partition == pl.start_partition && q.byte_addr == pl.byte_addr;
+        });
+        if (it == ft.end()) it = ft.insert(ft.end(), pl);
+        P.fixed_map[t].push_back(static_cast<int>(it - ft.begin()));
+      }
+    }
+  }
   std::vector<int> tiles(nt, 1), min_tiles(nt, 1);
   std::vector<std::vector<int>> legal(nt);  // legal tile counts above the minimum, ascending
   for (int t = 0; t < nt; ++t) {
@@ -413,6 +460,10 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     const int64_t nb = ten.num_blocks();
     if (!P.planned(t)) {
       tiles[t] = static_cast<int>(nb);
+      continue;
+    }
+    if (!P.fixed_tiles[t].empty()) {
+      tiles[t] = min_tiles[t] = static_cast<int>(P.fixed_tiles[t].size());
       continue;
     }
     if (ten.buffer == Buffer::kPsum) {
@@ -585,6 +636,11 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     if (!P.planned(t)) continue;
     Tensor& ten = res.kernel.tensors[t];
     const int n = cur.tiles[t];
+    if (!P.fixed_tiles[t].empty()) {  // kept as the input had it
+      const TilePlacement& f = P.fixed_tiles[t].front();
+      res.plans.push_back({t, n, min_tiles[t], f.start_partition, f.byte_addr, 0, true});
+      continue;
+    }
     res.plans.push_back({t, n, min_tiles[t], cur.part[t], cur.offset[t], P.stride[t]});
     Allocation a;
     const bool psum = ten.buffer == Buffer::kPsum;

@@ -25,6 +25,7 @@ struct PlanOptions {
   int max_buffers = 8;          // most physical tiles per tensor the search tries
   double time_limit_s = 10.0;   // search budget (the plan so far is returned when it runs out)
   bool multi_buffer = true;     // off: every tensor keeps its smallest legal tile count
+  bool keep_direct = false;     // keep the input's direct allocations; plan only automatic tensors
 };
 
 // One instruction execution on the timeline.
@@ -55,6 +56,7 @@ struct TensorPlan {
   Partition partition = 0;  // first partition of every tile
   Bytes base = 0;         // SBUF: first byte; PSUM: first bank
   Bytes stride = 0;       // SBUF: bytes between tiles (fbytes rounded up to the alignment); PSUM: 1 bank
+  bool kept = false;      // the input's direct allocation was kept (keep_direct)
 };
 
 struct PlanResult {
@@ -84,6 +86,9 @@ struct BufferRequest {
   int64_t last = 0;            // last event that touches it
   Partition partitions = 128;  // rows it spans
   Partition row_step = 128;    // allowed start rows: multiples of this
+  bool fixed = false;          // already placed at `at` (an obstacle; capacity not checked)
+  Partition at_partition = 0;  // fixed: first row
+  Bytes at_offset = 0;         // fixed: first unit
 };
 struct BufferPlacement {
   Partition partition = 0;  // first row

@@ -261,6 +261,14 @@ TEST(NkiPlan, GeneratedKernelsArePlannedValidAndNoSlower) {
     auto r = check_kernel(p->kernel);
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->clean()) << "seed " << seed << ": " << r->violations.front().message;
+    // Keeping the planned allocation (read back as the checker evaluates it) times the same.
+    PlanOptions keep;
+    keep.keep_direct = true;
+    auto again = plan_kernel(p->kernel, keep);
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(again->planned.makespan, p->planned.makespan) << "seed " << seed;
+    ASSERT_TRUE(again->has_input);
+    EXPECT_EQ(again->input.makespan, p->planned.makespan) << "seed " << seed;
     // Differential: the planner's interval-based legality against the checker's simulation.
     // Every count below a tensor's minimum must make the checker report a lifetime conflict.
     for (const auto& tp : p->plans) {
@@ -356,6 +364,57 @@ TEST(NkiPlan, TensorsWithDisjointLifetimesShareBytesUnderPressure) {
     }
     EXPECT_GE(b_first, a_last);
   }
+}
+
+}  // namespace
+}  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+TEST(NkiPlan, KeepDirectCompletesAMixedKernel) {
+  // t is directly allocated (double buffering at byte 0), y is automatic: the checker flags
+  // the mix; planning with keep_direct allocates y around t and leaves t alone.
+  auto k = testing::parse(R"({
+    "tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [16], "partitions": 128, "free": [512]},
+      {"name": "t", "blocks": [16], "partitions": 128, "free": [512], "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2]}},
+      {"name": "y", "blocks": [16], "partitions": 128, "free": [512]}],
+    "body": [{"loop": "i", "trip": 16, "body": [
+      {"name": "load", "engine": "DMA", "cost": 1000, "reads": [{"tensor": "x", "block": ["i"]}], "writes": [{"tensor": "t", "block": ["i"]}]},
+      {"name": "exp", "engine": "Scalar", "cost": 1000, "reads": [{"tensor": "t", "block": ["i"]}], "writes": [{"tensor": "y", "block": ["i"]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto in = check_kernel(*k);
+  ASSERT_TRUE(in.ok());
+  ASSERT_EQ(in->distinct_violations, 1);
+  EXPECT_EQ(in->violations[0].kind, ViolationKind::kMixedAllocation);
+  PlanOptions o;
+  o.keep_direct = true;
+  auto p = plan_kernel(*k, o);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_TRUE(p->plans[0].kept);
+  EXPECT_EQ(p->plans[0].tiles, 2);
+  EXPECT_FALSE(p->plans[1].kept);
+  const Tensor& t = p->kernel.tensors[1];
+  EXPECT_EQ(t.alloc.kind, AllocKind::kModAlloc);
+  EXPECT_EQ(t.alloc.base_addr, 0);
+  EXPECT_EQ(t.alloc.num_free_tiles, (std::vector<int64_t>{2}));
+  EXPECT_GE(p->plans[1].base, 2048);  // y stays clear of t's two tiles
+  EXPECT_EQ(p->planned.makespan, 17000);
+  auto out = check_kernel(p->kernel);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->clean());
+  // A kept allocation with its own violation cannot be completed.
+  auto bad = testing::parse(R"({"tensors": [
+      {"name": "t", "partitions": 64, "free": [8], "alloc": {"kind": "table", "tiles": [[32, 0]]}},
+      {"name": "u", "partitions": 8, "free": [8]}],
+    "body": [{"engine": "Vector", "writes": [{"tensor": "t"}]}, {"engine": "Vector", "reads": [{"tensor": "t"}], "writes": [{"tensor": "u"}]}]})");
+  ASSERT_TRUE(bad.ok());
+  auto pb = plan_kernel(*bad, o);
+  ASSERT_FALSE(pb.ok());
+  EXPECT_EQ(pb.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(pb.error().message.find("cannot keep the direct allocations: start_partition"), std::string::npos)
+      << pb.error().message;
 }
 
 }  // namespace
