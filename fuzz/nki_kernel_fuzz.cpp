@@ -23,6 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sp::nki::PlanOptions opt;
   opt.time_limit_s = 0.5;
   opt.scheduler = size % 2 ? sp::nki::Scheduler::kInOrder : sp::nki::Scheduler::kDataflow;
+  opt.keep_direct = size % 3 == 0;
   auto plan = sp::nki::plan_kernel(*kernel, opt);
   if (plan) (void)sp::nki::plan_svg(*plan);
   return 0;

@@ -119,3 +119,25 @@ TEST(NkiCli, CheckSvgOutlinesBothTilesOfAnOverlap) {
 
 }  // namespace
 }  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+TEST(NkiCli, KeepDirect) {
+  std::string path = testing::temp_file("mixed.json", R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [4], "partitions": 128, "free": [512]},
+      {"name": "t", "blocks": [4], "partitions": 128, "free": [512], "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2]}},
+      {"name": "y", "blocks": [4], "partitions": 128, "free": [512]}],
+    "body": [{"loop": "i", "trip": 4, "body": [
+      {"name": "load", "engine": "DMA", "cost": 10, "reads": [{"tensor": "x", "block": ["i"]}], "writes": [{"tensor": "t", "block": ["i"]}]},
+      {"name": "exp", "engine": "Scalar", "cost": 10, "reads": [{"tensor": "t", "block": ["i"]}], "writes": [{"tensor": "y", "block": ["i"]}]}]}]})");
+  EXPECT_EQ(testing::run_cli("nki check " + path).exit_code, 2);
+  std::string out = ::testing::TempDir() + "/mixed_planned.json";
+  auto r = testing::run_cli("nki plan --keep-direct -o " + out + " " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("kept: mod_alloc (2 physical tiles)"), std::string::npos) << r.out;
+  EXPECT_EQ(testing::run_cli("nki check " + out).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace sp::nki
