@@ -1,0 +1,386 @@
+#include "nki/check.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+namespace sp::nki {
+
+namespace {
+
+constexpr int64_t kMaxOverlapPairs = 20'000'000;
+constexpr Bytes kBadAddr = INT64_MAX / 4;  // stands for an address that overflowed
+
+Bytes checked_eval(const Affine& a, const std::vector<int64_t>& idx) {
+  int64_t v = a.constant;
+  for (auto [d, c] : a.terms) {
+    int64_t p = 0;
+    if (__builtin_mul_overflow(c, idx[d], &p) || __builtin_add_overflow(v, p, &v)) return kBadAddr;
+  }
+  return std::clamp<int64_t>(v, -kBadAddr, kBadAddr);
+}
+
+struct PhysTile {
+  TensorId tensor;
+  Buffer buffer;
+  Partition p0, p1;  // [p0, p1)
+  Bytes b0, b1;      // [b0, b1)
+};
+
+// What a physical tile currently holds: the logical tile last written to it, or the write of
+// another tile that overlapped it.
+struct Content {
+  TensorId tensor = -1;  // writer's tensor (-1: nothing written yet)
+  int64_t block = -1;    // writer's linear block
+  int64_t event = -1;    // writer's execution number
+  int instr = -1;        // writer's instruction
+};
+
+struct Pending {  // a violation found during simulation, strings filled in afterwards
+  ViolationKind kind;
+  TensorId tensor;
+  int64_t block;
+  int instr;
+  int64_t event;           // the read
+  Content by;              // the overwrite (lifetime / overlap)
+  int64_t occurrences = 1;
+};
+
+}  // namespace
+
+const char* violation_kind_name(ViolationKind k) {
+  switch (k) {
+    case ViolationKind::kAddressRange: return "address_range";
+    case ViolationKind::kMisaligned: return "misaligned";
+    case ViolationKind::kStartPartition: return "start_partition";
+    case ViolationKind::kPartitionRange: return "partition_range";
+    case ViolationKind::kPsumBankCrossing: return "psum_bank_crossing";
+    case ViolationKind::kPsumBase: return "psum_base";
+    case ViolationKind::kMixedAllocation: return "mixed_allocation";
+    case ViolationKind::kHbmNotOutput: return "hbm_not_output";
+    case ViolationKind::kReadBeforeWrite: return "read_before_write";
+    case ViolationKind::kLifetimeConflict: return "lifetime_conflict";
+    case ViolationKind::kOverlap: return "overlap";
+  }
+  return "?";
+}
+
+std::vector<TilePlacement> evaluate_allocation(const Kernel& k, const Tensor& t) {
+  std::vector<TilePlacement> out;
+  if (t.buffer == Buffer::kHbm || t.alloc.kind == AllocKind::kAuto) return out;
+  const Allocation& a = t.alloc;
+  const int64_t n = t.num_blocks();
+  const std::size_t nd = t.blocks.size();
+  const Bytes fb = t.fbytes();
+  out.resize(static_cast<std::size_t>(n));
+  for (int64_t b = 0; b < n; ++b) {
+    std::vector<int64_t> idx = t.unflatten(b);
+    TilePlacement& p = out[static_cast<std::size_t>(b)];
+    switch (a.kind) {
+      case AllocKind::kAuto: break;
+      case AllocKind::kModAlloc: {
+        // Per block dim d: r = idx[d] mod (par[d] * free[d]); the free-dim tile is r mod free[d]
+        // and the partition-dim tile r div free[d]; both linearised row-major over the dims.
+        int64_t par_lin = 0, free_lin = 0;
+        for (std::size_t d = 0; d < nd; ++d) {
+          int64_t np = a.num_par_tiles.empty() ? 1 : a.num_par_tiles[d];
+          int64_t nf = a.num_free_tiles.empty() ? 1 : a.num_free_tiles[d];
+          int64_t r = idx[d] % (np * nf);
+          free_lin = free_lin * nf + r % nf;
+          par_lin = par_lin * np + r / nf;
+        }
+        p.start_partition = a.base_partition + par_lin * t.pdim;
+        if (t.buffer == Buffer::kPsum)
+          p.byte_addr = (a.base_bank + free_lin) * k.hw.psum_bank_bytes + a.base_addr;
+        else
+          p.byte_addr = a.base_addr + free_lin * fb;
+        break;
+      }
+      case AllocKind::kFunc:
+        p.start_partition = checked_eval(a.start_partition_fn, idx);
+        p.byte_addr = checked_eval(a.byte_addr_fn, idx);
+        break;
+      case AllocKind::kFactory:
+        p.start_partition = 0;
+        p.byte_addr = a.base_addr + b * fb;
+        break;
+      case AllocKind::kTable:
+        p.start_partition = a.table[static_cast<std::size_t>(b)].first;
+        p.byte_addr = a.table[static_cast<std::size_t>(b)].second;
+        break;
+    }
+  }
+  return out;
+}
+
+Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
+  CheckReport rep;
+  const int nt = static_cast<int>(k.tensors.size());
+  rep.placements.resize(nt);
+  for (int t = 0; t < nt; ++t) rep.placements[t] = evaluate_allocation(k, k.tensors[t]);
+
+  // Physical tiles: distinct placements of each tensor.
+  std::vector<PhysTile> phys;
+  std::vector<std::vector<int>> tile_of(nt);  // logical block -> physical tile id
+  std::vector<int64_t> block_base(nt + 1, 0); // flat index of (tensor, block)
+  for (int t = 0; t < nt; ++t) {
+    block_base[t + 1] = block_base[t] + k.tensors[t].num_blocks();
+    const auto& pl = rep.placements[t];
+    if (pl.empty()) continue;
+    const Tensor& ten = k.tensors[t];
+    std::map<std::pair<Partition, Bytes>, int> seen;
+    tile_of[t].resize(pl.size());
+    for (std::size_t b = 0; b < pl.size(); ++b) {
+      auto key = std::pair{pl[b].start_partition, pl[b].byte_addr};
+      auto [it, fresh] = seen.emplace(key, static_cast<int>(phys.size()));
+      if (fresh)
+        phys.push_back({t, ten.buffer, key.first, key.first + ten.pdim, key.second,
+                        std::min(kBadAddr, key.second + std::max<Bytes>(ten.fbytes(), 1))});
+      tile_of[t][b] = it->second;
+    }
+  }
+  // Overlaps between physical tiles of the same buffer: a sweep over byte ranges.
+  std::vector<std::vector<int>> overlaps(phys.size());
+  {
+    std::vector<int> order(phys.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return std::tie(phys[a].buffer, phys[a].b0) < std::tie(phys[b].buffer, phys[b].b0);
+    });
+    int64_t pairs = 0;
+    for (std::size_t x = 0; x < order.size(); ++x) {
+      const PhysTile& A = phys[order[x]];
+      for (std::size_t y = x + 1; y < order.size(); ++y) {
+        const PhysTile& B = phys[order[y]];
+        if (B.buffer != A.buffer || B.b0 >= A.b1) break;
+        if (B.p0 < A.p1 && A.p0 < B.p1) {
+          overlaps[order[x]].push_back(order[y]);
+          overlaps[order[y]].push_back(order[x]);
+          if (++pairs > kMaxOverlapPairs)
+            return bad_input(k.source + ": more than " + std::to_string(kMaxOverlapPairs) +
+                             " overlapping pairs of physical tiles; too many to check");
+        }
+      }
+    }
+  }
+
+  // Exact program-order simulation.
+  std::vector<Content> content(phys.size());
+  std::vector<int64_t> first_event(static_cast<std::size_t>(block_base[nt]), -1);
+  std::vector<int> first_instr(static_cast<std::size_t>(block_base[nt]), -1);
+  std::vector<char> written(static_cast<std::size_t>(block_base[nt]), 0);
+  std::vector<Content> first_clobber(static_cast<std::size_t>(block_base[nt]));
+  std::vector<Pending> pending;
+  std::map<std::tuple<int, TensorId, int64_t, int>, std::size_t> seen_violation;
+  int64_t event = 0;
+  auto report = [&](ViolationKind kind, TensorId t, int64_t b, int instr, int64_t ev, Content by) {
+    auto key = std::tuple{static_cast<int>(kind), t, b, instr};
+    auto it = seen_violation.find(key);
+    if (it != seen_violation.end()) {
+      if (it->second < pending.size()) ++pending[it->second].occurrences;
+      return;
+    }
+    ++rep.distinct_violations;
+    seen_violation.emplace(key, pending.size() < opt.max_violations ? pending.size() : SIZE_MAX);
+    if (pending.size() < opt.max_violations) pending.push_back({kind, t, b, instr, ev, by});
+  };
+  for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
+    const Instruction& ins = k.instrs[ii];
+    auto touch = [&](const Access& a) {
+      int64_t b = eval(a.linear, vals);
+      std::size_t flat = static_cast<std::size_t>(block_base[a.tensor] + b);
+      if (first_event[flat] < 0) {
+        first_event[flat] = event;
+        first_instr[flat] = ii;
+      }
+      return b;
+    };
+    for (const Access& a : ins.reads) {
+      int64_t b = touch(a);
+      if (!written[block_base[a.tensor] + b]) {
+        if (k.tensors[a.tensor].role != HbmRole::kInput) report(ViolationKind::kReadBeforeWrite, a.tensor, b, ii, event, {});
+        continue;
+      }
+      if (tile_of[a.tensor].empty()) continue;
+      const Content& cur = content[tile_of[a.tensor][b]];
+      if (cur.tensor == a.tensor && cur.block == b) continue;
+      const Content& c = first_clobber[block_base[a.tensor] + b];
+      report(c.tensor == a.tensor ? ViolationKind::kLifetimeConflict : ViolationKind::kOverlap, a.tensor, b, ii, event, c);
+    }
+    for (const Access& a : ins.writes) {
+      int64_t b = touch(a);
+      const std::size_t flat = static_cast<std::size_t>(block_base[a.tensor] + b);
+      written[flat] = 1;
+      if (tile_of[a.tensor].empty()) continue;
+      first_clobber[flat] = Content{};
+      int p = tile_of[a.tensor][b];
+      Content c{a.tensor, b, event, ii};
+      // Remember the first write that destroyed each logical tile, for the message.
+      auto replace = [&](int q) {
+        const Content& old = content[q];
+        if (old.tensor >= 0 && (old.tensor != a.tensor || old.block != b)) {
+          Content& fc = first_clobber[static_cast<std::size_t>(block_base[old.tensor] + old.block)];
+          if (fc.tensor < 0) fc = c;
+        }
+        content[q] = c;
+      };
+      replace(p);
+      for (int q : overlaps[p]) replace(q);
+    }
+    ++event;
+    return true;
+  });
+  rep.executions = event;
+
+  // Static rules, per logical block, attributed to the block's first access.
+  struct Static {
+    ViolationKind kind;
+    TensorId t;
+    int64_t b;
+    std::string why;
+  };
+  std::vector<Static> statics;
+  const bool direct = k.uses_direct_allocation();
+  for (int t = 0; t < nt; ++t) {
+    const Tensor& ten = k.tensors[t];
+    if (ten.buffer == Buffer::kHbm) {
+      if (direct && ten.role == HbmRole::kNone)
+        statics.push_back({ViolationKind::kHbmNotOutput, t, -1,
+                           "HBM tensor is neither a kernel input nor an output, which direct allocation does not allow"});
+      continue;
+    }
+    if (ten.alloc.kind == AllocKind::kAuto) {
+      if (direct)
+        statics.push_back({ViolationKind::kMixedAllocation, t, -1,
+                           "automatically allocated while other tensors use direct allocation; their addresses may collide"});
+      continue;
+    }
+    if (ten.buffer == Buffer::kPsum && ten.alloc.kind == AllocKind::kModAlloc &&
+        (ten.alloc.base_addr != 0 || ten.alloc.base_partition != 0))
+      statics.push_back({ViolationKind::kPsumBase, t, -1,
+                         "PSUM mod_alloc needs base_addr 0 and base_partition 0, got " +
+                             std::to_string(ten.alloc.base_addr) + " and " + std::to_string(ten.alloc.base_partition)});
+    const Bytes fb = ten.fbytes();
+    const Partition quad = ten.pdim <= 32 ? 32 : ten.pdim <= 64 ? 64 : 128;
+    for (std::size_t b = 0; b < rep.placements[t].size(); ++b) {
+      const TilePlacement& p = rep.placements[t][b];
+      const int64_t bi = static_cast<int64_t>(b);
+      std::string where = "tile at partition " + std::to_string(p.start_partition) + ", byte " + std::to_string(p.byte_addr);
+      if (p.start_partition < 0 || p.start_partition % quad != 0 || p.start_partition >= 128)
+        statics.push_back({ViolationKind::kStartPartition, t, bi,
+                           "start partition " + std::to_string(p.start_partition) + " is not allowed for " +
+                               std::to_string(ten.pdim) + " partitions (" +
+                               (quad == 32 ? "0/32/64/96" : quad == 64 ? "0/64" : "0 only") + ")"});
+      if (p.start_partition >= 0 && p.start_partition + ten.pdim > k.hw.partitions)
+        statics.push_back({ViolationKind::kPartitionRange, t, bi,
+                           "partitions [" + std::to_string(p.start_partition) + ", " +
+                               std::to_string(p.start_partition + ten.pdim) + ") exceed the " +
+                               std::to_string(k.hw.partitions) + " partitions"});
+      if (ten.buffer == Buffer::kSbuf) {
+        if (p.byte_addr < 0 || p.byte_addr > k.hw.sbuf_usable() - fb)
+          statics.push_back({ViolationKind::kAddressRange, t, bi,
+                             where + ": bytes [" + std::to_string(p.byte_addr) + ", " + std::to_string(p.byte_addr + fb) +
+                                 ") are outside the usable SBUF [0, " + std::to_string(k.hw.sbuf_usable()) + ")"});
+        if (p.byte_addr % k.hw.sbuf_min_align != 0)
+          statics.push_back({ViolationKind::kMisaligned, t, bi,
+                             where + ": byte_addr is not a multiple of sbuf_min_align " + std::to_string(k.hw.sbuf_min_align)});
+      } else {
+        const Bytes bank = k.hw.psum_bank_bytes;
+        if (p.byte_addr < 0 || p.byte_addr > k.hw.psum_bytes() - fb)
+          statics.push_back({ViolationKind::kAddressRange, t, bi,
+                             where + ": bytes [" + std::to_string(p.byte_addr) + ", " + std::to_string(p.byte_addr + fb) +
+                                 ") are outside PSUM [0, " + std::to_string(k.hw.psum_bytes()) + ")"});
+        else if (fb > bank || p.byte_addr / bank != (p.byte_addr + fb - 1) / bank)
+          statics.push_back({ViolationKind::kPsumBankCrossing, t, bi,
+                             where + ": " + std::to_string(fb) + " bytes per partition cross a " + std::to_string(bank) +
+                                 "-byte PSUM bank boundary"});
+      }
+    }
+  }
+
+  // Name iterations: a second walk collects the loop values of the events that need them.
+  std::set<int64_t> wanted;
+  for (const Pending& p : pending) {
+    wanted.insert(p.event);
+    if (p.by.event >= 0) wanted.insert(p.by.event);
+  }
+  for (const Static& s : statics) {
+    if (s.b >= 0) {
+      int64_t fe = first_event[block_base[s.t] + s.b];
+      if (fe >= 0) wanted.insert(fe);
+    } else {
+      for (int64_t b = block_base[s.t]; b < block_base[s.t + 1]; ++b)
+        if (first_event[b] >= 0) {
+          wanted.insert(first_event[b]);
+          break;
+        }
+    }
+  }
+  std::unordered_map<int64_t, std::string> iter;
+  if (!wanted.empty()) {
+    int64_t ev = 0;
+    auto next = wanted.begin();
+    for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
+      if (ev == *next) {
+        iter[ev] = iteration_string(k, k.instrs[ii], vals);
+        if (++next == wanted.end()) return false;
+      }
+      ++ev;
+      return true;
+    });
+  }
+  auto block_of = [&](TensorId t, int64_t b) { return b < 0 ? std::vector<int64_t>{} : k.tensors[t].unflatten(b); };
+  for (const Static& s : statics) {
+    Violation v;
+    v.kind = s.kind;
+    v.tensor = k.tensors[s.t].name;
+    v.block = block_of(s.t, s.b);
+    int64_t fe = -1;
+    int fi = -1;
+    for (int64_t b = s.b >= 0 ? block_base[s.t] + s.b : block_base[s.t]; b < (s.b >= 0 ? block_base[s.t] + s.b + 1 : block_base[s.t + 1]); ++b)
+      if (first_event[b] >= 0 && (fe < 0 || first_event[b] < fe)) {
+        fe = first_event[b];
+        fi = first_instr[b];
+      }
+    if (fi >= 0) {
+      v.instruction = k.instrs[fi].name;
+      v.iteration = iter.count(fe) ? iter[fe] : "";
+    }
+    v.message = std::string(violation_kind_name(s.kind)) + ": tensor " + v.tensor +
+                (s.b >= 0 ? " block " + block_string(v.block) : "") + ": " + s.why +
+                (fi >= 0 ? " (first used by " + v.instruction + " at " + v.iteration + ")" : " (never used)");
+    ++rep.distinct_violations;
+    if (rep.violations.size() < opt.max_violations) rep.violations.push_back(std::move(v));
+  }
+  for (const Pending& p : pending) {
+    Violation v;
+    v.kind = p.kind;
+    v.tensor = k.tensors[p.tensor].name;
+    v.block = block_of(p.tensor, p.block);
+    v.instruction = k.instrs[p.instr].name;
+    v.iteration = iter[p.event];
+    v.occurrences = p.occurrences;
+    std::string head = std::string(violation_kind_name(p.kind)) + ": tensor " + v.tensor + " block " +
+                       block_string(v.block) + " is read by " + v.instruction + " at " + v.iteration;
+    if (p.kind == ViolationKind::kReadBeforeWrite) {
+      v.message = head + " before any instruction wrote it";
+    } else {
+      const TilePlacement& pl = rep.placements[p.tensor][p.block];
+      std::string tile = "its physical tile (partition " + std::to_string(pl.start_partition) + ", byte " +
+                         std::to_string(pl.byte_addr) + ")";
+      v.by_tensor = k.tensors[p.by.tensor].name;
+      v.by_block = block_of(p.by.tensor, p.by.block);
+      std::string by = (p.by.tensor == p.tensor ? "block " : "tensor " + k.tensors[p.by.tensor].name + " block ") +
+                       block_string(block_of(p.by.tensor, p.by.block)) + " (" + k.instrs[p.by.instr].name + " at " +
+                       iter[p.by.event] + ")";
+      v.message = head + ", but " + tile + " was overwritten by " + by + " while that read was pending";
+    }
+    if (p.occurrences > 1) v.message += " [" + std::to_string(p.occurrences) + " times]";
+    if (rep.violations.size() < opt.max_violations) rep.violations.push_back(std::move(v));
+  }
+  return rep;
+}
+
+}  // namespace sp::nki

@@ -1,0 +1,670 @@
+#include "nki/plan.h"
+
+#include <algorithm>
+#include <numeric>
+#include <queue>
+
+#include "core/deadline.h"
+#include "nki/check.h"
+
+namespace sp::nki {
+
+namespace {
+
+Bytes round_up(Bytes v, Bytes a) { return (v + a - 1) / a * a; }
+
+constexpr std::size_t kMaxSpans = 1'000'000;  // recorded per timeline (pictures use far fewer)
+
+// Program-order facts the search needs, computed once.
+struct Analysis {
+  // Per tensor: live intervals [write event, last read event] of its logical tiles, by start.
+  struct Interval {
+    int64_t start, end, block;
+  };
+  std::vector<std::vector<Interval>> intervals;
+  std::vector<int64_t> first, last;  // per tensor: first and last event touching it (-1: never)
+  std::string uninitialized;         // a read-before-write, described (plans cannot fix it)
+};
+
+Analysis analyse(const Kernel& k) {
+  const int nt = static_cast<int>(k.tensors.size());
+  Analysis an;
+  an.intervals.resize(nt);
+  an.first.assign(nt, -1);
+  an.last.assign(nt, -1);
+  std::vector<int64_t> base(nt + 1, 0);
+  for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + k.tensors[t].num_blocks();
+  std::vector<int64_t> open_start(static_cast<std::size_t>(base[nt]), -1), open_end(open_start.size(), -1);
+  int64_t ev = 0;
+  for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
+    const Instruction& ins = k.instrs[ii];
+    for (const Access& a : ins.reads) {
+      int64_t b = eval(a.linear, vals);
+      std::size_t f = static_cast<std::size_t>(base[a.tensor] + b);
+      if (an.first[a.tensor] < 0) an.first[a.tensor] = ev;
+      an.last[a.tensor] = ev;
+      if (open_start[f] >= 0) open_end[f] = ev;
+      else if (an.uninitialized.empty() && k.tensors[a.tensor].role != HbmRole::kInput)
+        an.uninitialized = "tensor " + k.tensors[a.tensor].name + " block " +
+                           block_string(k.tensors[a.tensor].unflatten(b)) + " is read by " + ins.name + " at " +
+                           iteration_string(k, ins, vals) + " before anything writes it";
+    }
+    for (const Access& a : ins.writes) {
+      int64_t b = eval(a.linear, vals);
+      std::size_t f = static_cast<std::size_t>(base[a.tensor] + b);
+      if (an.first[a.tensor] < 0) an.first[a.tensor] = ev;
+      an.last[a.tensor] = ev;
+      if (open_start[f] >= 0) an.intervals[a.tensor].push_back({open_start[f], open_end[f], b});
+      open_start[f] = open_end[f] = ev;
+    }
+    ++ev;
+    return true;
+  });
+  for (int t = 0; t < nt; ++t) {
+    for (int64_t b = 0; b < k.tensors[t].num_blocks(); ++b) {
+      std::size_t f = static_cast<std::size_t>(base[t] + b);
+      if (open_start[f] >= 0) an.intervals[t].push_back({open_start[f], open_end[f], b});
+    }
+    std::sort(an.intervals[t].begin(), an.intervals[t].end(),
+              [](const Analysis::Interval& x, const Analysis::Interval& y) { return x.start < y.start; });
+  }
+  return an;
+}
+
+// Modulo allocation with n tiles is legal iff no logical tile is written into a physical tile
+// while another logical tile mapped there still has a read pending.
+bool modulo_legal(const std::vector<Analysis::Interval>& iv, int64_t n) {
+  std::vector<int64_t> max_end(static_cast<std::size_t>(n), -1);
+  for (const auto& x : iv) {
+    int64_t& m = max_end[static_cast<std::size_t>(x.block % n)];
+    if (x.start < m) return false;
+    m = std::max(m, x.end);
+  }
+  return true;
+}
+
+// A candidate: tile counts per tensor, addresses, and the sharing they imply.
+struct Layout {
+  std::vector<int> tiles;                 // per tensor (HBM: one per block)
+  std::vector<Bytes> offset;              // per tensor: SBUF byte / PSUM bank
+  std::vector<Partition> part;            // per tensor: first partition
+  std::vector<std::vector<int>> shares;   // per tensor: other tensors whose bytes intersect
+  std::vector<std::vector<int>> map;      // per tensor: block -> tile; empty = modulo (block mod tiles)
+  Bytes sbuf_top = 0, psum_top = 0;
+  int64_t tile(TensorId t, int64_t block) const {
+    return map.empty() || map[t].empty() ? block % tiles[t] : map[t][static_cast<std::size_t>(block)];
+  }
+};
+
+struct Planner {
+  const Kernel& k;
+  const PlanOptions& opt;
+  Analysis an;
+  std::vector<Bytes> stride;  // SBUF tile stride (aligned); 1 bank for PSUM
+  int evaluations = 0;
+  Scheduler scheduler = Scheduler::kDataflow;  // the model in use (see plan_kernel)
+  std::vector<std::vector<int>> fixed_map;              // kept tensors: block -> tile (else empty)
+  std::vector<std::vector<TilePlacement>> fixed_tiles;  // kept tensors: distinct placements
+
+  bool planned(int t) const { return k.tensors[t].buffer != Buffer::kHbm; }
+
+  Result<Layout> layout(const std::vector<int>& tiles) const {
+    Layout L;
+    L.tiles = tiles;
+    const int nt = static_cast<int>(k.tensors.size());
+    L.offset.assign(nt, 0);
+    L.part.assign(nt, 0);
+    L.shares.assign(nt, {});
+    L.map = fixed_map;
+    for (Buffer buf : {Buffer::kSbuf, Buffer::kPsum}) {
+      std::vector<int> ids;
+      std::vector<BufferRequest> reqs;
+      const bool sbuf = buf == Buffer::kSbuf;
+      for (int t = 0; t < nt; ++t)
+        if (k.tensors[t].buffer == buf && !fixed_tiles[t].empty()) {
+          // A kept tensor: each of its physical tiles is an obstacle where the input put it.
+          const Tensor& ten = k.tensors[t];
+          for (const TilePlacement& p : fixed_tiles[t]) {
+            ids.push_back(t);
+            BufferRequest r{ten.fbytes(), std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0), ten.pdim,
+                            1, true, p.start_partition, p.byte_addr};
+            if (!sbuf) {  // in banks
+              const Bytes bb = k.hw.psum_bank_bytes;
+              r.at_offset = p.byte_addr / bb;
+              r.size = (p.byte_addr % bb + ten.fbytes() + bb - 1) / bb;
+            }
+            reqs.push_back(r);
+          }
+        } else if (k.tensors[t].buffer == buf) {
+          ids.push_back(t);
+          const Partition pd = k.tensors[t].pdim;
+          // SBUF tiles may start at any allowed quadrant; PSUM tiles start at partition 0.
+          const Partition step = !sbuf ? k.hw.partitions : pd <= 32 ? 32 : pd <= 64 ? 64 : 128;
+          reqs.push_back({tiles[t] * stride[t], std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0),
+                          sbuf ? pd : k.hw.partitions, step});
+        }
+      if (ids.empty()) continue;
+      auto off = assign_offsets(reqs, sbuf ? k.hw.sbuf_usable() : k.hw.psum_banks, sbuf ? k.hw.sbuf_min_align : 1,
+                                k.hw.partitions);
+      if (!off) return off.error();
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        const BufferPlacement& a = (*off)[i];
+        if (!reqs[i].fixed) {
+          L.offset[ids[i]] = a.offset;
+          L.part[ids[i]] = a.partition;
+        }
+        (sbuf ? L.sbuf_top : L.psum_top) = std::max(sbuf ? L.sbuf_top : L.psum_top, a.offset + reqs[i].size);
+        for (std::size_t j = 0; j < ids.size(); ++j) {
+          const BufferPlacement& b = (*off)[j];
+          if (ids[j] != ids[i] && a.offset < b.offset + reqs[j].size && b.offset < a.offset + reqs[i].size &&
+              a.partition < b.partition + reqs[j].partitions && b.partition < a.partition + reqs[i].partitions &&
+              std::find(L.shares[ids[i]].begin(), L.shares[ids[i]].end(), ids[j]) == L.shares[ids[i]].end())
+            L.shares[ids[i]].push_back(ids[j]);
+        }
+      }
+    }
+    return L;
+  }
+
+  // Engine timeline: each engine queue runs its instructions in program order; an instruction
+  // starts when its queue is free, the tiles it reads have been written (RAW), and the physical tiles
+  // it writes are no longer read or written by earlier instructions (WAR/WAW), including other
+  // tensors sharing those bytes.
+  Timeline simulate(const Layout& L, bool record) {
+    ++evaluations;
+    return scheduler == Scheduler::kDataflow ? simulate_dataflow(L, record) : simulate_in_order(L, record);
+  }
+
+  Timeline simulate_in_order(const Layout& L, bool record) {
+    const int nt = static_cast<int>(k.tensors.size());
+    std::vector<int64_t> base(nt + 1, 0);
+    for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + L.tiles[t];
+    std::vector<Cycles> write_fin(static_cast<std::size_t>(base[nt]), 0), read_fin(write_fin.size(), 0);
+    std::vector<Cycles> region_use(nt, 0);
+    Timeline tl;
+    std::array<std::vector<Cycles>, kNumEngines> lane_free;
+    for (int e = 0; e < kNumEngines; ++e) {
+      tl.lanes[e] = e == static_cast<int>(Engine::kDma) ? k.hw.dma_queues : 1;
+      lane_free[e].assign(static_cast<std::size_t>(tl.lanes[e]), 0);
+    }
+    tl.war_stall.assign(nt, 0);
+    for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
+      const Instruction& ins = k.instrs[ii];
+      const int e = static_cast<int>(ins.engine);
+      // Each queue runs in program order; an instruction takes the queue that frees up first.
+      auto lane = std::min_element(lane_free[e].begin(), lane_free[e].end());
+      Cycles ready = *lane;
+      for (const Access& a : ins.reads) {
+        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
+        ready = std::max(ready, write_fin[p]);
+      }
+      Cycles war = 0;
+      int war_tensor = -1;
+      for (const Access& a : ins.writes) {
+        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
+        Cycles w = std::max(read_fin[p], write_fin[p]);
+        for (int u : L.shares[a.tensor]) w = std::max(w, region_use[u]);
+        if (w > war) war = w, war_tensor = a.tensor;
+      }
+      if (war > ready && war_tensor >= 0) tl.war_stall[war_tensor] += war - ready;
+      const Cycles start = std::max(ready, war);
+      const Cycles end = start + ins.cost;
+      for (const Access& a : ins.reads) {
+        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
+        read_fin[p] = std::max(read_fin[p], end);
+        region_use[a.tensor] = std::max(region_use[a.tensor], end);
+      }
+      for (const Access& a : ins.writes) {
+        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
+        write_fin[p] = end;
+        region_use[a.tensor] = std::max(region_use[a.tensor], end);
+      }
+      *lane = end;
+      tl.busy[e] += ins.cost;
+      tl.makespan = std::max(tl.makespan, end);
+      if (record && tl.spans.size() < kMaxSpans)
+        tl.spans.push_back({ii, static_cast<int>(lane - lane_free[e].begin()), start, end});
+      return true;
+    });
+    return tl;
+  }
+
+  // Dataflow timeline: the dependency graph of the program (RAW, WAR and WAW on physical tiles,
+  // in program order, plus tensors sharing bytes) is list-scheduled on the engine queues: a
+  // free queue takes the ready instruction that can start first (ties: program order). This is
+  // what a compiler may do with affine_range iterations; tile reuse is what orders them.
+  Timeline simulate_dataflow(const Layout& L, bool record) {
+    const int nt = static_cast<int>(k.tensors.size());
+    std::vector<int64_t> base(nt + 1, 0);
+    for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + L.tiles[t];
+    const std::size_t ntiles = static_cast<std::size_t>(base[nt]);
+    std::vector<int64_t> last_writer(ntiles, -1);
+    std::vector<std::vector<int64_t>> readers(ntiles);  // since the last write
+    struct Edge {
+      int64_t from, to;
+      int tensor;  // >= 0: a WAR/WAW edge that more tiles of this tensor would remove
+    };
+    std::vector<Edge> edges;
+    std::vector<int> instr_of;
+    for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
+      const int64_t ev = static_cast<int64_t>(instr_of.size());
+      instr_of.push_back(ii);
+      const Instruction& ins = k.instrs[ii];
+      for (const Access& a : ins.reads) {
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
+        if (last_writer[p] >= 0) edges.push_back({last_writer[p], ev, -1});
+      }
+      for (const Access& a : ins.writes) {
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
+        const int who = planned(a.tensor) ? a.tensor : -1;
+        if (last_writer[p] >= 0 && last_writer[p] != ev) edges.push_back({last_writer[p], ev, who});
+        for (int64_t r : readers[p])
+          if (r != ev) edges.push_back({r, ev, who});
+        // Only the first write of each tile waits for the tensors sharing its bytes; later
+        // writes follow it through the WAW edge.
+        if (last_writer[p] < 0)
+          for (int u : L.shares[a.tensor])
+            for (int64_t q = base[u]; q < base[u + 1]; ++q) {
+              if (last_writer[q] >= 0 && last_writer[q] != ev) edges.push_back({last_writer[q], ev, -1});
+              for (int64_t r : readers[q])
+                if (r != ev) edges.push_back({r, ev, -1});
+            }
+      }
+      // Reads are recorded after the writes' edges: an instruction never waits for itself.
+      for (const Access& a : ins.reads) {
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
+        readers[p].push_back(ev);
+      }
+      for (const Access& a : ins.writes) {
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
+        last_writer[p] = ev;
+        readers[p].clear();
+        for (const Access& r : ins.reads)  // a read-modify-write keeps its own read pending for later writers
+          if (r.tensor == a.tensor && base[r.tensor] + L.tile(r.tensor, eval(r.linear, vals)) == static_cast<int64_t>(p))
+            readers[p].push_back(ev);
+      }
+      return true;
+    });
+    const std::size_t n = instr_of.size();
+    // Successor lists (CSR) and in-degrees.
+    std::vector<int64_t> first(n + 1, 0);
+    for (const Edge& e : edges) ++first[static_cast<std::size_t>(e.from) + 1];
+    for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+    std::vector<int64_t> fill(first.begin(), first.end() - 1);
+    std::vector<std::size_t> succ(edges.size());
+    for (std::size_t i = 0; i < edges.size(); ++i) succ[static_cast<std::size_t>(fill[edges[i].from]++)] = i;
+    std::vector<int> indeg(n, 0);
+    for (const Edge& e : edges) ++indeg[static_cast<std::size_t>(e.to)];
+    std::vector<Cycles> raw_ready(n, 0), war_ready(n, 0), finish(n, 0);
+    std::vector<int> war_tensor(n, -1);
+
+    Timeline tl;
+    tl.war_stall.assign(nt, 0);
+    std::array<std::vector<Cycles>, kNumEngines> lane_free;
+    using Item = std::pair<Cycles, int64_t>;  // (earliest start from dependencies, execution)
+    std::array<std::priority_queue<Item, std::vector<Item>, std::greater<Item>>, kNumEngines> ready;
+    for (int e = 0; e < kNumEngines; ++e) {
+      tl.lanes[e] = e == static_cast<int>(Engine::kDma) ? k.hw.dma_queues : 1;
+      lane_free[e].assign(static_cast<std::size_t>(tl.lanes[e]), 0);
+    }
+    auto engine_of = [&](std::size_t x) { return static_cast<int>(k.instrs[instr_of[x]].engine); };
+    for (std::size_t x = 0; x < n; ++x)
+      if (indeg[x] == 0) ready[engine_of(x)].push({0, static_cast<int64_t>(x)});
+    for (std::size_t done = 0; done < n; ++done) {
+      int best_e = -1;
+      Cycles best_start = 0;
+      int64_t best_x = 0;
+      for (int e = 0; e < kNumEngines; ++e) {
+        if (ready[e].empty()) continue;
+        Cycles lane = *std::min_element(lane_free[e].begin(), lane_free[e].end());
+        Cycles start = std::max(lane, ready[e].top().first);
+        if (best_e < 0 || start < best_start || (start == best_start && ready[e].top().second < best_x)) {
+          best_e = e;
+          best_start = start;
+          best_x = ready[e].top().second;
+        }
+      }
+      if (best_e < 0) break;  // cannot happen: the graph follows program order
+      ready[best_e].pop();
+      const std::size_t x = static_cast<std::size_t>(best_x);
+      auto lane = std::min_element(lane_free[best_e].begin(), lane_free[best_e].end());
+      const Instruction& ins = k.instrs[instr_of[x]];
+      const Cycles end = best_start + ins.cost;
+      finish[x] = end;
+      *lane = end;
+      tl.busy[best_e] += ins.cost;
+      tl.makespan = std::max(tl.makespan, end);
+      if (war_tensor[x] >= 0 && war_ready[x] > raw_ready[x]) tl.war_stall[war_tensor[x]] += war_ready[x] - raw_ready[x];
+      if (record && tl.spans.size() < kMaxSpans)
+        tl.spans.push_back({instr_of[x], static_cast<int>(lane - lane_free[best_e].begin()), best_start, end});
+      for (int64_t i = first[x]; i < first[x + 1]; ++i) {
+        const Edge& ed = edges[succ[static_cast<std::size_t>(i)]];
+        const std::size_t y = static_cast<std::size_t>(ed.to);
+        if (ed.tensor >= 0) {
+          if (end > war_ready[y]) war_ready[y] = end, war_tensor[y] = ed.tensor;
+        } else {
+          raw_ready[y] = std::max(raw_ready[y], end);
+        }
+        if (--indeg[y] == 0) ready[engine_of(y)].push({std::max(raw_ready[y], war_ready[y]), static_cast<int64_t>(y)});
+      }
+    }
+    return tl;
+  }
+};
+
+}  // namespace
+
+namespace {
+
+// First fit by decreasing area. With `shared_ok`, a buffer that finds no room apart from every
+// placed buffer may intersect placed buffers whose lifetimes are disjoint from its own.
+bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
+          std::vector<BufferPlacement>& out) {
+  out.assign(reqs.size(), {});
+  std::vector<std::size_t> order(reqs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return reqs[a].size * reqs[a].partitions > reqs[b].size * reqs[b].partitions;
+  });
+  std::vector<std::size_t> placed;
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    if (reqs[i].fixed) {
+      out[i] = {reqs[i].at_partition, reqs[i].at_offset};
+      placed.push_back(i);
+    }
+  std::erase_if(order, [&](std::size_t i) { return reqs[i].fixed; });
+  auto place = [&](const BufferRequest& r, bool share, BufferPlacement& best) {
+    bool found = false;
+    for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1)) {
+      std::vector<std::pair<Bytes, Bytes>> busy;
+      for (std::size_t j : placed) {
+        const BufferRequest& q = reqs[j];
+        bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
+        bool live_together = q.first <= r.last && r.first <= q.last;
+        if (rows_meet && (live_together || !share)) busy.push_back({out[j].offset, out[j].offset + q.size});
+      }
+      std::sort(busy.begin(), busy.end());
+      Bytes at = 0;
+      for (auto [b0, b1] : busy) {
+        if (at + r.size <= b0) break;
+        at = std::max(at, round_up(b1, align));
+      }
+      if (at + r.size <= capacity && (!found || at < best.offset)) {
+        found = true;
+        best = {p, at};
+      }
+    }
+    return found;
+  };
+  for (std::size_t i : order) {
+    BufferPlacement best;
+    if (!place(reqs[i], false, best) && !(shared_ok && place(reqs[i], true, best))) return false;
+    out[i] = best;
+    placed.push_back(i);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
+                                                    Partition rows) {
+  std::vector<BufferPlacement> out;
+  if (pack(reqs, capacity, align, rows, false, out) || pack(reqs, capacity, align, rows, true, out)) return out;
+  Bytes total = 0;
+  for (const auto& r : reqs) total += round_up(r.size, align) * r.partitions;
+  return bad_input("does not fit: " + std::to_string(total) + " partition-units requested, capacity " +
+                   std::to_string(capacity) + " units x " + std::to_string(rows) + " partitions");
+}
+
+Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
+  Deadline deadline(opt.time_limit_s);
+  Planner P{k, opt, analyse(k), {}, 0, Scheduler::kDataflow, {}, {}};
+  // The dataflow model keeps the whole dependency graph in memory (~250 bytes per execution);
+  // above kMaxDataflowExecutions the in-order model (constant memory per tile) is used instead.
+  P.scheduler = opt.scheduler == Scheduler::kDataflow && k.dynamic_instructions > kMaxDataflowExecutions
+                    ? Scheduler::kInOrder
+                    : opt.scheduler;
+  if (!P.an.uninitialized.empty()) return bad_input(k.source + ": cannot plan: " + P.an.uninitialized);
+  const int nt = static_cast<int>(k.tensors.size());
+  for (const Tensor& t : k.tensors)
+    if (t.buffer == Buffer::kHbm && t.role == HbmRole::kNone)
+      return bad_input(k.source + ": cannot plan: HBM tensor " + t.name +
+                       " is neither a kernel input nor an output, which direct allocation does not allow");
+  P.stride.assign(nt, 0);
+  P.fixed_map.assign(nt, {});
+  P.fixed_tiles.assign(nt, {});
+  if (opt.keep_direct && k.uses_direct_allocation()) {
+    // The kept allocations must be valid on their own (automatic tensors are what we add).
+    auto in = check_kernel(k);
+    if (!in) return in.error();
+    for (const Violation& v : in->violations)
+      if (v.kind != ViolationKind::kMixedAllocation)
+        return bad_input(k.source + ": cannot keep the direct allocations: " + v.message);
+    for (int t = 0; t < nt; ++t) {
+      if (!P.planned(t) || k.tensors[t].alloc.kind == AllocKind::kAuto) continue;
+      for (const TilePlacement& pl : in->placements[t]) {
+        auto& ft = P.fixed_tiles[t];
+        auto it = std::find_if(ft.begin(), ft.end(), [&](const TilePlacement& q) {
+          return q.start_partition == pl.start_partition && q.byte_addr == pl.byte_addr;
+        });
+        if (it == ft.end()) it = ft.insert(ft.end(), pl);
+        P.fixed_map[t].push_back(static_cast<int>(it - ft.begin()));
+      }
+    }
+  }
+  std::vector<int> tiles(nt, 1), min_tiles(nt, 1);
+  std::vector<std::vector<int>> legal(nt);  // legal tile counts above the minimum, ascending
+  for (int t = 0; t < nt; ++t) {
+    const Tensor& ten = k.tensors[t];
+    const int64_t nb = ten.num_blocks();
+    if (!P.planned(t)) {
+      tiles[t] = static_cast<int>(nb);
+      continue;
+    }
+    if (!P.fixed_tiles[t].empty()) {
+      tiles[t] = min_tiles[t] = static_cast<int>(P.fixed_tiles[t].size());
+      continue;
+    }
+    if (ten.buffer == Buffer::kPsum) {
+      if (ten.fbytes() > k.hw.psum_bank_bytes)
+        return bad_input(k.source + ": tensor " + ten.name + " needs " + std::to_string(ten.fbytes()) +
+                         " bytes per partition; a PSUM tile must fit one " + std::to_string(k.hw.psum_bank_bytes) +
+                         "-byte bank");
+      P.stride[t] = 1;
+    } else {
+      P.stride[t] = round_up(ten.fbytes(), k.hw.sbuf_min_align);
+    }
+    const int64_t cap = std::min<int64_t>(nb, std::max(opt.max_buffers, 1));
+    int64_t first = 0;
+    for (int64_t n = 1; n <= cap; ++n)
+      if (modulo_legal(P.an.intervals[t], n)) {
+        if (!first) first = n;
+        else legal[t].push_back(static_cast<int>(n));
+      }
+    if (!first) first = nb;  // one tile per logical block is always legal
+    tiles[t] = min_tiles[t] = static_cast<int>(first);
+  }
+
+  auto base_layout = P.layout(tiles);
+  if (!base_layout)
+    return bad_input(k.source + ": the kernel does not fit even with the fewest legal tiles per tensor: " +
+                     base_layout.error().message);
+  Layout cur = *base_layout;
+  Timeline cur_tl = P.simulate(cur, false);
+  // Greedy: apply the move that shortens the timeline most, until none helps or time is up.
+  // Moves grow tile counts to the next legal value: one tensor (among those whose tiles made
+  // instructions wait), every waiting tensor at once, or every tensor used inside one loop at
+  // once (a pipeline only overlaps when all its stages have a spare tile).
+  std::vector<std::vector<int>> groups;  // tensors used inside each loop
+  {
+    std::vector<std::vector<int>> by_loop(k.loops.size() + 1);
+    for (const Instruction& ins : k.instrs) {
+      std::vector<std::size_t> within(ins.loops.begin(), ins.loops.end());
+      if (within.empty()) within.push_back(k.loops.size());
+      for (std::size_t l : within) {
+        auto& g = by_loop[l];
+        for (const auto* list : {&ins.reads, &ins.writes})
+          for (const Access& a : *list)
+            if (P.planned(a.tensor) && std::find(g.begin(), g.end(), a.tensor) == g.end()) g.push_back(a.tensor);
+      }
+    }
+    for (auto& g : by_loop)
+      if (g.size() > 1 && std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  // A move: tensors and whether each jumps to its largest legal count instead of the next one.
+  struct Move {
+    std::vector<int> tensors;
+    bool to_max = false;
+  };
+  auto grow = [&](const std::vector<int>& from, int t, bool to_max) {
+    if (to_max) return legal[t].empty() ? from[t] : std::max(from[t], legal[t].back());
+    for (int n : legal[t])
+      if (n > from[t]) return n;
+    return from[t];
+  };
+  while (opt.multi_buffer && !deadline.expired()) {
+    std::vector<int> stalled;
+    for (int t = 0; t < nt; ++t)
+      if (P.planned(t) && cur_tl.war_stall[t] > 0) stalled.push_back(t);
+    std::sort(stalled.begin(), stalled.end(), [&](int a, int b) { return cur_tl.war_stall[a] > cur_tl.war_stall[b]; });
+    std::vector<Move> moves;
+    // Jumps matter when the next count alone gains nothing (e.g. four DMA queues need four tiles).
+    for (std::size_t i = 0; i < stalled.size() && i < 6; ++i) {
+      moves.push_back({{stalled[i]}, false});
+      moves.push_back({{stalled[i]}, true});
+    }
+    if (stalled.size() > 1) moves.push_back({stalled, false});
+    for (const auto& g : groups) moves.push_back({g, false});
+    Cycles best = cur_tl.makespan;
+    Layout best_layout;
+    Timeline best_tl;
+    for (const auto& m : moves) {
+      if (deadline.expired()) break;
+      std::vector<int> trial = cur.tiles;
+      for (int t : m.tensors) trial[t] = grow(cur.tiles, t, m.to_max);
+      if (trial == cur.tiles) continue;
+      auto L = P.layout(trial);
+      if (!L) continue;  // does not fit
+      Timeline tl = P.simulate(*L, false);
+      if (tl.makespan < best) {
+        best = tl.makespan;
+        best_layout = std::move(*L);
+        best_tl = std::move(tl);
+      }
+    }
+    if (best >= cur_tl.makespan) break;
+    cur = std::move(best_layout);
+    cur_tl = std::move(best_tl);
+  }
+  // Give back tiles that do not pay for themselves (group moves over-provision).
+  for (int t = 0; t < nt && opt.multi_buffer; ++t) {
+    while (P.planned(t) && cur.tiles[t] > min_tiles[t] && !deadline.expired()) {
+      std::vector<int> trial = cur.tiles;
+      int lower = min_tiles[t];
+      for (int n : legal[t])
+        if (n < cur.tiles[t]) lower = n;
+      trial[t] = lower;
+      auto L = P.layout(trial);
+      if (!L) break;
+      Timeline tl = P.simulate(*L, false);
+      if (tl.makespan > cur_tl.makespan) break;
+      cur = std::move(*L);
+      cur_tl = std::move(tl);
+    }
+  }
+
+  PlanResult res;
+  res.kernel = k;
+  res.scheduler = P.scheduler;
+  res.planned = P.simulate(cur, true);
+  res.baseline = P.simulate(*base_layout, true);
+  // The input's own direct allocation, when complete and clean, on the same timeline.
+  bool all_direct = false;  // and at least one SBUF/PSUM tensor
+  for (int t = 0; t < nt; ++t)
+    if (P.planned(t)) all_direct = true;
+  for (int t = 0; t < nt; ++t) all_direct &= !P.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
+  auto in_check = all_direct ? check_kernel(k) : Result<CheckReport>(bad_input("automatic allocation"));
+  if (in_check.ok() && in_check->clean()) {
+    struct Rect {
+      Partition p0, p1;
+      Bytes b0, b1;
+    };
+    Layout L;
+    L.tiles = tiles;
+    L.map.assign(nt, {});
+    L.shares.assign(nt, {});
+    std::vector<std::vector<Rect>> rects(nt);
+    std::size_t total = 0;
+    for (int t = 0; t < nt; ++t) {
+      if (!P.planned(t)) continue;
+      const Tensor& ten = k.tensors[t];
+      std::vector<std::pair<Partition, Bytes>> seen;
+      for (const TilePlacement& pl : in_check->placements[t]) {
+        auto key = std::pair{pl.start_partition, pl.byte_addr};
+        auto it = std::find(seen.begin(), seen.end(), key);
+        if (it == seen.end()) {
+          seen.push_back(key);
+          rects[t].push_back({key.first, key.first + ten.pdim, key.second, key.second + ten.fbytes()});
+          it = seen.end() - 1;
+        }
+        L.map[t].push_back(static_cast<int>(it - seen.begin()));
+      }
+      L.tiles[t] = static_cast<int>(seen.size());
+      total += seen.size();
+    }
+    if (total <= 4096) {
+      for (int t = 0; t < nt; ++t)
+        for (int u = t + 1; u < nt; ++u) {
+          if (!P.planned(t) || k.tensors[u].buffer != k.tensors[t].buffer) continue;
+          bool meet = false;
+          for (const Rect& a : rects[t])
+            for (const Rect& b : rects[u]) meet |= a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
+          if (meet) {
+            L.shares[t].push_back(u);
+            L.shares[u].push_back(t);
+          }
+        }
+      res.input = P.simulate(L, false);
+      res.has_input = true;
+    }
+  }
+  res.evaluations = P.evaluations;
+  res.sbuf_bytes = cur.sbuf_top;
+  res.psum_banks = cur.psum_top;
+  for (int t = 0; t < nt; ++t) {
+    if (!P.planned(t)) continue;
+    Tensor& ten = res.kernel.tensors[t];
+    const int n = cur.tiles[t];
+    if (!P.fixed_tiles[t].empty()) {  // kept as the input had it
+      const TilePlacement& f = P.fixed_tiles[t].front();
+      res.plans.push_back({t, n, min_tiles[t], f.start_partition, f.byte_addr, 0, true});
+      continue;
+    }
+    res.plans.push_back({t, n, min_tiles[t], cur.part[t], cur.offset[t], P.stride[t]});
+    Allocation a;
+    const bool psum = ten.buffer == Buffer::kPsum;
+    if (ten.blocks.size() <= 1 && (psum || P.stride[t] == ten.fbytes())) {
+      a.kind = AllocKind::kModAlloc;
+      if (psum) a.base_bank = static_cast<int>(cur.offset[t]);
+      else a.base_addr = cur.offset[t];
+      a.base_partition = cur.part[t];
+      if (!ten.blocks.empty()) a.num_free_tiles = {n};
+    } else {
+      a.kind = AllocKind::kTable;
+      for (int64_t b = 0; b < ten.num_blocks(); ++b) {
+        const int64_t slot = cur.offset[t] + (b % n) * P.stride[t];
+        a.table.push_back({cur.part[t], psum ? slot * k.hw.psum_bank_bytes : slot});
+      }
+    }
+    ten.alloc = std::move(a);
+  }
+  // The independent checker must accept the plan before anyone sees it.
+  auto check = check_kernel(res.kernel);
+  if (!check) return check.error();
+  if (!check->clean())
+    return internal_error(k.source + ": planner produced an invalid allocation: " + check->violations.front().message);
+  return res;
+}
+
+}  // namespace sp::nki

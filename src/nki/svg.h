@@ -1,0 +1,16 @@
+// Pictures: for a plan, engines x time (planned and all-single-buffered, same scale) and the
+// SBUF partitions x bytes map with every physical tile, plus the PSUM banks; for a check, the
+// kernel's own memory map with the tiles involved in violations outlined, and the violations.
+#pragma once
+
+#include <string>
+
+#include "nki/check.h"
+#include "nki/plan.h"
+
+namespace sp::nki {
+
+std::string plan_svg(const PlanResult& plan);
+std::string check_svg(const Kernel& k, const CheckReport& report);
+
+}  // namespace sp::nki

@@ -1,0 +1,220 @@
+// The checker: the seed's failure examples are flagged with tensor, block, instruction and
+// iteration; the corrected forms are clean; every static rule fires on a minimal kernel.
+#include <algorithm>
+
+#include "nki/check.h"
+#include "nki_test_util.h"
+
+namespace sp::nki {
+namespace {
+
+using testing::load_example;
+using testing::parse;
+
+CheckReport check_ok(const Kernel& k) {
+  auto r = check_kernel(k);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : CheckReport{};
+}
+
+int count(const CheckReport& r, ViolationKind kind) {
+  return static_cast<int>(std::count_if(r.violations.begin(), r.violations.end(), [&](auto& v) { return v.kind == kind; }));
+}
+
+TEST(NkiCheck, SeedExamplesThatAreCorrectAreClean) {
+  for (const char* name : {"simple_1d_alloc_func.json", "factory_alloc.json", "mod_alloc_double.json", "lifetime_fixed.json"}) {
+    CheckReport r = check_ok(load_example(name));
+    EXPECT_TRUE(r.clean()) << name << ": " << (r.violations.empty() ? "" : r.violations[0].message);
+    EXPECT_GT(r.executions, 0);
+  }
+}
+
+TEST(NkiCheck, EightTilesOnTwoPhysicalTilesIsALifetimeConflict) {
+  CheckReport r = check_ok(load_example("lifetime_conflict.json"));
+  ASSERT_EQ(r.distinct_violations, 6);  // blocks 0..5 are overwritten before the second loop reads them
+  for (int b = 0; b < 6; ++b) {
+    const Violation& v = r.violations[b];
+    EXPECT_EQ(v.kind, ViolationKind::kLifetimeConflict);
+    EXPECT_EQ(v.tensor, "t1");
+    EXPECT_EQ(v.block, (std::vector<int64_t>{b}));
+    EXPECT_EQ(v.instruction, "exp");
+    EXPECT_EQ(v.iteration, "{j=" + std::to_string(b) + "}");
+    // The first overwrite: block b + 2 by the load at i = b + 2.
+    EXPECT_NE(v.message.find("overwritten by block (" + std::to_string(b + 2) + ",) (load at {i=" + std::to_string(b + 2) + "})"),
+              std::string::npos)
+        << v.message;
+  }
+}
+
+TEST(NkiCheck, CorrectedLifetimeFormIsClean) {
+  CheckReport r = check_ok(load_example("lifetime_fixed.json"));
+  EXPECT_TRUE(r.clean());
+  EXPECT_EQ(r.executions, 24);
+}
+
+TEST(NkiCheck, OverlappingT0T1AreFlagged) {
+  CheckReport r = check_ok(load_example("overlap_t0_t1.json"));
+  ASSERT_EQ(count(r, ViolationKind::kOverlap), 2);
+  const Violation& v = r.violations[0];
+  EXPECT_EQ(v.tensor, "t0");
+  EXPECT_EQ(v.block, (std::vector<int64_t>{1}));
+  EXPECT_EQ(v.instruction, "sum4");
+  EXPECT_EQ(v.iteration, "{i=0}");
+  EXPECT_NE(v.message.find("tensor t1 block (0,) (load_b0 at {i=0})"), std::string::npos) << v.message;
+}
+
+TEST(NkiCheck, OverlapOnlyMattersWhileLive) {
+  // The same two overlapping allocations, used one after the other: nothing is clobbered.
+  auto k = parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [4], "partitions": 128, "free": [512]},
+      {"name": "t0", "blocks": [4], "partitions": 128, "free": [512], "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2]}},
+      {"name": "t1", "blocks": [4], "partitions": 128, "free": [512], "alloc": {"kind": "mod_alloc", "base_addr": 1024, "num_free_tiles": [2]}},
+      {"name": "o", "buffer": "hbm", "role": "output", "blocks": [4], "partitions": 128, "free": [512]}],
+    "body": [
+      {"loop": "i", "trip": 4, "body": [
+        {"name": "ld", "engine": "DMA", "reads": [{"tensor": "x", "block": ["i"]}], "writes": [{"tensor": "t0", "block": ["i"]}]},
+        {"name": "cp", "engine": "Vector", "reads": [{"tensor": "t0", "block": ["i"]}], "writes": [{"tensor": "t1", "block": ["i"]}]},
+        {"name": "st", "engine": "DMA", "reads": [{"tensor": "t1", "block": ["i"]}], "writes": [{"tensor": "o", "block": ["i"]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  // i=1: cp writes t1[1] at 2048 (free); i=2: ld writes t0[2] at 0; cp writes t1[2] at 1024, clobbering t0[1] (already read).
+  EXPECT_TRUE(check_ok(*k).clean());
+}
+
+TEST(NkiCheck, StaticRules) {
+  auto k = parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [2], "partitions": 64, "free": [100]},
+      {"name": "mis", "blocks": [2], "partitions": 64, "free": [100], "alloc": {"kind": "table", "tiles": [[0, 0], [0, 200]]}},
+      {"name": "sp", "blocks": [2], "partitions": 64, "free": [16], "alloc": {"kind": "table", "tiles": [[64, 4096], [32, 8192]]}},
+      {"name": "far", "partitions": 128, "free": [1024], "alloc": {"kind": "func", "start_partition": 0, "byte_addr": "180000"}},
+      {"name": "ps", "buffer": "psum", "blocks": [2], "partitions": 128, "free": [512], "dtype": "float32",
+       "alloc": {"kind": "table", "tiles": [[0, 0], [0, 1024]]}},
+      {"name": "pb", "buffer": "psum", "partitions": 128, "free": [8], "dtype": "float32",
+       "alloc": {"kind": "mod_alloc", "base_bank": 3, "base_addr": 64}},
+      {"name": "au", "partitions": 16, "free": [8]},
+      {"name": "hb", "buffer": "hbm", "partitions": 16, "free": [8]}],
+    "body": [
+      {"loop": "i", "trip": 2, "body": [
+        {"name": "ld", "engine": "DMA", "reads": [{"tensor": "x", "block": ["i"]}], "writes": [{"tensor": "mis", "block": ["i"]}, {"tensor": "sp", "block": ["i"]}]},
+        {"name": "mm", "engine": "Tensor", "reads": [{"tensor": "mis", "block": ["i"]}, {"tensor": "sp", "block": ["i"]}], "writes": [{"tensor": "ps", "block": ["i"]}]}]},
+      {"name": "use", "engine": "Vector", "reads": [{"tensor": "au"}], "writes": [{"tensor": "far"}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  CheckReport r = check_ok(*k);
+  auto find = [&](ViolationKind kind, const std::string& tensor) -> const Violation* {
+    for (const auto& v : r.violations)
+      if (v.kind == kind && v.tensor == tensor) return &v;
+    return nullptr;
+  };
+  const Violation* v = find(ViolationKind::kMisaligned, "mis");  // 200 is not a multiple of 32
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->block, (std::vector<int64_t>{1}));
+  EXPECT_EQ(v->instruction, "ld");
+  EXPECT_EQ(v->iteration, "{i=1}");
+  v = find(ViolationKind::kStartPartition, "sp");  // 64 partitions may start at 0 or 64, not 32
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->block, (std::vector<int64_t>{1}));
+  EXPECT_EQ(count(r, ViolationKind::kStartPartition), 1);
+  EXPECT_EQ(count(r, ViolationKind::kPartitionRange), 0);  // 32 + 64 and 64 + 64 both fit in 128
+  v = find(ViolationKind::kAddressRange, "far");  // 180000 + 2048 > 176 KiB
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->instruction, "use");
+  v = find(ViolationKind::kPsumBankCrossing, "ps");  // 2048 bytes starting at 1024
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->block, (std::vector<int64_t>{1}));
+  EXPECT_NE(find(ViolationKind::kPsumBase, "pb"), nullptr);
+  EXPECT_NE(find(ViolationKind::kMixedAllocation, "au"), nullptr);
+  EXPECT_NE(find(ViolationKind::kHbmNotOutput, "hb"), nullptr);
+  EXPECT_EQ(find(ViolationKind::kHbmNotOutput, "x"), nullptr);  // inputs are fine
+  v = find(ViolationKind::kReadBeforeWrite, "au");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->instruction, "use");
+  for (const auto& x : r.violations) EXPECT_EQ(x.message.find('\n'), std::string::npos);
+}
+
+TEST(NkiCheck, PartitionRangeBeyondLastPartition) {
+  auto k = parse(R"({"tensors": [{"name": "t", "partitions": 32, "free": [8], "alloc": {"kind": "table", "tiles": [[96, 0]]}},
+                                 {"name": "u", "partitions": 128, "free": [8], "alloc": {"kind": "table", "tiles": [[0, 64]]}}],
+                     "hardware": {"name": "half", "partitions": 112}, "body": [{"engine": "Vector", "writes": [{"tensor": "t"}, {"tensor": "u"}]}]})");
+  ASSERT_FALSE(k.ok());  // u has 128 partitions on a 112-partition core
+  k = parse(R"({"tensors": [{"name": "t", "partitions": 32, "free": [8], "alloc": {"kind": "table", "tiles": [[96, 0]]}}],
+                "hardware": {"name": "half", "partitions": 112}, "body": [{"engine": "Vector", "writes": [{"tensor": "t"}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  CheckReport r = check_ok(*k);
+  EXPECT_EQ(count(r, ViolationKind::kPartitionRange), 1);
+}
+
+TEST(NkiCheck, RepeatedViolationsAreCountedOnce) {
+  // A 2-tile ring read with a lag of 2 blocks: every read of the steady state is clobbered.
+  auto k = parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [64], "partitions": 128, "free": [64]},
+      {"name": "t", "blocks": [64], "partitions": 128, "free": [64], "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2]}},
+      {"name": "y", "blocks": [2], "partitions": 128, "free": [64], "alloc": {"kind": "mod_alloc", "base_addr": 4096, "num_free_tiles": [2]}}],
+    "body": [{"loop": "r", "trip": 3, "body": [{"loop": "i", "trip": 62, "body": [
+      {"name": "ld", "engine": "DMA", "reads": [{"tensor": "x", "block": ["i + 2"]}], "writes": [{"tensor": "t", "block": ["i + 2"]}]},
+      {"name": "use", "engine": "Vector", "reads": [{"tensor": "t", "block": ["i"]}], "writes": [{"tensor": "y", "block": [0]}]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  CheckReport r = check_ok(*k);
+  // Blocks 0 and 1 are never written (read before write in every round); blocks 2..61 are
+  // clobbered by block i + 2 just before their read, in every round.
+  EXPECT_EQ(count(r, ViolationKind::kReadBeforeWrite), 2);
+  EXPECT_EQ(count(r, ViolationKind::kLifetimeConflict), 60);
+  EXPECT_EQ(r.distinct_violations, 62);
+  for (const auto& v : r.violations) EXPECT_EQ(v.occurrences, 3) << v.message;
+}
+
+}  // namespace
+}  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+TEST(NkiCheck, PartiallyOverlappingTilesOfOneTensor) {
+  // Two distinct placements of one tensor that share bytes [512, 1024): writing block 1 destroys
+  // block 0 before its read.
+  auto k = testing::parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [2], "partitions": 128, "free": [512]},
+      {"name": "t", "blocks": [2], "partitions": 128, "free": [512], "alloc": {"kind": "table", "tiles": [[0, 0], [0, 512]]}},
+      {"name": "o", "buffer": "hbm", "role": "output", "blocks": [2], "partitions": 128, "free": [512]}],
+    "body": [
+      {"loop": "i", "trip": 2, "body": [{"name": "ld", "engine": "DMA", "reads": [{"tensor": "x", "block": ["i"]}], "writes": [{"tensor": "t", "block": ["i"]}]}]},
+      {"loop": "j", "trip": 2, "body": [{"name": "st", "engine": "DMA", "reads": [{"tensor": "t", "block": ["j"]}], "writes": [{"tensor": "o", "block": ["j"]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->distinct_violations, 1);
+  EXPECT_EQ(r->violations[0].kind, ViolationKind::kLifetimeConflict);
+  EXPECT_EQ(r->violations[0].block, (std::vector<int64_t>{0}));
+  EXPECT_EQ(r->violations[0].iteration, "{j=0}");
+}
+
+TEST(NkiCheck, MultiDimFuncAndPartitionQuadrants) {
+  // blocks (2, 4), 32 partitions: quadrant idx1, byte offset idx0 * fdim_size: eight disjoint tiles.
+  auto k = testing::parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "blocks": [2, 4], "partitions": 32, "free": [64], "dtype": "float32"},
+      {"name": "t", "blocks": [2, 4], "partitions": 32, "free": [64], "dtype": "float32",
+       "alloc": {"kind": "func", "start_partition": "idx1 * pdim_size", "byte_addr": "idx0 * fdim_size + 1024"}},
+      {"name": "o", "buffer": "hbm", "role": "output", "blocks": [2, 4], "partitions": 32, "free": [64], "dtype": "float32"}],
+    "body": [
+      {"loop": "a", "trip": 2, "body": [{"loop": "b", "trip": 4, "body": [
+        {"name": "ld", "engine": "DMA", "reads": [{"tensor": "x", "block": ["a", "b"]}], "writes": [{"tensor": "t", "block": ["a", "b"]}]}]}]},
+      {"loop": "c", "trip": 2, "body": [{"loop": "d", "trip": 4, "body": [
+        {"name": "st", "engine": "DMA", "reads": [{"tensor": "t", "block": ["c", "3 - d"]}], "writes": [{"tensor": "o", "block": ["c", "d"]}]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->clean()) << r->violations.front().message;
+  const auto& pl = r->placements[1];
+  EXPECT_EQ(pl[5].start_partition, 32);  // block (1, 1)
+  EXPECT_EQ(pl[5].byte_addr, 1024 + 256);
+  // With 64 partitions the same function breaks the ISA rule for odd idx1 (32, 96).
+  auto k2 = testing::parse(R"({"tensors": [{"name": "t", "blocks": [2], "partitions": 64, "free": [8],
+      "alloc": {"kind": "func", "start_partition": "idx * 32", "byte_addr": 0}}], "body": []})");
+  ASSERT_TRUE(k2.ok()) << k2.error().message;
+  auto r2 = check_kernel(*k2);
+  ASSERT_TRUE(r2.ok());
+  ASSERT_EQ(r2->distinct_violations, 1);
+  EXPECT_EQ(r2->violations[0].kind, ViolationKind::kStartPartition);
+  EXPECT_NE(r2->violations[0].message.find("(never used)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sp::nki

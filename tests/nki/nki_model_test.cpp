@@ -1,0 +1,175 @@
+// Reader, affine expressions and allocation formulas, with the seed's exact numbers.
+#include "nki/check.h"
+#include "nki/kernel.h"
+#include "nki_test_util.h"
+
+namespace sp::nki {
+namespace {
+
+using testing::load_example;
+using testing::parse;
+
+std::vector<Bytes> addrs(const std::vector<TilePlacement>& pl) {
+  std::vector<Bytes> v;
+  for (const auto& p : pl) v.push_back(p.byte_addr);
+  return v;
+}
+
+TEST(NkiModel, Simple1dAllocFuncAddresses) {
+  Kernel k = load_example("simple_1d_alloc_func.json");
+  const Tensor& t = k.tensors[k.find_tensor("t")];
+  EXPECT_EQ(t.fbytes(), 1024);  // fdim_size = 512 * sizeof(bfloat16)
+  auto pl = evaluate_allocation(k, t);
+  EXPECT_EQ(addrs(pl), (std::vector<Bytes>{0, 1024, 2048, 3072}));
+  for (const auto& p : pl) EXPECT_EQ(p.start_partition, 0);
+}
+
+TEST(NkiModel, FactoryAllocatorBumpsInDeclarationOrder) {
+  Kernel k = load_example("factory_alloc.json");
+  auto t0 = evaluate_allocation(k, k.tensors[k.find_tensor("t0")]);
+  auto t1 = evaluate_allocation(k, k.tensors[k.find_tensor("t1")]);
+  EXPECT_EQ(t0.front().byte_addr, 0);
+  EXPECT_EQ(t1.front().byte_addr, 4096);
+  EXPECT_EQ(addrs(t1), (std::vector<Bytes>{4096, 5120, 6144, 7168}));
+}
+
+TEST(NkiModel, ModAllocTableOfTheSeed) {
+  Kernel k = load_example("mod_alloc_double.json");
+  auto pl = evaluate_allocation(k, k.tensors[k.find_tensor("t")]);
+  EXPECT_EQ(addrs(pl), (std::vector<Bytes>{0, 1024, 0, 1024}));
+  for (const auto& p : pl) EXPECT_EQ(p.start_partition, 0);
+}
+
+TEST(NkiModel, ModAllocPartitionTilesForSmallPdim) {
+  auto k = parse(R"({"tensors": [{"name": "t", "blocks": [8], "partitions": 32, "free": [64], "dtype": "float32",
+      "alloc": {"kind": "mod_alloc", "base_addr": 512, "num_par_tiles": [4], "num_free_tiles": [2]}}], "body": []})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto pl = evaluate_allocation(*k, k->tensors[0]);
+  // r = i mod 8; free tile r mod 2, partition tile r div 2.
+  std::vector<Partition> sp;
+  for (auto& p : pl) sp.push_back(p.start_partition);
+  EXPECT_EQ(sp, (std::vector<Partition>{0, 0, 32, 32, 64, 64, 96, 96}));
+  EXPECT_EQ(addrs(pl), (std::vector<Bytes>{512, 768, 512, 768, 512, 768, 512, 768}));
+}
+
+TEST(NkiModel, PsumModAllocUsesBanks) {
+  auto k = parse(R"({"tensors": [{"name": "p", "buffer": "psum", "blocks": [4], "partitions": 128, "free": [512],
+      "dtype": "float32", "alloc": {"kind": "mod_alloc", "base_bank": 2, "num_bank_tiles": [2]}}], "body": []})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(addrs(evaluate_allocation(*k, k->tensors[0])), (std::vector<Bytes>{4096, 6144, 4096, 6144}));
+}
+
+TEST(NkiModel, AffineExpressions) {
+  Affine a;
+  std::string err;
+  ASSERT_TRUE(parse_affine("2*i + j - 1 + 3*(i - j)", {"i", "j"}, {}, a, err)) << err;
+  EXPECT_EQ(eval(a, {4, 1}), 2 * 4 + 1 - 1 + 3 * (4 - 1));
+  ASSERT_TRUE(parse_affine("idx * fdim_size + 4096", {"idx"}, {{"fdim_size", 1024}}, a, err));
+  EXPECT_EQ(eval(a, {3}), 3 * 1024 + 4096);
+  EXPECT_FALSE(parse_affine("i * j", {"i", "j"}, {}, a, err));
+  EXPECT_NE(err.find("not affine"), std::string::npos);
+  EXPECT_FALSE(parse_affine("k + 1", {"i"}, {}, a, err));
+  EXPECT_NE(err.find("unknown name 'k'"), std::string::npos);
+  EXPECT_FALSE(parse_affine("i +", {"i"}, {}, a, err));
+  EXPECT_FALSE(parse_affine("99999999999999999999", {}, {}, a, err));
+}
+
+TEST(NkiModel, RoundTripKeepsBehaviour) {
+  for (const char* name : {"lifetime_conflict.json", "overlap_t0_t1.json", "matmul_psum.json", "factory_alloc.json",
+                           "simple_1d_alloc_func.json", "lifetime_fixed.json"}) {
+    Kernel k = load_example(name);
+    auto again = kernel_from_json(kernel_to_json(k), "again.json");
+    ASSERT_TRUE(again.ok()) << name << ": " << again.error().message;
+    auto a = check_kernel(k), b = check_kernel(*again);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->distinct_violations, b->distinct_violations) << name;
+    EXPECT_EQ(a->executions, b->executions) << name;
+    for (std::size_t t = 0; t < k.tensors.size(); ++t)
+      EXPECT_EQ(addrs(a->placements[t]), addrs(b->placements[t])) << name << " tensor " << t;
+  }
+}
+
+struct BadCase {
+  const char* what;
+  const char* json;
+  const char* expect;  // substring of the one-line error
+};
+
+TEST(NkiModel, BadInputIsOneLocatedLine) {
+  const BadCase cases[] = {
+      {"unknown engine",
+       R"({"tensors": [], "body": [{"name": "x", "engine": "Warp", "cost": 1}]})", "$.body[0].engine: unknown engine \"Warp\""},
+      {"block out of range",
+       R"({"tensors": [{"name": "t", "blocks": [4], "partitions": 128, "free": [8]}],
+           "body": [{"loop": "i", "trip": 4, "body": [{"engine": "Vector", "writes": [{"tensor": "t", "block": ["i + 1"]}]}]}]})",
+       "ranges over [1, 4] but block dim 0 has size 4"},
+      {"partition dim too large",
+       R"({"tensors": [{"name": "t", "blocks": [4], "partitions": 129, "free": [8]}], "body": []})",
+       "$.tensors[0].partitions: partition dim 129 exceeds the 128 partitions"},
+      {"zero trip", R"({"tensors": [], "body": [{"loop": "i", "trip": 0, "body": []}]})",
+       "$.body[0].trip: loop bound must be positive, got 0"},
+      {"negative trip", R"({"tensors": [], "body": [{"loop": "i", "trip": -3, "body": []}]})", "got -3"},
+      {"unknown tensor", R"({"tensors": [], "body": [{"engine": "DMA", "reads": [{"tensor": "q"}]}]})",
+       "unknown tensor \"q\""},
+      {"wrong index count",
+       R"({"tensors": [{"name": "t", "blocks": [4, 2], "partitions": 1, "free": [8]}],
+           "body": [{"engine": "Vector", "writes": [{"tensor": "t", "block": [0]}]}]})",
+       "has 2 block dims, got 1 indices"},
+      {"loop var out of scope",
+       R"({"tensors": [{"name": "t", "blocks": [4], "partitions": 1, "free": [8]}],
+           "body": [{"loop": "i", "trip": 4, "body": []}, {"engine": "Vector", "writes": [{"tensor": "t", "block": ["i"]}]}]})",
+       "unknown name 'i'"},
+      {"compute engine on HBM",
+       R"({"tensors": [{"name": "h", "buffer": "hbm", "role": "input", "partitions": 1, "free": [8]}],
+           "body": [{"engine": "Scalar", "reads": [{"tensor": "h"}]}]})",
+       "only the DMA engine reads or writes HBM"},
+      {"table length",
+       R"({"tensors": [{"name": "t", "blocks": [3], "partitions": 1, "free": [8], "alloc": {"kind": "table", "tiles": [[0, 0]]}}], "body": []})",
+       "expected one [start_partition, byte_addr] per logical block (3)"},
+      {"non-affine block", R"({"tensors": [{"name": "t", "blocks": [16], "partitions": 1, "free": [8]}],
+           "body": [{"loop": "i", "trip": 4, "body": [{"loop": "j", "trip": 4, "body": [
+             {"engine": "Vector", "writes": [{"tensor": "t", "block": ["i*j"]}]}]}]}]})",
+       "not affine"},
+      {"huge nest", R"({"tensors": [], "body": [{"loop": "i", "trip": 100000, "body": [{"loop": "j", "trip": 100000, "body": [{"engine": "DMA"}]}]}]})",
+       "too large to simulate exactly"},
+  };
+  for (const auto& c : cases) {
+    auto k = parse(c.json);
+    ASSERT_FALSE(k.ok()) << c.what;
+    EXPECT_EQ(k.error().kind, ErrorKind::kBadInput) << c.what;
+    EXPECT_NE(k.error().message.find(c.expect), std::string::npos) << c.what << ": " << k.error().message;
+    EXPECT_EQ(k.error().message.find('\n'), std::string::npos) << c.what;
+    EXPECT_EQ(k.error().message.rfind("inline.json: ", 0), 0u) << c.what << ": " << k.error().message;
+  }
+}
+
+TEST(NkiModel, HardwareFromJsonAndBuiltin) {
+  auto hw = read_hardware_file(testing::example("hardware_small.json"));
+  ASSERT_TRUE(hw.ok()) << hw.error().message;
+  EXPECT_EQ(hw->sbuf_usable(), 4096);
+  EXPECT_EQ(hw->psum_banks, 4);
+  auto v2 = builtin_hardware("neuroncore-v2");
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->sbuf_usable(), 176 * 1024);
+  EXPECT_EQ(v2->psum_bytes(), 16 * 1024);
+  EXPECT_FALSE(builtin_hardware("neuroncore-v9").ok());
+}
+
+}  // namespace
+}  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+TEST(NkiModel, EmptyLoopsAreDroppedSoHugeTripsCostNothing) {
+  auto k = testing::parse(R"({"tensors": [], "body": [{"loop": "i", "trip": 4000000000000000000, "body": [
+      {"loop": "j", "trip": 4000000000000000000, "body": []}]}, {"engine": "DMA", "cost": 3}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->dynamic_instructions, 1);
+  int n = 0;
+  for_each_execution(*k, [&](int, const std::vector<int64_t>&) { return ++n, true; });
+  EXPECT_EQ(n, 1);
+}
+
+}  // namespace
+}  // namespace sp::nki
