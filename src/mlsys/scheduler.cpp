@@ -183,12 +183,17 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     quick_opt.fitting_shapes = 1;
     quick_opt.snake = options.snake;
     quick_opt.split_k = false;
+    quick_opt.max_steps = 4096;
+    quick_opt.max_simulations = 12;
     ConfigSearcher quick(problem, options.rules, quick_cache, quick_opt);
     PartitionOptions single{1, false, 1};
     Partition first = Partitioner(problem, quick, single).solve(problem.topo_order, no_limit);
+    ConfigCache fallback_cache;
+    ConfigSearcher fallback(problem, options.rules, fallback_cache, ConfigSearchOptions{});
+    if (!first.valid) first = Partitioner(problem, fallback, single).solve(problem.topo_order, no_limit);
     if (!first.valid) {
       for (OpId o : problem.topo_order) {
-        if (quick.best({o}, {}, {}).valid) continue;
+        if (fallback.best({o}, {}, {}).valid) continue;
         const Op& op = problem.ops[o];
         Elements need = 1;  // smallest granularity: 1x1 output, 1x1 (and k=1) input slices
         if (op.kind == OpKind::kMatMul) need += 2;
@@ -219,19 +224,39 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     full_opt.snake = options.snake;
     full_opt.split_k = options.split_k;
     PartitionOptions popt;
-    popt.max_segment_ops = options.fusion ? std::max(1, options.max_segment_ops) : 1;
+    const int max_len = options.fusion ? std::max(1, options.max_segment_ops) : 1;
     popt.retention = options.retention;
     std::vector<std::unique_ptr<ConfigSearcher>> searchers;
     for (int t = 0; t < threads; ++t)
       searchers.push_back(std::make_unique<ConfigSearcher>(problem, options.rules, cache, full_opt));
-    for (const std::vector<OpId>& order : {chain_order(problem), problem.topo_order}) {
-      Partition part = Partitioner(problem, *searchers[0], popt).solve(order, search_clock);
-      if (part.valid && part.total < best.total) {
-        pub.offer(to_solution(part));
-        best = part;
-        best_order = order;
+    std::vector<ConfigSearcher*> pool;
+    for (const auto& sr : searchers) pool.push_back(sr.get());
+    // Iterative deepening on the longest segment: short segments price fast and already carry
+    // most of the gain, so a valid fused schedule exists early even on large graphs.
+    std::vector<int> lengths;
+    for (int len = 2; len < max_len; len *= 2) lengths.push_back(len);
+    lengths.push_back(max_len);
+    int done_len = 1;
+    const std::vector<std::vector<OpId>> orders{chain_order(problem), problem.topo_order};
+    for (int len : lengths) {
+      popt.max_segment_ops = len;
+      bool complete = true;
+      for (std::size_t oi = 0; oi < orders.size(); ++oi) {
+        const std::vector<OpId>& order = orders[oi];
+        if (oi > 0 && order == orders[0]) continue;
+        if (threads > 1) Partitioner(problem, *searchers[0], popt).prefetch(order, pool, search_clock);
+        Partition part = Partitioner(problem, *searchers[0], popt).solve(order, search_clock);
+        if (!part.valid) complete = false;
+        if (part.valid && part.total < best.total) {
+          pub.offer(to_solution(part));
+          best = part;
+          best_order = order;
+        }
       }
+      if (!complete && search_clock.expired()) break;
+      done_len = len;
     }
+    popt.max_segment_ops = done_len;
     best_total = best.total;
 
     // Phase 3: annealing over orders, one independent chain per thread.

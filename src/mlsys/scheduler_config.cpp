@@ -175,6 +175,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
   });
 
   const int64_t sims_start = simulations_;
+  bool structural = false;
   SubgraphConfig best;
   auto consider = [&](const SubgraphConfig& c) {
     if (c.valid && (!best.valid || c.latency < best.latency)) best = c;
@@ -184,7 +185,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     c.nx = ceil_div(W, s.w);
     c.ny = ceil_div(H, s.h);
     const int64_t steps = s.tiles * ceil_div(K, k);
-    if (steps > opt_.max_steps || simulations_ - sims_start >= opt_.max_simulations) return c;  // invalid: over budget
+    if (steps > std::max(opt_.max_steps, opt_.probe_steps) || simulations_ - sims_start >= opt_.max_simulations) return c;  // invalid: over budget
     c.granularity = {s.w, s.h, k};
     c.traversal = t;
     SubgraphSpec spec;
@@ -199,13 +200,32 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     ++simulations_;
     SubgraphEvaluation e = ev_.evaluate_subgraph(spec, 0, state_, errors_, warnings_);
     c.valid = e.evaluated && errors_.empty();
+    // Anything but running out of memory fails every granularity alike.
+    if (!e.evaluated) structural = true;
+    for (const std::string& msg : errors_)
+      if (msg.find("(OOM)") == std::string::npos) structural = true;
     c.latency = e.latency;
     c.peak = e.peak_working_set;
     return c;
   };
 
+  // Feasibility first: the smallest shape at the smallest k (within the step budget) is the
+  // smallest working set on offer; if it does not fit, nothing does.
+  {
+    Shape smallest{ws.back(), hs.back(), ceil_div(W, ws.back()) * ceil_div(H, hs.back())};
+    int kmin = static_cast<int>(ks.size()) - 1;
+    while (kmin > 0 && smallest.tiles * ceil_div(K, ks[kmin]) > opt_.probe_steps) --kmin;
+    // Too many tiles to simulate: probe the smallest shape that stays within the budget.
+    for (std::size_t i = ws.size(), j = hs.size(); smallest.tiles * ceil_div(K, ks[kmin]) > opt_.probe_steps && (i > 1 || j > 1);) {
+      if (i > 1) --i;
+      if (j > 1) --j;
+      smallest = {ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
+    }
+    SubgraphConfig c = run(smallest, ks[kmin], Traversal::kRaster);
+    if (structural || !c.valid) return none;
+  }
   int fitted = 0;
-  for (std::size_t si = 0; si < shapes.size() && fitted < opt_.fitting_shapes; ++si) {
+  for (std::size_t si = 0; si < shapes.size() && fitted < opt_.fitting_shapes && !structural; ++si) {
     Shape& s = shapes[si];
     // The working set grows with w, h and k. A larger shape that fits at some k proves this
     // one fits there too (an upper index); a smaller one bounds from below, or shows this
@@ -228,13 +248,18 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     int kmin = static_cast<int>(ks.size()) - 1;  // smallest k within the step budget
     while (kmin >= 0 && s.tiles * ceil_div(K, ks[kmin]) > opt_.max_steps) --kmin;
     if (kmin < lo) continue;
-    SubgraphConfig fit;
-    if (hi < 0 || hi > kmin) {
+    // Largest k first (fewest steps, cheapest); then the smallest k decides hopelessness.
+    SubgraphConfig fit = run(s, ks[lo], probe_t);
+    if (fit.valid) {
+      hi = lo;
+    } else if (hi < 0 || hi > kmin) {
+      if (lo == kmin) continue;
       fit = run(s, ks[kmin], probe_t);
       if (!fit.valid) continue;  // fits at no k: hopeless
       hi = kmin;
+      ++lo;
     } else {
-      fit.valid = false;
+      ++lo;
     }
     // Binary search for the largest fitting k (smallest index) in [lo, hi]; hi fits.
     while (lo < hi) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <thread>
 
 namespace sp::mlsys {
 namespace {
@@ -22,24 +23,20 @@ struct State {
 Partitioner::Partitioner(const Problem& problem, ConfigSearcher& searcher, const PartitionOptions& opt)
     : p_(problem), searcher_(searcher), opt_(opt) {}
 
-Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& deadline) {
+template <class F>
+void Partitioner::for_each_segment(const std::vector<OpId>& order, F&& visit) {
   const int n = static_cast<int>(order.size());
   std::vector<int> pos(p_.num_ops(), -1);
   for (int i = 0; i < n; ++i) pos[order[i]] = i;
-  // Consumer positions per tensor: the last one decides how long a retained tensor is needed.
   std::vector<int> last_use(p_.num_tensors(), -1);
   for (int t = 0; t < p_.num_tensors(); ++t)
     for (const Consumer& c : p_.consumers[t]) last_use[t] = std::max(last_use[t], pos[c.op]);
-
   const int L = std::max(1, opt_.max_segment_ops);
-  std::vector<std::vector<State>> states(n + 1);
-  states[0].push_back({});
   std::vector<int> parent;
   std::vector<OpId> seg;
   std::vector<TensorId> mandatory, optional;
+  std::vector<std::vector<TensorId>> choices;
   for (int j = 0; j < n; ++j) {
-    if (states[j].empty()) continue;
-    if (deadline.expired()) return {};
     parent.clear();
     seg.clear();
     int comps = 0;
@@ -81,7 +78,7 @@ Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& dea
         }
       if (!ok) continue;
       std::sort(mandatory.begin(), mandatory.end());
-      std::vector<std::vector<TensorId>> choices{mandatory};
+      choices.assign(1, mandatory);
       for (TensorId t : optional) {
         if (static_cast<int>(choices.size()) >= opt_.max_retain_choices) break;
         std::vector<TensorId> c = mandatory;
@@ -95,26 +92,69 @@ Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& dea
         std::sort(c.begin(), c.end());
         choices.push_back(std::move(c));
       }
-      for (int si = 0; si < static_cast<int>(states[j].size()); ++si) {
-        const State& in = states[j][si];
-        bool consumed_here = true;
-        for (TensorId t : in.retained) consumed_here &= last_use[t] < end;
-        if (!consumed_here) continue;
-        for (const auto& retain : choices) {
-          SubgraphConfig cfg = searcher_.best(seg, in.retained, retain);
-          if (!cfg.valid) continue;
-          const double cost = in.cost + cfg.latency;
-          auto& dst = states[end];
-          auto it = std::find_if(dst.begin(), dst.end(), [&](const State& s) { return s.retained == retain; });
-          if (it == dst.end()) {
-            dst.push_back({retain, cost, j, si, cfg});
-          } else if (cost < it->cost) {
-            *it = {retain, cost, j, si, cfg};
-          }
+      visit(j, end, seg, choices);
+    }
+  }
+}
+
+void Partitioner::prefetch(const std::vector<OpId>& order, const std::vector<ConfigSearcher*>& searchers,
+                           const Deadline& deadline) {
+  struct Job {
+    std::vector<OpId> ops;
+    std::vector<TensorId> retain;
+  };
+  std::vector<Job> jobs;
+  for_each_segment(order, [&](int, int, const std::vector<OpId>& seg, const std::vector<std::vector<TensorId>>& choices) {
+    for (const auto& c : choices) jobs.push_back({seg, c});
+  });
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < searchers.size(); ++t)
+    pool.emplace_back([&, t] {
+      for (std::size_t i = t; i < jobs.size() && !deadline.expired(); i += searchers.size())
+        searchers[t]->best(jobs[i].ops, {}, jobs[i].retain);
+    });
+  for (std::thread& th : pool) th.join();
+}
+
+Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& deadline) {
+  const int n = static_cast<int>(order.size());
+  std::vector<int> pos(p_.num_ops(), -1);
+  for (int i = 0; i < n; ++i) pos[order[i]] = i;
+  // Consumer positions per tensor: the last one decides how long a retained tensor is needed.
+  std::vector<int> last_use(p_.num_tensors(), -1);
+  for (int t = 0; t < p_.num_tensors(); ++t)
+    for (const Consumer& c : p_.consumers[t]) last_use[t] = std::max(last_use[t], pos[c.op]);
+
+  std::vector<std::vector<State>> states(n + 1);
+  states[0].push_back({});
+  bool expired = false;
+  for_each_segment(order, [&](int j, int end, const std::vector<OpId>& seg,
+                              const std::vector<std::vector<TensorId>>& choices) {
+    if (states[j].empty() || expired) return;
+    if (deadline.expired()) {
+      expired = true;
+      return;
+    }
+    for (int si = 0; si < static_cast<int>(states[j].size()); ++si) {
+      const State& in = states[j][si];
+      bool consumed_here = true;
+      for (TensorId t : in.retained) consumed_here &= last_use[t] < end;
+      if (!consumed_here) continue;
+      for (const auto& retain : choices) {
+        SubgraphConfig cfg = searcher_.best(seg, in.retained, retain);
+        if (!cfg.valid) continue;
+        const double cost = in.cost + cfg.latency;
+        auto& dst = states[end];
+        auto it = std::find_if(dst.begin(), dst.end(), [&](const State& s) { return s.retained == retain; });
+        if (it == dst.end()) {
+          dst.push_back({retain, cost, j, si, cfg});
+        } else if (cost < it->cost) {
+          *it = {retain, cost, j, si, cfg};
         }
       }
     }
-  }
+  });
+  if (expired) return {};
   Partition out;
   int si = -1;
   for (int i = 0; i < static_cast<int>(states[n].size()); ++i)

@@ -41,7 +41,17 @@ class Partitioner {
   // if none exists or the deadline passed.
   Partition solve(const std::vector<OpId>& order, const Deadline& deadline);
 
+  // Warms the shared cache for `order`: prices every valid segment with nothing resident,
+  // splitting the segments round-robin over `searchers` (one thread each). The DP then finds
+  // most of its work done. Results do not depend on the thread count.
+  void prefetch(const std::vector<OpId>& order, const std::vector<ConfigSearcher*>& searchers, const Deadline& deadline);
+
  private:
+  // Calls visit(begin, end, ops, retain_choices) for every valid segment order[begin..end), in
+  // increasing begin, then end.
+  template <class F>
+  void for_each_segment(const std::vector<OpId>& order, F&& visit);
+
   const Problem& p_;
   ConfigSearcher& searcher_;
   PartitionOptions opt_;
