@@ -4,11 +4,7 @@
 #include "mlsys/scheduler_config.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-
-#include "core/deadline.h"
 
 namespace sp::mlsys {
 namespace {
@@ -93,15 +89,7 @@ SubgraphConfig ConfigSearcher::best(const std::vector<OpId>& ops, const std::vec
                                     const std::vector<TensorId>& retain) {
   const std::string key = config_key(ops, resident, retain);
   if (auto hit = cache_.find(key)) return *hit;
-  const int64_t sims0 = simulations_;
-  const Deadline dbg;
   SubgraphConfig cfg = search(ops, resident, retain);
-  if (std::getenv("SP_DEBUG_CFG")) {
-    std::fprintf(stderr, "cfg ops=");
-    for (OpId o : ops) std::fprintf(stderr, "%d,", o);
-    std::fprintf(stderr, " res=%zu ret=%zu valid=%d lat=%.1f g=[%lld,%lld,%lld] t=%d sims=%lld time=%.3f\n", resident.size(), retain.size(), cfg.valid, cfg.latency,
-                 (long long)cfg.granularity.w, (long long)cfg.granularity.h, (long long)cfg.granularity.k, (int)cfg.traversal, (long long)(simulations_ - sims0), dbg.elapsed_seconds());
-  }
   cache_.put(key, cfg);
   return cfg;
 }
@@ -209,19 +197,26 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     return c;
   };
 
-  // Feasibility first: the smallest shape at the smallest k (within the step budget) is the
-  // smallest working set on offer; if it does not fit, nothing does.
+  // Feasibility first: the smallest working sets on offer within the step budget are the
+  // smallest shape with the largest affordable k, and the smallest k with the smallest
+  // affordable shape. If neither fits, nothing practical does.
   {
-    Shape smallest{ws.back(), hs.back(), ceil_div(W, ws.back()) * ceil_div(H, hs.back())};
-    int kmin = static_cast<int>(ks.size()) - 1;
-    while (kmin > 0 && smallest.tiles * ceil_div(K, ks[kmin]) > opt_.probe_steps) --kmin;
-    // Too many tiles to simulate: probe the smallest shape that stays within the budget.
-    for (std::size_t i = ws.size(), j = hs.size(); smallest.tiles * ceil_div(K, ks[kmin]) > opt_.probe_steps && (i > 1 || j > 1);) {
-      if (i > 1) --i;
-      if (j > 1) --j;
-      smallest = {ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
-    }
-    SubgraphConfig c = run(smallest, ks[kmin], Traversal::kRaster);
+    auto smallest_affordable_shape = [&](int64_t k) {
+      std::size_t i = ws.size(), j = hs.size();
+      Shape sh{ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
+      while (sh.tiles * ceil_div(K, k) > opt_.probe_steps && (i > 1 || j > 1)) {
+        if (i > 1) --i;
+        if (j > 1) --j;
+        sh = {ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
+      }
+      return sh;
+    };
+    const Shape tiny{ws.back(), hs.back(), ceil_div(W, ws.back()) * ceil_div(H, hs.back())};
+    int kfit = static_cast<int>(ks.size()) - 1;
+    while (kfit > 0 && tiny.tiles * ceil_div(K, ks[kfit]) > opt_.probe_steps) --kfit;
+    SubgraphConfig c = run(smallest_affordable_shape(ks[kfit]), ks[kfit], Traversal::kRaster);
+    if (!c.valid && !structural && kfit + 1 < static_cast<int>(ks.size()))
+      c = run(smallest_affordable_shape(ks.back()), ks.back(), Traversal::kRaster);
     if (structural || !c.valid) return none;
   }
   int fitted = 0;
