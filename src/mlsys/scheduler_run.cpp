@@ -1,6 +1,7 @@
 // The front end shared by `scratchplan schedule` and the contest executable `mlsys`: read the
 // problem, schedule, and write every improvement atomically so the output file is always a
 // complete, validated schedule.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <thread>
@@ -51,7 +52,7 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
     std::fprintf(stderr,
                  "final total %.1f (lower bound %.1f, gap %.2f%%); first valid %.3f s, final %.3f s; %lld moves, %lld "
                  "subgraph simulations\n",
-                 s.total, lb.combined, lb.combined > 0 ? 100.0 * (s.total / lb.combined - 1.0) : 0.0, s.first_valid_s,
+                 s.total, lb.combined, lb.combined > 0 ? std::max(0.0, 100.0 * (s.total / lb.combined - 1.0)) : 0.0, s.first_valid_s,
                  s.final_s, static_cast<long long>(s.iterations), static_cast<long long>(s.configs_evaluated));
   }
   return kExitOk;
