@@ -18,6 +18,17 @@ struct State {
   SubgraphConfig config;
 };
 
+// Per tensor, the last position of `order` that reads it (-1 if none): how long a retained
+// tensor is needed.
+std::vector<int> last_uses(const Problem& p, const std::vector<OpId>& order, std::vector<int>& pos) {
+  pos.assign(p.num_ops(), -1);
+  for (int i = 0; i < static_cast<int>(order.size()); ++i) pos[order[i]] = i;
+  std::vector<int> last_use(p.num_tensors(), -1);
+  for (int t = 0; t < p.num_tensors(); ++t)
+    for (const Consumer& c : p.consumers[t]) last_use[t] = std::max(last_use[t], pos[c.op]);
+  return last_use;
+}
+
 }  // namespace
 
 Partitioner::Partitioner(const Problem& problem, ConfigSearcher& searcher, const PartitionOptions& opt)
@@ -26,11 +37,8 @@ Partitioner::Partitioner(const Problem& problem, ConfigSearcher& searcher, const
 template <class F>
 void Partitioner::for_each_segment(const std::vector<OpId>& order, F&& visit) {
   const int n = static_cast<int>(order.size());
-  std::vector<int> pos(p_.num_ops(), -1);
-  for (int i = 0; i < n; ++i) pos[order[i]] = i;
-  std::vector<int> last_use(p_.num_tensors(), -1);
-  for (int t = 0; t < p_.num_tensors(); ++t)
-    for (const Consumer& c : p_.consumers[t]) last_use[t] = std::max(last_use[t], pos[c.op]);
+  std::vector<int> pos;
+  const std::vector<int> last_use = last_uses(p_, order, pos);
   const int L = std::max(1, opt_.max_segment_ops);
   std::vector<int> parent;
   std::vector<OpId> seg;
@@ -118,12 +126,8 @@ void Partitioner::prefetch(const std::vector<OpId>& order, const std::vector<Con
 
 Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& deadline) {
   const int n = static_cast<int>(order.size());
-  std::vector<int> pos(p_.num_ops(), -1);
-  for (int i = 0; i < n; ++i) pos[order[i]] = i;
-  // Consumer positions per tensor: the last one decides how long a retained tensor is needed.
-  std::vector<int> last_use(p_.num_tensors(), -1);
-  for (int t = 0; t < p_.num_tensors(); ++t)
-    for (const Consumer& c : p_.consumers[t]) last_use[t] = std::max(last_use[t], pos[c.op]);
+  std::vector<int> pos;
+  const std::vector<int> last_use = last_uses(p_, order, pos);
 
   std::vector<std::vector<State>> states(n + 1);
   states[0].push_back({});
