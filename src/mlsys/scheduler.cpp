@@ -175,7 +175,6 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     ScheduleResult result;
     result.stats.bounds = lower_bounds(problem, options.rules);
     const Deadline no_limit;
-    if (problem.num_ops() == 0) return bad_input("problem has no ops");
 
     // Phase 1: every op alone, quick probe (own cache: its configs are not the best ones).
     ConfigCache quick_cache;
@@ -184,6 +183,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     quick_opt.snake = options.snake;
     quick_opt.split_k = false;
     quick_opt.max_steps = 4096;
+    quick_opt.probe_steps = 1024;
     quick_opt.max_simulations = 12;
     ConfigSearcher quick(problem, options.rules, quick_cache, quick_opt);
     PartitionOptions single{1, false, 1};
