@@ -10,10 +10,10 @@ namespace {
 
 std::string run_once(const Problem& p, int threads, uint64_t seed) {
   SchedulerOptions o;
-  o.iterations = 60;
+  o.iterations = 24;
   o.threads = threads;
   o.seed = seed;
-  o.max_segment_ops = 6;
+  o.max_segment_ops = 4;
   auto r = schedule(p, o);
   EXPECT_TRUE(r.ok());
   return r.ok() ? solution_to_json(r->solution).dump() : std::string();
@@ -28,8 +28,8 @@ TEST(SchedDeterminism, SameSeedThreadsAndIterationsGiveTheSamePlan) {
 TEST(SchedDeterminism, ImprovementsAreStrictlyDecreasingAndValid) {
   Problem p = testing::load_problem("benchmarks/mlsys-2026-5.json");
   SchedulerOptions o;
-  o.iterations = 60;
-  o.max_segment_ops = 6;
+  o.iterations = 24;
+  o.max_segment_ops = 4;
   std::vector<double> seen;
   auto r = schedule(p, o, [&](const Solution& s, double total) {
     testing::expect_exact(p, s);

@@ -47,9 +47,9 @@ class SchedulerBenchmarks : public ::testing::TestWithParam<const char*> {};
 TEST_P(SchedulerBenchmarks, ValidUnderBothComputeModels) {
   Problem p = load_problem(std::string("benchmarks/") + GetParam());
   for (MatMulCompute mode : {MatMulCompute::kOpK, MatMulCompute::kNative}) {
-    SchedulerOptions o = quick_options(20);
+    SchedulerOptions o = quick_options(10);
     o.rules.mm_compute = mode;
-    o.max_segment_ops = 4;  // keeps the test fast; the CLI default is longer
+    o.max_segment_ops = 3;  // keeps the test fast; the CLI default is longer
     auto r = schedule(p, o);
     ASSERT_TRUE(r.ok()) << r.error().message;
     expect_exact(p, r->solution, o.rules);
