@@ -54,7 +54,7 @@ class ConfigCache {
 struct ConfigSearchOptions {
   bool snake = true;    // try snake orders
   bool split_k = true;  // try k below the largest fitting one
-  int fitting_shapes = 4;  // (w,h) shapes that fit to evaluate fully, fewest tiles first
+  int fitting_shapes = 8;  // (w,h) shapes that fit to evaluate fully, fewest tiles first
   int64_t max_steps = 20'000;     // skip configurations with more steps than this
   int64_t probe_steps = 8192;     // budget of the up-front feasibility probe
   int64_t max_simulations = 100;  // per subgraph search
