@@ -227,8 +227,10 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     const int max_len = options.fusion ? std::max(1, options.max_segment_ops) : 1;
     popt.retention = options.retention;
     std::vector<std::unique_ptr<ConfigSearcher>> searchers;
-    for (int t = 0; t < threads; ++t)
+    for (int t = 0; t < threads; ++t) {
       searchers.push_back(std::make_unique<ConfigSearcher>(problem, options.rules, cache, full_opt));
+      searchers.back()->set_deadline(&search_clock);
+    }
     std::vector<ConfigSearcher*> pool;
     for (const auto& sr : searchers) pool.push_back(sr.get());
     // Iterative deepening on the longest segment: short segments price fast and already carry
@@ -312,6 +314,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
 
     // Final pass: recompute cheap producers where that saves loads.
     Solution sol = to_solution(best);
+    searchers[0]->set_deadline(&clock);
     if (options.recompute) sol = recompute_pass(problem, options.rules, *searchers[0], sol, clock);
     Evaluation ev = evaluate(problem, sol, options.rules);
     if (!ev.valid) return internal_error("scheduler produced an invalid schedule: " + ev.errors.front());

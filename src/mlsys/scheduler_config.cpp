@@ -90,7 +90,7 @@ SubgraphConfig ConfigSearcher::best(const std::vector<OpId>& ops, const std::vec
   const std::string key = config_key(ops, resident, retain);
   if (auto hit = cache_.find(key)) return *hit;
   SubgraphConfig cfg = search(ops, resident, retain);
-  cache_.put(key, cfg);
+  if (!deadline_ || !deadline_->expired()) cache_.put(key, cfg);
   return cfg;
 }
 
@@ -163,6 +163,11 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
   });
 
   const int64_t sims_start = simulations_;
+  // Step budgets scale with the fewest steps any granularity can take, so large grids stay
+  // schedulable (the evaluator itself allows millions of steps).
+  const int64_t min_steps = ceil_div(W, ws.front()) * ceil_div(H, hs.front()) * ceil_div(K, ks.front());
+  const int64_t max_steps = std::max(opt_.max_steps, 4 * min_steps);
+  const int64_t probe_steps = std::max(opt_.probe_steps, 2 * min_steps);
   bool structural = false;
   SubgraphConfig best;
   auto consider = [&](const SubgraphConfig& c) {
@@ -173,7 +178,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     c.nx = ceil_div(W, s.w);
     c.ny = ceil_div(H, s.h);
     const int64_t steps = s.tiles * ceil_div(K, k);
-    if (steps > std::max(opt_.max_steps, opt_.probe_steps) || simulations_ - sims_start >= opt_.max_simulations) return c;  // invalid: over budget
+    if ((deadline_ && deadline_->expired()) || steps > std::max(max_steps, probe_steps) || simulations_ - sims_start >= opt_.max_simulations) return c;  // invalid: over budget
     c.granularity = {s.w, s.h, k};
     c.traversal = t;
     SubgraphSpec spec;
@@ -204,7 +209,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     auto smallest_affordable_shape = [&](int64_t k) {
       std::size_t i = ws.size(), j = hs.size();
       Shape sh{ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
-      while (sh.tiles * ceil_div(K, k) > opt_.probe_steps && (i > 1 || j > 1)) {
+      while (sh.tiles * ceil_div(K, k) > probe_steps && (i > 1 || j > 1)) {
         if (i > 1) --i;
         if (j > 1) --j;
         sh = {ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
@@ -213,7 +218,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     };
     const Shape tiny{ws.back(), hs.back(), ceil_div(W, ws.back()) * ceil_div(H, hs.back())};
     int kfit = static_cast<int>(ks.size()) - 1;
-    while (kfit > 0 && tiny.tiles * ceil_div(K, ks[kfit]) > opt_.probe_steps) --kfit;
+    while (kfit > 0 && tiny.tiles * ceil_div(K, ks[kfit]) > probe_steps) --kfit;
     SubgraphConfig c = run(smallest_affordable_shape(ks[kfit]), ks[kfit], Traversal::kRaster);
     if (!c.valid && !structural && kfit + 1 < static_cast<int>(ks.size()))
       c = run(smallest_affordable_shape(ks.back()), ks.back(), Traversal::kRaster);
@@ -241,7 +246,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     s.first_fit = -2;
     if (hopeless) continue;
     int kmin = static_cast<int>(ks.size()) - 1;  // smallest k within the step budget
-    while (kmin >= 0 && s.tiles * ceil_div(K, ks[kmin]) > opt_.max_steps) --kmin;
+    while (kmin >= 0 && s.tiles * ceil_div(K, ks[kmin]) > max_steps) --kmin;
     if (kmin < lo) continue;
     // Largest k first (fewest steps, cheapest); then the smallest k decides hopelessness.
     SubgraphConfig fit = run(s, ks[lo], probe_t);

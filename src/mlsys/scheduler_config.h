@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/deadline.h"
 #include "mlsys/evaluator.h"
 #include "mlsys/problem.h"
 #include "mlsys/solution.h"
@@ -72,6 +73,9 @@ class ConfigSearcher {
 
   int64_t simulations() const { return simulations_; }
 
+  // After `deadline` no more candidates are simulated (what is unfinished is not cached).
+  void set_deadline(const Deadline* deadline) { deadline_ = deadline; }
+
  private:
   SubgraphConfig search(const std::vector<OpId>& ops, const std::vector<TensorId>& resident,
                         const std::vector<TensorId>& retain);
@@ -83,6 +87,7 @@ class ConfigSearcher {
   MemoryState state_;
   std::vector<std::string> errors_, warnings_;
   int64_t simulations_ = 0;
+  const Deadline* deadline_ = nullptr;
 };
 
 std::string config_key(const std::vector<OpId>& ops, const std::vector<TensorId>& resident,
