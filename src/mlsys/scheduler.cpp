@@ -262,7 +262,9 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     best_total = best.total;
 
     // Phase 3: annealing over orders, one independent chain per thread.
-    const bool anneal = options.anneal && options.iterations != 0 && problem.num_ops() > 1;
+    // Without any budget the search would never end: then only the constructive phases run.
+    const bool budgeted = options.iterations >= 0 || options.time_limit_s >= 0;
+    const bool anneal = options.anneal && budgeted && options.iterations != 0 && problem.num_ops() > 1;
     std::vector<ChainResult> chains(threads);
     std::atomic<int64_t> moves_total{0};
     if (anneal && !search_clock.expired()) {

@@ -22,7 +22,7 @@ namespace sp::mlsys {
 
 struct SchedulerOptions {
   RuleOptions rules;              // the reading the solution must be valid under
-  double time_limit_s = -1;       // wall-clock budget; < 0 means none (then iterations must be set)
+  double time_limit_s = -1;       // wall-clock budget; < 0 means none (no budget at all: no annealing)
   int64_t iterations = -1;        // annealing moves over all threads; < 0 means until time limit
   int threads = 1;                // search chains run in parallel, one per thread
   uint64_t seed = 1;              // same seed + threads + iterations = same plan
