@@ -106,6 +106,37 @@ std::vector<OpId> chain_order(const Problem& p) {
   return order;
 }
 
+// The same walk backwards from the graph outputs: after each op, prefer a producer of one of
+// its inputs. Reversed, it schedules every op as late as its chain allows, which keeps a branch
+// next to the op that joins it.
+std::vector<OpId> reverse_chain_order(const Problem& p) {
+  const int n = p.num_ops();
+  std::vector<int> pending(n, 0);  // consumers not yet placed (counted per consuming op slot)
+  for (int o = 0; o < n; ++o)
+    for (TensorId t : p.ops[o].outputs) pending[o] += static_cast<int>(p.consumers[t].size());
+  std::vector<char> done(n, 0);
+  std::vector<OpId> order;
+  OpId last = -1;
+  while (static_cast<int>(order.size()) < n) {
+    OpId pick = -1;
+    if (last >= 0)
+      for (TensorId t : p.ops[last].inputs) {
+        const OpId pr = p.producer[t];
+        if (pr >= 0 && !done[pr] && pending[pr] == 0 && pr > pick) pick = pr;
+      }
+    if (pick < 0)
+      for (int o = n - 1; o >= 0 && pick < 0; --o)
+        if (!done[o] && pending[o] == 0) pick = o;
+    done[pick] = 1;
+    order.push_back(pick);
+    last = pick;
+    for (TensorId t : p.ops[pick].inputs)
+      if (p.producer[t] >= 0) --pending[p.producer[t]];
+  }
+  std::reverse(order.begin(), order.end());
+  return order;
+}
+
 bool is_topological(const Problem& p, const std::vector<OpId>& order, std::vector<int>& pos) {
   pos.assign(p.num_ops(), -1);
   for (int i = 0; i < static_cast<int>(order.size()); ++i) pos[order[i]] = i;
@@ -239,13 +270,13 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     for (int len = 2; len < max_len; len *= 2) lengths.push_back(len);
     lengths.push_back(max_len);
     int done_len = 1;
-    const std::vector<std::vector<OpId>> orders{chain_order(problem), problem.topo_order};
+    const std::vector<std::vector<OpId>> orders{chain_order(problem), reverse_chain_order(problem), problem.topo_order};
     for (int len : lengths) {
       popt.max_segment_ops = len;
       bool complete = true;
       for (std::size_t oi = 0; oi < orders.size(); ++oi) {
         const std::vector<OpId>& order = orders[oi];
-        if (oi > 0 && order == orders[0]) continue;
+        if (std::find(orders.begin(), orders.begin() + static_cast<std::ptrdiff_t>(oi), order) != orders.begin() + static_cast<std::ptrdiff_t>(oi)) continue;
         if (threads > 1) Partitioner(problem, *searchers[0], popt).prefetch(order, pool, search_clock);
         Partition part = Partitioner(problem, *searchers[0], popt).solve(order, search_clock);
         if (!part.valid) complete = false;
