@@ -125,10 +125,8 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
   }
   if (W < 0) return none;
   std::vector<int64_t> loop_k;
-  bool has_mm = false;
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const Op& op = p_.ops[*it];
-    has_mm |= op.kind == OpKind::kMatMul;
     bool tile = false;
     for (TensorId t : op.outputs) tile |= has(tile_ctx, t);
     if (!tile) continue;
@@ -141,7 +139,6 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     }
   }
   if (loop_k.size() > 1) return none;  // k-looped MatMuls must share K
-  (void)has_mm;
   const std::vector<int64_t> ws = tile_size_candidates(W, p_.native_w);
   const std::vector<int64_t> hs = tile_size_candidates(H, p_.native_h);
   std::vector<int64_t> ks{1};
