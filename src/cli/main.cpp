@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   sp::cli::register_layout(app, exit_code);
   sp::cli::register_divide(app, exit_code);
   sp::cli::register_nki(app, exit_code);
+  sp::cli::register_schedule(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

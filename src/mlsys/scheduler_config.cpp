@@ -1,0 +1,306 @@
+// Granularity and traversal search for one subgraph. The working set grows with w, h and k, so
+// shapes are tried fewest-tiles first and, per shape, k from the largest down until one fits;
+// a shape dominated by one that did not fit at some k is not probed there again.
+#include "mlsys/scheduler_config.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sp::mlsys {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void append_ids(std::string& s, const std::vector<int32_t>& ids) {
+  const std::size_t at = s.size();
+  s.resize(at + ids.size() * sizeof(int32_t));
+  if (!ids.empty()) std::memcpy(s.data() + at, ids.data(), ids.size() * sizeof(int32_t));
+  s.push_back('|');
+}
+
+}  // namespace
+
+std::string config_key(const std::vector<OpId>& ops, const std::vector<TensorId>& resident,
+                       const std::vector<TensorId>& retain) {
+  std::string key;
+  key.reserve((ops.size() + resident.size() + retain.size()) * 4 + 3);
+  append_ids(key, ops);
+  append_ids(key, resident);
+  append_ids(key, retain);
+  return key;
+}
+
+std::optional<std::vector<int64_t>> traversal_order(Traversal t, int64_t nx, int64_t ny) {
+  if (t == Traversal::kRaster || nx <= 1 || ny <= 1) return std::nullopt;
+  std::vector<int64_t> order;
+  order.reserve(static_cast<std::size_t>(nx * ny));
+  if (t == Traversal::kRowSnake) {
+    for (int64_t y = 0; y < ny; ++y)
+      for (int64_t i = 0; i < nx; ++i) order.push_back(y * nx + (y % 2 ? nx - 1 - i : i));
+  } else {
+    for (int64_t x = 0; x < nx; ++x)
+      for (int64_t i = 0; i < ny; ++i) order.push_back((x % 2 ? ny - 1 - i : i) * nx + x);
+  }
+  return order;
+}
+
+std::vector<int64_t> tile_size_candidates(int64_t extent, int64_t native) {
+  // Ladder in 128ths of native: the sizes engineers would try, plus whatever tile count each
+  // implies; the actual size is the smallest one giving that tile count (least padding).
+  static const int kLadder[] = {128, 112, 96, 80, 64, 56, 48, 40, 32, 24, 16, 12, 8, 4, 2, 1};
+  std::vector<int64_t> out;
+  const int64_t cap = std::min(extent, native);
+  for (int l : kLadder) {
+    int64_t target = std::max<int64_t>(1, native * l / 128);
+    target = std::min(target, cap);
+    const int64_t n = ceil_div(extent, target);
+    const int64_t s = ceil_div(extent, n);
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+std::optional<SubgraphConfig> ConfigCache::find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  if (it == map_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ConfigCache::put(const std::string& key, const SubgraphConfig& cfg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_.emplace(key, cfg);
+}
+
+std::size_t ConfigCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
+}
+
+ConfigSearcher::ConfigSearcher(const Problem& problem, const RuleOptions& rules, ConfigCache& cache,
+                               const ConfigSearchOptions& opt)
+    : p_(problem), ev_(problem, rules), cache_(cache), opt_(opt) {
+  // Availability (V4) is the partition's job; here every tensor counts as loadable.
+  state_.in_slow.assign(problem.num_tensors(), 1);
+}
+
+SubgraphConfig ConfigSearcher::best(const std::vector<OpId>& ops, const std::vector<TensorId>& resident,
+                                    const std::vector<TensorId>& retain) {
+  const std::string key = config_key(ops, resident, retain);
+  if (auto hit = cache_.find(key)) return *hit;
+  SubgraphConfig cfg = search(ops, resident, retain);
+  if (!deadline_ || !deadline_->expired()) cache_.put(key, cfg);
+  return cfg;
+}
+
+SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::vector<TensorId>& resident,
+                                      const std::vector<TensorId>& retain) {
+  SubgraphConfig none;
+  // Resident tensors stay for the whole subgraph and retained ones are complete by its end:
+  // together they must fit before any tile is considered.
+  Elements pinned = 0;
+  for (TensorId t : resident) pinned += p_.tensors[t].size();
+  for (TensorId t : retain) pinned += p_.tensors[t].size();
+  if (pinned >= p_.fast_memory_capacity) return none;
+  // Sinks and the reduction of the k-looped MatMuls (those whose output is requested as a grid
+  // tile: a sink, or reached from a sink through pointwise ops only).
+  std::vector<TensorId> produced, consumed;
+  for (OpId o : ops) {
+    for (TensorId t : p_.ops[o].outputs) produced.push_back(t);
+    for (TensorId t : p_.ops[o].inputs) consumed.push_back(t);
+  }
+  auto has = [](const std::vector<TensorId>& v, TensorId t) { return std::find(v.begin(), v.end(), t) != v.end(); };
+  std::vector<TensorId> tile_ctx;
+  int64_t W = -1, H = -1;
+  for (TensorId t : produced) {
+    if (has(consumed, t)) continue;
+    if (W < 0) {
+      W = p_.tensors[t].width;
+      H = p_.tensors[t].height;
+    } else if (W != p_.tensors[t].width || H != p_.tensors[t].height) {
+      return none;  // sinks of different shapes: unsupported by the reference reading (V9)
+    }
+    tile_ctx.push_back(t);
+  }
+  if (W < 0) return none;
+  std::vector<int64_t> loop_k;
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    const Op& op = p_.ops[*it];
+    bool tile = false;
+    for (TensorId t : op.outputs) tile |= has(tile_ctx, t);
+    if (!tile) continue;
+    if (op.kind == OpKind::kMatMul) {
+      const int64_t K = p_.reduction(*it);
+      if (std::find(loop_k.begin(), loop_k.end(), K) == loop_k.end()) loop_k.push_back(K);
+    } else {
+      for (TensorId t : op.inputs)
+        if (has(produced, t) && !has(tile_ctx, t)) tile_ctx.push_back(t);
+    }
+  }
+  if (loop_k.size() > 1) return none;  // k-looped MatMuls must share K
+  const std::vector<int64_t> ws = tile_size_candidates(W, p_.native_w);
+  const std::vector<int64_t> hs = tile_size_candidates(H, p_.native_h);
+  std::vector<int64_t> ks{1};
+  int64_t K = 1;
+  if (!loop_k.empty()) {
+    K = loop_k[0];
+    ks = tile_size_candidates(K, p_.native_k);
+  }
+  struct Shape {
+    int64_t w, h, tiles;
+    int first_fit = -1;  // index into ks of the largest fitting k; -2 none fits; -1 unknown
+  };
+  std::vector<Shape> shapes;
+  for (int64_t w : ws)
+    for (int64_t h : hs) shapes.push_back({w, h, ceil_div(W, w) * ceil_div(H, h)});
+  std::stable_sort(shapes.begin(), shapes.end(), [](const Shape& a, const Shape& b) {
+    if (a.tiles != b.tiles) return a.tiles < b.tiles;
+    return std::min(a.w, a.h) > std::min(b.w, b.h);
+  });
+
+  const int64_t sims_start = simulations_;
+  // Step budgets scale with the fewest steps any granularity can take, so large grids stay
+  // schedulable (the evaluator itself allows millions of steps).
+  const int64_t min_steps = ceil_div(W, ws.front()) * ceil_div(H, hs.front()) * ceil_div(K, ks.front());
+  const int64_t max_steps = std::max(opt_.max_steps, 4 * min_steps);
+  const int64_t probe_steps = std::max(opt_.probe_steps, 2 * min_steps);
+  bool structural = false;
+  SubgraphConfig best;
+  auto consider = [&](const SubgraphConfig& c) {
+    if (c.valid && (!best.valid || c.latency < best.latency)) best = c;
+  };
+  auto run = [&](const Shape& s, int64_t k, Traversal t) {
+    SubgraphConfig c;
+    c.nx = ceil_div(W, s.w);
+    c.ny = ceil_div(H, s.h);
+    const int64_t steps = s.tiles * ceil_div(K, k);
+    if ((deadline_ && deadline_->expired()) || steps > std::max(max_steps, probe_steps) || simulations_ - sims_start >= opt_.max_simulations) return c;  // invalid: over budget
+    c.granularity = {s.w, s.h, k};
+    c.traversal = t;
+    SubgraphSpec spec;
+    spec.ops = ops;
+    spec.granularity = c.granularity;
+    spec.retain = retain;
+    spec.traversal = traversal_order(t, c.nx, c.ny);
+    if (!spec.traversal) c.traversal = Traversal::kRaster;
+    state_.resident_prev = resident;
+    errors_.clear();
+    warnings_.clear();
+    ++simulations_;
+    SubgraphEvaluation e = ev_.evaluate_subgraph(spec, 0, state_, errors_, warnings_);
+    c.valid = e.evaluated && errors_.empty();
+    // Anything but running out of memory fails every granularity alike.
+    if (!e.evaluated) structural = true;
+    for (const std::string& msg : errors_)
+      if (msg.find("(OOM)") == std::string::npos) structural = true;
+    c.latency = e.latency;
+    c.peak = e.peak_working_set;
+    return c;
+  };
+
+  // Feasibility first: the smallest working sets on offer within the step budget are the
+  // smallest shape with the largest affordable k, and the smallest k with the smallest
+  // affordable shape. If neither fits, nothing practical does.
+  {
+    auto smallest_affordable_shape = [&](int64_t k) {
+      std::size_t i = ws.size(), j = hs.size();
+      Shape sh{ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
+      while (sh.tiles * ceil_div(K, k) > probe_steps && (i > 1 || j > 1)) {
+        if (i > 1) --i;
+        if (j > 1) --j;
+        sh = {ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
+      }
+      return sh;
+    };
+    const Shape tiny{ws.back(), hs.back(), ceil_div(W, ws.back()) * ceil_div(H, hs.back())};
+    int kfit = static_cast<int>(ks.size()) - 1;
+    while (kfit > 0 && tiny.tiles * ceil_div(K, ks[kfit]) > probe_steps) --kfit;
+    SubgraphConfig c = run(smallest_affordable_shape(ks[kfit]), ks[kfit], Traversal::kRaster);
+    if (!c.valid && !structural && kfit + 1 < static_cast<int>(ks.size()))
+      c = run(smallest_affordable_shape(ks.back()), ks.back(), Traversal::kRaster);
+    if (structural || !c.valid) return none;
+  }
+  int fitted = 0;
+  for (std::size_t si = 0; si < shapes.size() && fitted < opt_.fitting_shapes && !structural; ++si) {
+    Shape& s = shapes[si];
+    // The working set grows with w, h and k. A larger shape that fits at some k proves this
+    // one fits there too (an upper index); a smaller one bounds from below, or shows this
+    // shape hopeless when it fits at no k.
+    int lo = 0, hi = -1;
+    bool hopeless = false;
+    for (std::size_t j = 0; j < si; ++j) {
+      const Shape& d = shapes[j];
+      if (d.first_fit == -1) continue;
+      if (d.w <= s.w && d.h <= s.h) {
+        if (d.first_fit == -2) hopeless = true;
+        else lo = std::max(lo, d.first_fit);
+      }
+      if (d.w >= s.w && d.h >= s.h && d.first_fit >= 0 && (hi < 0 || d.first_fit < hi)) hi = d.first_fit;
+    }
+    const int64_t nx = ceil_div(W, s.w), ny = ceil_div(H, s.h);
+    const Traversal probe_t = opt_.snake && nx > 1 && ny > 1 ? Traversal::kRowSnake : Traversal::kRaster;
+    s.first_fit = -2;
+    if (hopeless) continue;
+    int kmin = static_cast<int>(ks.size()) - 1;  // smallest k within the step budget
+    while (kmin >= 0 && s.tiles * ceil_div(K, ks[kmin]) > max_steps) --kmin;
+    if (kmin < lo) continue;
+    // Largest k first (fewest steps, cheapest); then the smallest k decides hopelessness.
+    SubgraphConfig fit = run(s, ks[lo], probe_t);
+    if (fit.valid) {
+      hi = lo;
+    } else if (hi < 0 || hi > kmin) {
+      if (lo == kmin) continue;
+      fit = run(s, ks[kmin], probe_t);
+      if (!fit.valid) continue;  // fits at no k: hopeless
+      hi = kmin;
+      ++lo;
+    } else {
+      ++lo;
+    }
+    // Binary search for the largest fitting k (smallest index) in [lo, hi]; hi fits.
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      SubgraphConfig c = run(s, ks[mid], probe_t);
+      if (c.valid) {
+        hi = mid;
+        fit = c;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    if (!fit.valid || fit.granularity.k != ks[hi]) fit = run(s, ks[hi], probe_t);
+    if (!fit.valid) continue;
+    s.first_fit = hi;
+    if (s.first_fit < 0) continue;
+    ++fitted;
+    consider(fit);
+    Traversal best_t = probe_t;
+    double best_lat = fit.latency;
+    if (opt_.snake && nx > 1 && ny > 1) {
+      for (Traversal t : {Traversal::kColSnake, Traversal::kRaster}) {
+        SubgraphConfig c = run(s, ks[s.first_fit], t);
+        consider(c);
+        if (c.valid && c.latency < best_lat) {
+          best_lat = c.latency;
+          best_t = t;
+        }
+      }
+    }
+    if (opt_.split_k && !loop_k.empty()) {
+      // A smaller k can overlap the one-off loads and stores of a tile with more compute-bound
+      // steps (Example 5); stop when it no longer helps.
+      for (int i = s.first_fit + 1; i < static_cast<int>(ks.size()) && i <= s.first_fit + 3; ++i) {
+        SubgraphConfig c = run(s, ks[i], best_t);
+        if (!c.valid) break;
+        const bool better = c.latency < best_lat;
+        consider(c);
+        if (!better) break;
+        best_lat = c.latency;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace sp::mlsys

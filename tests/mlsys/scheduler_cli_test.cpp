@@ -1,0 +1,119 @@
+// The command-line front ends: `scratchplan schedule` and the contest's `mlsys`. Exit codes,
+// the infeasible-problem message, no file on failure, and a file that is valid whenever it is
+// read while the search runs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "mlsys/scheduler_test_util.h"
+
+namespace sp::mlsys {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path dir = fs::temp_directory_path() / ("sp_sched_" + std::to_string(::getpid()) + "_" +
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  TempDir() { fs::create_directories(dir); }
+  ~TempDir() { fs::remove_all(dir); }
+};
+
+int run(const std::string& cmd, std::string* err = nullptr) {
+  const std::string full = cmd + " 2>" + "/tmp/sp_sched_err_" + std::to_string(::getpid());
+  const int st = std::system(full.c_str());
+  if (err) {
+    std::ifstream in("/tmp/sp_sched_err_" + std::to_string(::getpid()));
+    err->assign(std::istreambuf_iterator<char>(in), {});
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(SchedCli, WritesAValidExactSchedule) {
+  TempDir t;
+  const std::string out = (t.dir / "s.json").string();
+  const std::string prob = testing::shared_path("benchmarks/mlsys-2026-1.json");
+  ASSERT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob + " -o " + out + " --iterations 30 --threads 1"), 0);
+  EXPECT_EQ(run(std::string(SCRATCHPLAN_CLI) + " evaluate " + prob + " " + out + " --check-reported > /dev/null"), 0);
+}
+
+TEST(SchedCli, VerbosePrintsLowerBounds) {
+  TempDir t;
+  std::string err;
+  const std::string prob = testing::shared_path("examples/ex3_problem.json");
+  ASSERT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob + " -o " + (t.dir / "s.json").string() +
+                    " --iterations 10 --verbose",
+                &err),
+            0);
+  EXPECT_NE(err.find("lower bounds: compute 4500.0, memory 3276.8, combined 4500.0"), std::string::npos) << err;
+}
+
+TEST(SchedCli, InfeasibleProblemExitsTwoNamingOpAndCapacityWithoutOutput) {
+  TempDir t;
+  const fs::path prob = t.dir / "p.json";
+  ASSERT_TRUE(write_file_atomic(prob.string(), R"({"widths":[64,64,64],"heights":[64,64,64],"inputs":[[0,1]],"outputs":[[2]],
+    "base_costs":[10],"op_types":["MatMul"],"fast_memory_capacity":2,"slow_memory_bandwidth":1,"native_granularity":[128,128]})")
+                  .ok());
+  const fs::path out = t.dir / "s.json";
+  std::string err;
+  EXPECT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob.string() + " -o " + out.string() + " --iterations 5", &err), 2);
+  EXPECT_NE(err.find("op 0 (MatMul)"), std::string::npos) << err;
+  EXPECT_NE(err.find("needs 3 elements"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(run(std::string(SCRATCHPLAN_MLSYS) + " " + prob.string() + " " + out.string() + " --time-limit 1", &err), 2);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(SchedCli, MalformedProblemIsBadInput) {
+  TempDir t;
+  const fs::path prob = t.dir / "p.json";
+  ASSERT_TRUE(write_file_atomic(prob.string(), "{\"widths\": [1,").ok());
+  std::string err;
+  EXPECT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob.string() + " -o " + (t.dir / "s.json").string(), &err), 2);
+  EXPECT_FALSE(err.empty());
+}
+
+TEST(SchedCli, ContestEntryPointFileIsValidWheneverRead) {
+  TempDir t;
+  const std::string prob = testing::shared_path("benchmarks/mlsys-2026-5.json");
+  const fs::path out = t.dir / "s.json";
+  Problem p = testing::load_problem("benchmarks/mlsys-2026-5.json");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl(SCRATCHPLAN_MLSYS, "mlsys", prob.c_str(), out.c_str(), "--time-limit", "2", "--threads", "1", nullptr);
+    ::_exit(127);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  int reads = 0;
+  bool first_seen_in_time = false;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (fs::exists(out)) {
+      if (!reads) first_seen_in_time = std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500);
+      auto s = read_solution(out.string(), p);
+      ASSERT_TRUE(s.ok()) << s.error().message;  // never a partial file
+      testing::expect_exact(p, *s);
+      ++reads;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_GT(reads, 0);
+  // 0.5 s is the target; allow slack for a loaded CI machine and sanitizer builds.
+  EXPECT_TRUE(first_seen_in_time);
+  auto s = read_solution(out.string(), p);
+  ASSERT_TRUE(s.ok());
+  testing::expect_exact(p, *s);
+}
+
+}  // namespace
+}  // namespace sp::mlsys

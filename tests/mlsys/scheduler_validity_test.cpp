@@ -1,0 +1,119 @@
+// The scheduler on the PROBLEM.md examples and the public benchmarks, with small iteration
+// budgets: every schedule is valid, reports the evaluator's own latencies, and on the worked
+// examples is at least as good as the best public schedule (RULES.md).
+#include <gtest/gtest.h>
+
+#include "mlsys/scheduler.h"
+#include "mlsys/scheduler_test_util.h"
+
+namespace sp::mlsys {
+namespace {
+
+using testing::expect_exact;
+using testing::load_problem;
+
+SchedulerOptions quick_options(int64_t iterations = 50) {
+  SchedulerOptions o;
+  o.iterations = iterations;
+  o.threads = 1;
+  o.seed = 7;
+  return o;
+}
+
+struct ExampleCase {
+  const char* problem;
+  double best_public;  // RULES.md "best public schedules" (or the PROBLEM.md best strategy)
+};
+
+class SchedulerExamples : public ::testing::TestWithParam<ExampleCase> {};
+
+TEST_P(SchedulerExamples, ValidAndAtLeastAsGoodAsBestPublic) {
+  const ExampleCase c = GetParam();
+  Problem p = load_problem(std::string("examples/") + c.problem);
+  auto r = schedule(p, quick_options());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  expect_exact(p, r->solution);
+  EXPECT_LE(r->stats.total, c.best_public + 1e-6);
+  EXPECT_GE(r->stats.total, r->stats.bounds.combined - 1e-6);  // the bound is a bound
+}
+
+INSTANTIATE_TEST_SUITE_P(Sched, SchedulerExamples,
+                         ::testing::Values(ExampleCase{"ex1_problem.json", 3276.8}, ExampleCase{"ex2_problem.json", 13107.2},
+                                           ExampleCase{"ex3_problem.json", 4500.0}, ExampleCase{"ex4_problem.json", 4915.2},
+                                           ExampleCase{"ex5_problem.json", 6734.4}));
+
+class SchedulerBenchmarks : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SchedulerBenchmarks, ValidUnderBothComputeModels) {
+  Problem p = load_problem(std::string("benchmarks/") + GetParam());
+  for (MatMulCompute mode : {MatMulCompute::kOpK, MatMulCompute::kNative}) {
+    SchedulerOptions o = quick_options(10);
+    o.rules.mm_compute = mode;
+    o.max_segment_ops = 3;  // keeps the test fast; the CLI default is longer
+    auto r = schedule(p, o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    expect_exact(p, r->solution, o.rules);
+    EXPECT_GE(r->stats.total, r->stats.bounds.combined * (1 - 1e-9));
+    EXPECT_GT(r->stats.bounds.compute, 0);
+    EXPECT_GT(r->stats.bounds.memory, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sched, SchedulerBenchmarks,
+                         ::testing::Values("example_problem.json", "mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json",
+                                           "mlsys-2026-13.json", "mlsys-2026-17.json"));
+
+TEST(SchedFusion, FusionAndRetentionBeatEveryOpAlone) {
+  Problem p = load_problem("benchmarks/mlsys-2026-5.json");
+  SchedulerOptions alone = quick_options(0);
+  alone.fusion = false;
+  alone.retention = false;
+  alone.recompute = false;
+  auto a = schedule(p, alone);
+  auto b = schedule(p, quick_options(0));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  for (const SubgraphSpec& s : a->solution.subgraphs) EXPECT_EQ(s.ops.size(), 1u);
+  EXPECT_LT(b->stats.total, 0.8 * a->stats.total);
+}
+
+TEST(SchedRetention, ExampleFiveUsesRetentionAndSplitK) {
+  // RULES.md's best public Example 5 schedule retains tensor 3 with k below 128.
+  Problem p = load_problem("examples/ex5_problem.json");
+  auto r = schedule(p, quick_options());
+  ASSERT_TRUE(r.ok());
+  bool retains = false, split = false;
+  for (const SubgraphSpec& s : r->solution.subgraphs) {
+    retains |= !s.retain.empty();
+    split |= s.granularity.k < 128;
+  }
+  EXPECT_TRUE(retains);
+  EXPECT_TRUE(split);
+}
+
+TEST(SchedBounds, LowerBoundsOfExampleOne) {
+  Problem p = load_problem("examples/ex1_problem.json");
+  LowerBounds b = lower_bounds(p, {});
+  EXPECT_DOUBLE_EQ(b.compute, 1100.0);
+  EXPECT_DOUBLE_EQ(b.memory, 2 * 16384 / 10.0);
+  EXPECT_DOUBLE_EQ(b.combined, 3276.8);
+}
+
+TEST(SchedInfeasible, OpTooLargeIsBadInputNamingTheOp) {
+  Problem p;
+  p.tensors = {{4, 4}, {4, 4}, {4, 4}, {4, 4}};
+  p.ops = {{OpKind::kPointwise, {0}, {1}, 10}, {OpKind::kMatMul, {1, 2}, {3}, 10}};
+  p.fast_memory_capacity = 2;  // the pointwise op fits at 1x1; the MatMul needs 3 elements
+  p.slow_memory_bandwidth = 1;
+  p.native_w = p.native_h = p.native_k = 128;
+  ASSERT_TRUE(finalize(p).ok());
+  auto r = schedule(p, quick_options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(r.error().message.find("op 1 (MatMul)"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("needs 3 elements"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("fast_memory_capacity is 2"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace sp::mlsys
