@@ -7,5 +7,6 @@
 namespace sp::cli {
 
 void register_evaluate(CLI::App& app, int& exit_code);
+void register_alloc(CLI::App& app, int& exit_code);
 
 }  // namespace sp::cli
