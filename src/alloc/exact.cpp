@@ -3,9 +3,11 @@
 // before it. Binary branching on the lowest eligible buffer: place it now, or block it at this
 // offset (it must then be lifted by a later co-live buffer, or spilled in selection mode).
 #include <algorithm>
+#include <cstdlib>
 #include <climits>
 #include <cmath>
 #include <numeric>
+#include <unordered_set>
 #include <utility>
 
 #include "alloc/solver.h"
@@ -45,6 +47,39 @@ struct Search {
   std::vector<int64_t> best_st;
   int64_t bound = INT64_MAX;            // only plans with value < bound are recorded
   int64_t nodes = 0;
+  // Failed states (pack): the remaining problem depends only on the unplaced set, the floors of
+  // the sections they cover, `last` and which buffers are blocked at their current offset, so a
+  // state that failed once fails again, whatever order of placements led to it.
+  struct Key {
+    uint64_t a, b;
+    bool operator==(const Key& o) const { return a == o.a && b == o.b; }
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const { return static_cast<std::size_t>(k.a ^ (k.b * 0x9E3779B97F4A7C15ULL)); }
+  };
+  std::unordered_set<Key, KeyHash> failed;
+  static uint64_t mix(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  Key state_key() const {
+    uint64_t a = mix(static_cast<uint64_t>(last)), b = mix(static_cast<uint64_t>(last) ^ 0x5555);
+    for (int k = 0; k < n; ++k) {
+      if (st[k] != 0) continue;
+      uint64_t v = static_cast<uint64_t>(k) * 2 + (blocked[k] == mino[k] ? 1 : 0);
+      a += mix(v * 0x10001 + 17);
+      b ^= mix(v + 0xABCDEF);
+    }
+    for (int sec = 0; sec < nsec; ++sec) {
+      if (rem[sec] == 0) continue;
+      uint64_t v = (static_cast<uint64_t>(sec) << 40) ^ static_cast<uint64_t>(floor_[sec]);
+      a += mix(v ^ 0x1234567);
+      b += mix(mix(v) + 99);
+    }
+    return {a, b};
+  }
 
   Search(const Problem& pr, Objective o, bool mn, const ExactToggles& t, const Deadline& d)
       : p(pr), obj(o), minimize(mn), tg(t), deadline(d) {}
@@ -111,20 +146,35 @@ struct Search {
   }
 
   // Lower bound on the final objective from this node (select), or feasibility (pack).
-  bool pack_bound_ok() const {
+  // Lowest offset any unplaced buffer can still take in each section: eligible buffers at
+  // max(min offset, last); blocked or waiting ones strictly above (they must be lifted). The gap
+  // below it is lost, so lowest + remaining sizes must fit under the capacity.
+  void lowest_per_section(std::vector<Offset>& low) const {
+    low.assign(nsec, kUnbounded);
+    for (int k = 0; k < n; ++k) {
+      if (st[k] != 0) continue;
+      Offset e = std::max(mino[k], last);
+      if (mino[k] < last || blocked[k] == mino[k]) e += 1;
+      for (int s = s0[k]; s < s1[k]; ++s) low[s] = std::min(low[s], e);
+    }
+  }
+  bool pack_bound_ok() {
     if (!tg.section_bound) return true;
+    lowest_per_section(low_);
     for (int s = 0; s < nsec; ++s)
-      if (rem[s] > 0 && std::max(floor_[s], last) + rem[s] > cap) return false;
+      if (rem[s] > 0 && low_[s] + rem[s] > cap) return false;
     return true;
   }
-  Cost select_bound() const {
+  std::vector<Offset> low_;
+  Cost select_bound() {
     Cost lb = skipped;
     if (!tg.section_bound) return lb;
+    lowest_per_section(low_);
     // Worst section: excess bytes must be spilled, at the cheapest cost per byte (fractional).
     long double worst = 0;
     std::vector<int> live;
     for (int s = 0; s < nsec; ++s) {
-      Size excess = std::max(floor_[s], last) + rem[s] - cap;
+      Size excess = low_[s] + rem[s] - cap;
       if (rem[s] == 0 || excess <= 0) continue;
       live.clear();
       for (int k = 0; k < n; ++k)
@@ -163,6 +213,16 @@ struct Search {
     }
   }
 
+  int mode = getenv("SPX") ? atoi(getenv("SPX")) : 0;
+  bool better(int k, int c) const {
+    switch (mode) {
+      case 1: return size[k] != size[c] ? size[k] > size[c] : s0[k] < s0[c];
+      case 2: return s1[k] - s0[k] != s1[c] - s0[c] ? s1[k] - s0[k] > s1[c] - s0[c] : size[k] > size[c];
+      case 3: return size[k] * (s1[k] - s0[k]) > size[c] * (s1[c] - s0[c]);
+      case 4: return s1[k] < s1[c] || (s1[k] == s1[c] && size[k] > size[c]);
+      default: return s0[k] < s0[c] || (s0[k] == s0[c] && size[k] > size[c]);
+    }
+  }
   bool eligible(int k) const {
     if (st[k] != 0 || mino[k] < last || blocked[k] == mino[k]) return false;
     if (twin[k] >= 0 && st[twin[k]] == 0) return false;
@@ -213,10 +273,14 @@ struct Search {
     }
     // Lowest eligible buffer; ties: earliest start, then larger size.
     int c = -1;
+    Offset lowest = kUnbounded;
     for (int k = 0; k < n; ++k) {
+      if (st[k] == 0) lowest = std::min(lowest, mino[k]);
       if (!eligible(k)) continue;
-      if (c < 0 || mino[k] < mino[c] || (mino[k] == mino[c] && (s0[k] < s0[c] || (s0[k] == s0[c] && size[k] > size[c])))) c = k;
+      if (c < 0 || mino[k] < mino[c] || (mino[k] == mino[c] && better(k, c))) c = k;
     }
+    // MiniMalloc's dominance: never place above the lowest offset an unplaced buffer could take.
+    if (tg.dominance && obj == Objective::kPack && c >= 0 && mino[c] > lowest) return;
     if (c < 0) {
       if (unplaced == 0) { record(); return; }
       if (obj == Objective::kPack) return;  // blocked buffers were never lifted
@@ -230,11 +294,19 @@ struct Search {
       unplaced = saved;
       return;
     }
+    const bool memo = tg.memo && obj == Objective::kPack;
+    Key key{};
+    if (memo) {
+      key = state_key();
+      if (failed.count(key)) return;
+    }
+    const bool found_before = found;
+    const Size cap_before = cap;
     // Dominance: buffers already below `last` must be liftable by an unplaced co-live buffer.
     std::size_t mark = trail.size();
     int saved = unplaced;
     if (place(c)) {
-      if (!tg.dominance || liftable_ok()) dfs();
+      dfs();
     }
     undo(mark);
     unplaced = saved;
@@ -243,6 +315,126 @@ struct Search {
     dfs();
     undo(mark);
     unplaced = saved;
+    if (memo && !aborted && found == found_before && cap == cap_before && failed.size() < 30'000'000) failed.insert(key);
+  }
+
+  // ---- pack: feasibility search with dynamic decomposition ----
+  enum class R { kFound, kFail, kAbort };
+
+  Key comp_key(const std::vector<int>& U) const {
+    uint64_t a = mix(static_cast<uint64_t>(last)), b = mix(static_cast<uint64_t>(last) ^ 0x5555);
+    int lo = nsec, hi = 0;
+    for (int k : U) {
+      uint64_t v = static_cast<uint64_t>(k) * 2 + (blocked[k] == mino[k] ? 1 : 0);
+      a += mix(v * 0x10001 + 17);
+      b ^= mix(v + 0xABCDEF);
+      lo = std::min(lo, s0[k]);
+      hi = std::max(hi, s1[k]);
+    }
+    for (int sec = lo; sec < hi; ++sec) {
+      uint64_t v = (static_cast<uint64_t>(sec) << 40) ^ static_cast<uint64_t>(floor_[sec]);
+      a += mix(v ^ 0x1234567);
+      b += mix(mix(v) + 99);
+    }
+    return {a, b};
+  }
+
+  bool comp_bound_ok(const std::vector<int>& U) {
+    if (!tg.section_bound) return true;
+    int lo = nsec, hi = 0;
+    for (int k : U) {
+      lo = std::min(lo, s0[k]);
+      hi = std::max(hi, s1[k]);
+    }
+    for (int sec = lo; sec < hi; ++sec) low_[sec] = kUnbounded;
+    for (int k : U) {
+      Offset e = std::max(mino[k], last);
+      if (mino[k] < last || blocked[k] == mino[k]) e += 1;
+      for (int sec = s0[k]; sec < s1[k]; ++sec) low_[sec] = std::min(low_[sec], e);
+    }
+    for (int sec = lo; sec < hi; ++sec)
+      if (rem[sec] > 0 && low_[sec] + rem[sec] > cap) return false;
+    return true;
+  }
+
+  // Splits U (sorted by s0) into groups no unplaced lifetime crosses.
+  void split(const std::vector<int>& U, std::vector<std::vector<int>>& parts) const {
+    parts.clear();
+    int reach = -1;
+    for (int k : U) {
+      if (parts.empty() || s0[k] >= reach) parts.push_back({});
+      parts.back().push_back(k);
+      reach = std::max(reach, s1[k]);
+    }
+  }
+
+  // Places every buffer of U (sorted by s0). On kFound the placements stay applied (the caller
+  // undoes through the trail); otherwise the state is restored.
+  R dfs_pack(const std::vector<int>& U) {
+    if (U.empty()) return R::kFound;
+    if ((++nodes & 1023) == 0 && deadline.expired()) return R::kAbort;
+    if (!comp_bound_ok(U)) return R::kFail;
+    int c = -1;
+    Offset lowest = kUnbounded, level = kUnbounded;
+    for (int k : U) {
+      lowest = std::min(lowest, mino[k]);
+      if (eligible(k)) level = std::min(level, mino[k]);
+    }
+    if (level == kUnbounded) return R::kFail;
+    if (tg.dominance && level > lowest) return R::kFail;
+    // Fail first: the candidate whose tightest section has the least slack (a hole that few
+    // buffers can fill), then the static preorder.
+    Size best_slack = kUnbounded;
+    for (int k : U) {
+      if (mino[k] != level || !eligible(k)) continue;
+      Size sl = kUnbounded;
+      if (tg.fail_first && tg.section_bound)
+        for (int sec = s0[k]; sec < s1[k]; ++sec) sl = std::min(sl, cap - low_[sec] - rem[sec]);
+      if (c < 0 || sl < best_slack || (sl == best_slack && better(k, c))) {
+        c = k;
+        best_slack = sl;
+      }
+    }
+    Key key{};
+    if (tg.memo) {
+      key = comp_key(U);
+      if (failed.count(key)) return R::kFail;
+    }
+    std::size_t mark = trail.size();
+    int saved = unplaced;
+    if (place(c)) {
+      std::vector<int> rest;
+      rest.reserve(U.size());
+      for (int k : U)
+        if (k != c) rest.push_back(k);
+      R r = R::kFound;
+      if (tg.decompose) {
+        std::vector<std::vector<int>> parts;
+        split(rest, parts);
+        const Offset at_split = last;
+        for (auto& part : parts) {
+          set(last, at_split);  // parts are independent: each starts from the split's level
+          r = dfs_pack(part);
+          if (r != R::kFound) break;
+        }
+      } else {
+        r = dfs_pack(rest);
+      }
+      if (r == R::kFound) return r;
+      undo(mark);
+      unplaced = saved;
+      if (r == R::kAbort) return r;
+    } else {
+      undo(mark);
+      unplaced = saved;
+    }
+    set(blocked[c], mino[c]);
+    R r = dfs_pack(U);
+    if (r == R::kFound) return r;
+    undo(mark);
+    unplaced = saved;
+    if (r == R::kFail && tg.memo && failed.size() < 30'000'000) failed.insert(key);
+    return r;
   }
 
   bool liftable_ok() const {
@@ -325,7 +517,34 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
         if (incumbent->offsets[i] == kSpilled) inc_cost += spill_cost(bs[i]);
       s.bound = inc_cost + 1;  // the incumbent's plan for this part is recorded if nothing beats it
     }
-    s.dfs();
+    if (obj == Objective::kPack) {
+      // Feasibility at s.cap; minimize restarts with cap = height - 1 until it fails.
+      std::vector<int> all(s.n);
+      std::iota(all.begin(), all.end(), 0);
+      std::sort(all.begin(), all.end(), [&](int a, int b) { return s.s0[a] < s.s0[b]; });
+      s.low_.assign(s.nsec, kUnbounded);
+      while (true) {
+        std::size_t mark = s.trail.size();
+        auto res = s.dfs_pack(all);
+        if (res == Search::R::kFound) {
+          s.found = true;
+          s.best_off = s.off;
+          s.best_st = s.st;
+          s.best_value = s.height();
+          s.undo(mark);
+          s.unplaced = s.n;
+          s.failed.clear();
+          if (!minimize) { s.stop_ok = true; s.aborted = true; break; }
+          s.cap = s.best_value - 1;
+          continue;
+        }
+        s.undo(mark);
+        s.aborted = res == Search::R::kAbort;
+        break;
+      }
+    } else {
+      s.dfs();
+    }
     r.nodes += s.nodes;
     const bool part_complete = !s.aborted || s.stop_ok;
     if (!part_complete) all_complete = false;

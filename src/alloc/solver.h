@@ -34,6 +34,8 @@ struct ExactToggles {
   bool decompose = true;      // solve independent time segments separately
   bool dominance = true;      // a buffer skipped at an offset must be lifted by a later conflict
   bool lb_probe = true;       // minimize: first try capacity = max-load lower bound
+  bool fail_first = true;     // branch on the buffer covering the tightest section first
+  bool memo = true;           // remember failed search states (placement-order independent)
 };
 
 struct SolveOptions {

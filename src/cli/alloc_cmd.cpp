@@ -20,6 +20,7 @@ struct AllocArgs {
   int threads = 1;
   uint64_t seed = 1;
   int64_t iterations = 0;
+  std::vector<std::string> exact_off;
 };
 
 int run_alloc(const AllocArgs& a) {
@@ -47,6 +48,19 @@ int run_alloc(const AllocArgs& a) {
   o.threads = a.threads;
   o.seed = a.seed;
   o.iterations = a.iterations;
+  for (const auto& t : a.exact_off) {
+    if (t == "section_bound") o.exact.section_bound = false;
+    else if (t == "symmetry") o.exact.symmetry = false;
+    else if (t == "decompose") o.exact.decompose = false;
+    else if (t == "dominance") o.exact.dominance = false;
+    else if (t == "lb_probe") o.exact.lb_probe = false;
+    else if (t == "fail_first") o.exact.fail_first = false;
+    else if (t == "memo") o.exact.memo = false;
+    else {
+      std::cerr << "error: unknown exact technique '" << t << "'\n";
+      return kExitBadInput;
+    }
+  }
   auto r = alloc::solve(p, o);
   if (!r) {
     std::cerr << "error: " << r.error().message << "\n";
@@ -92,7 +106,7 @@ int run_alloc(const AllocArgs& a) {
     std::cout << "spill cost: " << r->spill_cost << " (" << spilled << " spilled; lower bound " << r->lower_bound
               << (r->proven_optimal ? ", proven optimal" : "") << ")\n";
   }
-  std::cout << "time: " << r->seconds << " s\n";
+  std::cout << "time: " << r->seconds << " s" << (r->nodes ? ", " + std::to_string(r->nodes) + " search nodes" : std::string()) << "\n";
   return pack && !r->feasible ? kExitBadInput : kExitOk;
 }
 
@@ -111,6 +125,8 @@ void register_alloc(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", a->threads, "Worker threads for auto")->check(CLI::Range(1, 256));
   cmd->add_option("--seed", a->seed, "Annealing seed");
   cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)");
+  cmd->add_option("--exact-off", a->exact_off,
+                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo");
   cmd->add_option("-o,--output", a->output, "Plan output (.csv: MiniMalloc CSV with offsets; else JSON)")->required();
   cmd->add_option("--svg", a->svg, "Write an address x time picture");
   cmd->callback([a, &exit_code] { exit_code = run_alloc(*a); });
