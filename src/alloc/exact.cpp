@@ -3,7 +3,6 @@
 // before it. Binary branching on the lowest eligible buffer: place it now, or block it at this
 // offset (it must then be lifted by a later co-live buffer, or spilled in selection mode).
 #include <algorithm>
-#include <cstdlib>
 #include <climits>
 #include <cmath>
 #include <numeric>
@@ -12,6 +11,7 @@
 
 #include "alloc/solver.h"
 #include "core/deadline.h"
+#include "core/rng.h"
 
 namespace sp::alloc {
 namespace {
@@ -213,13 +213,15 @@ struct Search {
     }
   }
 
-  int mode = getenv("SPX") ? atoi(getenv("SPX")) : 0;
+  int mode = 0;                  // static preorder used to break ties between candidates
+  std::vector<uint64_t> prio;    // mode 4: random priorities (deterministic per attempt)
+  int64_t node_limit = INT64_MAX;  // restart budget for the current attempt
   bool better(int k, int c) const {
     switch (mode) {
       case 1: return size[k] != size[c] ? size[k] > size[c] : s0[k] < s0[c];
       case 2: return s1[k] - s0[k] != s1[c] - s0[c] ? s1[k] - s0[k] > s1[c] - s0[c] : size[k] > size[c];
       case 3: return size[k] * (s1[k] - s0[k]) > size[c] * (s1[c] - s0[c]);
-      case 4: return s1[k] < s1[c] || (s1[k] == s1[c] && size[k] > size[c]);
+      case 4: return prio[k] > prio[c];
       default: return s0[k] < s0[c] || (s0[k] == s0[c] && size[k] > size[c]);
     }
   }
@@ -372,7 +374,7 @@ struct Search {
   // undoes through the trail); otherwise the state is restored.
   R dfs_pack(const std::vector<int>& U) {
     if (U.empty()) return R::kFound;
-    if ((++nodes & 1023) == 0 && deadline.expired()) return R::kAbort;
+    if (++nodes > node_limit || ((nodes & 1023) == 0 && deadline.expired())) return R::kAbort;
     if (!comp_bound_ok(U)) return R::kFail;
     int c = -1;
     Offset lowest = kUnbounded, level = kUnbounded;
@@ -523,8 +525,23 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       std::iota(all.begin(), all.end(), 0);
       std::sort(all.begin(), all.end(), [&](int a, int b) { return s.s0[a] < s.s0[b]; });
       s.low_.assign(s.nsec, kUnbounded);
+      // Restarts: static preorders tried round-robin with a node budget doubling every round
+      // (MiniMalloc's portfolio of orders); failed states stay valid across restarts.
+      const int kModes[] = {0, 3, 1, 2};
+      int64_t budget = t.restarts ? 2000 : INT64_MAX;
+      const double grow = 1.5;
+      const int every = 8;
+      int attempt = 0;
       while (true) {
         std::size_t mark = s.trail.size();
+        s.mode = attempt < 4 ? kModes[attempt] : 4;
+        if (s.mode == 4) {
+          Rng rng(0x5EED + static_cast<uint64_t>(attempt));
+          s.prio.resize(s.n);
+          for (int k = 0; k < s.n; ++k)  // random order biased to large areas
+            s.prio[k] = static_cast<uint64_t>(static_cast<double>(s.size[k] * (s.s1[k] - s.s0[k])) * (0.5 + rng.uniform()));
+        }
+        s.node_limit = budget == INT64_MAX ? INT64_MAX : s.nodes + budget;
         auto res = s.dfs_pack(all);
         if (res == Search::R::kFound) {
           s.found = true;
@@ -533,12 +550,19 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
           s.best_value = s.height();
           s.undo(mark);
           s.unplaced = s.n;
-          s.failed.clear();
           if (!minimize) { s.stop_ok = true; s.aborted = true; break; }
+          s.failed.clear();  // failures were recorded under a larger capacity: still valid, but
+                             // the table can be large; keep memory flat
           s.cap = s.best_value - 1;
           continue;
         }
         s.undo(mark);
+        s.unplaced = s.n;
+        if (res == Search::R::kAbort && !deadline.expired()) {
+          ++attempt;
+          if (attempt % every == 0 && budget < INT64_MAX / 4) budget = static_cast<int64_t>(budget * grow);
+          continue;
+        }
         s.aborted = res == Search::R::kAbort;
         break;
       }

@@ -35,6 +35,7 @@ struct ExactToggles {
   bool dominance = true;      // a buffer skipped at an offset must be lifted by a later conflict
   bool lb_probe = true;       // minimize: first try capacity = max-load lower bound
   bool fail_first = true;     // branch on the buffer covering the tightest section first
+  bool restarts = true;       // round-robin static preorders with growing node budgets
   bool memo = true;           // remember failed search states (placement-order independent)
 };
 
