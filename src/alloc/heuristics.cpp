@@ -232,11 +232,15 @@ std::vector<int> first_fit_order(const Problem& p) {
 }
 
 Placement place_first_fit(const Problem& p, Size capacity, bool best_fit) {
+  return place_first_fit_in_order(p, capacity, first_fit_order(p), best_fit);
+}
+
+Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit) {
   const auto& bs = p.buffers;
   Placement pl = empty_placement(p);
   std::vector<int> placed = place_fixed(p, pl);
   std::vector<int> taken(bs.size(), 0);  // parent slot already handed to a child
-  for (int i : first_fit_order(p)) {
+  for (int i : order) {
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     auto spans_except = [&](int skip) {
@@ -346,26 +350,18 @@ Placement place_sweep(const Problem& p, Size capacity) {
 }
 
 Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order) {
-  const auto& bs = p.buffers;
-  Placement pl = empty_placement(p);
-  std::vector<int> placed = place_fixed(p, pl);
-  std::vector<Span> s;
-  for (int i : order) {
-    const Buffer& b = bs[i];
-    if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
-    s.clear();
-    for (int j : placed)
-      if (lifetimes_overlap(b, bs[j]) && bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
-    merge_spans(s);
-    Offset at = lowest_fit(s, b.size, b.alignment, capacity);
-    if (at >= 0) {
-      pl.offsets[i] = at;
-      placed.push_back(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
-  }
-  return pl;
+  return place_first_fit_in_order(p, capacity, order, false);
+}
+
+int in_place_handoffs(const Problem& p, const Placement& pl) {
+  int k = 0;
+  for (std::size_t c = 0; c < p.buffers.size(); ++c)
+    for (int q : p.buffers[c].in_place_parents)
+      if (pl.offsets[c] != kSpilled && pl.offsets[c] == pl.offsets[q]) {
+        ++k;
+        break;
+      }
+  return k;
 }
 
 Cost selection_lower_bound(const Problem& p) {

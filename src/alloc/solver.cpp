@@ -80,7 +80,8 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
   Rng rng(o.seed);
   const int64_t budget = o.iterations > 0 ? o.iterations : INT64_MAX;
   double t0 = std::max(1.0, 0.02 * static_cast<double>(std::min<int64_t>(cur_v, kUnbounded / 2)));
-  for (int64_t it = 0; it < budget; ++it) {
+  const int64_t floor_v = obj == Objective::kSelect ? selection_lower_bound(p) : max_load(p);
+  for (int64_t it = 0; it < budget && best_v > floor_v; ++it) {  // stop once provably optimal
     if ((it & 63) == 0 && (o.iterations <= 0 && (dl.expired() || (stop && stop->load())))) break;
     double frac = o.iterations > 0 ? static_cast<double>(it) / static_cast<double>(budget)
                                    : std::min(1.0, dl.elapsed_seconds() / std::max(1e-3, o.time_limit));
@@ -193,7 +194,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       break;
     }
     case SolverKind::kAuto: {
-      for (SolverKind k : {SolverKind::kGreedyBySize, SolverKind::kBestFit, SolverKind::kFirstFit, SolverKind::kGreedy})
+      // Ties keep the earlier plan: torch-spyre's first-fit family first (it honours in-place hand-offs).
+      for (SolverKind k : {SolverKind::kFirstFit, SolverKind::kBestFit, SolverKind::kGreedyBySize, SolverKind::kGreedy})
         if (p.buffers.size() <= 20000 || k == SolverKind::kGreedyBySize)
           consider(cands, p, obj, run_heuristic(p, k, hcap), solver_kind_name(k));
       if (p.buffers.size() > 20000) {
@@ -225,7 +227,11 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   // Pick the best candidate that passes the independent validator.
   int best = -1;
   for (std::size_t i = 0; i < cands.size(); ++i) {
-    if (best >= 0 && cands[i].value >= cands[best].value) continue;
+    // Equal objective: prefer more in-place hand-offs (torch-spyre's preference), then list order.
+    if (best >= 0 && (cands[i].value > cands[best].value ||
+                      (cands[i].value == cands[best].value &&
+                       in_place_handoffs(p, cands[i].pl) <= in_place_handoffs(p, cands[best].pl))))
+      continue;
     Problem unbounded = p;
     if (pack) unbounded.capacity = kUnbounded;  // pack plans are judged on height below
     if (!validate(unbounded, cands[i].pl, pack).ok()) {

@@ -75,8 +75,12 @@ Placement place_greedy(const Problem& p, Size capacity);
 Placement place_first_fit(const Problem& p, Size capacity, bool best_fit);
 Placement place_greedy_by_size(const Problem& p, Size capacity);
 Placement place_sweep(const Problem& p, Size capacity);
-// First-fit decoder in a given order (annealing, portfolio).
+// First-fit (or best-fit) placement in a given order, in-place parents' slots tried first.
+Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit);
+// First-fit decoder in a given order (annealing).
 Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order);
+// Number of buffers placed at one of their in-place parents' address.
+int in_place_handoffs(const Problem& p, const Placement& pl);
 // torch-spyre FirstFit/BestFit order: score sort then topological sort over in-place edges.
 std::vector<int> first_fit_order(const Problem& p);
 // Selection lower bound: forced spills plus, per instant, the cheapest fractional removal of the excess load.
