@@ -35,9 +35,8 @@ bool placeable(const Problem& p, Placement& pl, int i) {
   return true;
 }
 
-// Sorts and merges occupied spans.
-void merge_spans(std::vector<Span>& s) {
-  std::sort(s.begin(), s.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+// Merges occupied spans that are already sorted by start.
+void merge_sorted_spans(std::vector<Span>& s) {
   std::size_t w = 0;
   for (std::size_t r = 0; r < s.size(); ++r) {
     if (s[r].hi <= s[r].lo) continue;
@@ -45,6 +44,12 @@ void merge_spans(std::vector<Span>& s) {
     else s[w++] = s[r];
   }
   s.resize(w);
+}
+
+// Sorts and merges occupied spans.
+void merge_spans(std::vector<Span>& s) {
+  std::sort(s.begin(), s.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+  merge_sorted_spans(s);
 }
 
 // Lowest aligned offset in [0, capacity) where [o, o+size) avoids the merged spans; -1 if none.
@@ -84,10 +89,12 @@ std::vector<int> place_fixed(const Problem& p, Placement& pl) {
   return f;
 }
 
-// Bucketed time index over placed buffers: query returns placed buffers overlapping [s, e).
+// Bucketed time index over placed buffers: query returns the address spans of placed buffers
+// overlapping [s, e). Entries are stored by value (cache friendly); a buffer spanning several
+// buckets is reported once, from the bucket max(its first bucket, the query's first bucket).
 class TimeIndex {
  public:
-  TimeIndex(const Problem& p) : p_(p), stamp_(p.buffers.size(), 0) {
+  explicit TimeIndex(const Problem& p) {
     if (p.buffers.empty()) return;
     t0_ = p.buffers[0].start;
     Time t1 = p.buffers[0].end;
@@ -101,28 +108,36 @@ class TimeIndex {
     width_ = std::max<Time>(1, static_cast<Time>(total / static_cast<double>(p.buffers.size())));
     buckets_.resize(static_cast<std::size_t>((t1 - t0_) / width_ + 1));
   }
-  void add(int i) {
-    const Buffer& b = p_.buffers[i];
-    for (Time k = (b.start - t0_) / width_; k <= (b.end - 1 - t0_) / width_; ++k) buckets_[k].push_back(i);
+  // Buckets stay sorted by address so a query merges sorted runs instead of sorting.
+  void add(const Buffer& b, Offset off) {
+    Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
+    Entry e{b.start, b.end, off, off + b.size, a};
+    for (Time k = a; k <= z; ++k) {
+      auto& v = buckets_[k];
+      v.insert(std::upper_bound(v.begin(), v.end(), e, [](const Entry& x, const Entry& y) { return x.lo < y.lo; }), e);
+    }
   }
-  template <class F>
-  void for_each_overlap(int i, F&& f) {
-    const Buffer& b = p_.buffers[i];
-    ++cur_;
-    for (Time k = (b.start - t0_) / width_; k <= (b.end - 1 - t0_) / width_; ++k)
-      for (int j : buckets_[k]) {
-        if (stamp_[j] == cur_) continue;
-        stamp_[j] = cur_;
-        if (lifetimes_overlap(b, p_.buffers[j])) f(j);
-      }
+  // Appends the overlapping spans sorted by start address.
+  void overlaps(const Buffer& b, std::vector<Span>& out) const {
+    Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
+    for (Time k = a; k <= z; ++k) {
+      std::size_t mid = out.size();
+      for (const Entry& e : buckets_[k])
+        if (std::max(e.first, a) == k && e.s < b.end && b.start < e.e && e.hi > e.lo) out.push_back({e.lo, e.hi});
+      if (mid > 0 && mid < out.size())
+        std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(mid), out.end(),
+                           [](const Span& x, const Span& y) { return x.lo < y.lo; });
+    }
   }
 
  private:
-  const Problem& p_;
-  std::vector<uint32_t> stamp_;
-  uint32_t cur_ = 0;
+  struct Entry {
+    Time s, e;
+    Offset lo, hi;
+    Time first;
+  };
   Time t0_ = 0, width_ = 1;
-  std::vector<std::vector<int>> buckets_;
+  std::vector<std::vector<Entry>> buckets_;
 };
 
 }  // namespace
@@ -321,7 +336,7 @@ Placement place_sweep(const Problem& p, Size capacity) {
   const int n = static_cast<int>(bs.size());
   Placement pl = empty_placement(p);
   TimeIndex index(p);
-  for (int i : place_fixed(p, pl)) index.add(i);
+  for (int i : place_fixed(p, pl)) index.add(bs[i], pl.offsets[i]);
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) {
@@ -334,14 +349,12 @@ Placement place_sweep(const Problem& p, Size capacity) {
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     s.clear();
-    index.for_each_overlap(i, [&](int j) {
-      if (bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
-    });
-    merge_spans(s);
+    index.overlaps(b, s);
+    merge_sorted_spans(s);
     Offset at = lowest_fit(s, b.size, b.alignment, capacity);
     if (at >= 0) {
       pl.offsets[i] = at;
-      index.add(i);
+      index.add(b, at);
     } else {
       pl.spill_reasons[i] = no_room(capacity);
     }
