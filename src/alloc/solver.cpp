@@ -144,19 +144,51 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   bool exact_complete = false, exact_infeasible = false;
   int64_t exact_lb = res.lower_bound;
 
+  // The exact search treats an in-place pair as an ordinary conflict, so its plans are valid but
+  // its proofs ignore hand-offs. With in-place edges, proofs come from a relaxation instead: each
+  // parent with children ends one tick early (no conflict at the hand-off tick). Its optimum is a
+  // lower bound; its plan is used too when it happens to be valid for the real problem.
+  bool has_ip = false;
+  for (const Buffer& b : p.buffers) has_ip = has_ip || !b.in_place_parents.empty();
+  Problem relaxed = p;
+  if (has_ip) {
+    for (Buffer& b : relaxed.buffers)
+      for (int q : b.in_place_parents) relaxed.buffers[q].end = std::min(relaxed.buffers[q].end, b.start);
+    for (Buffer& b : relaxed.buffers) {
+      b.in_place_parents.clear();
+      if (b.end <= b.start) b.size = 0;  // parent live only at the hand-off tick: no footprint
+      if (b.end <= b.start) b.end = b.start + 1;
+    }
+  }
+  auto consider_relaxed = [&](const ExactResult& e) {
+    if (!e.found) return;
+    Problem judge = p;
+    if (pack) judge.capacity = kUnbounded;
+    if (validate(judge, e.placement, pack).ok()) consider(cands, p, obj, e.placement, "exact");
+  };
+
   auto run_exact = [&](const Placement* inc, double seconds) {
+    const double share = has_ip ? 0.5 : 1.0;
     if (pack && !o.minimize) {
       if (lb_pack > p.capacity) { exact_complete = exact_infeasible = true; return; }
-      ExactResult e = exact_search(p, obj, false, o.exact, seconds, nullptr);
+      ExactResult e = exact_search(p, obj, false, o.exact, seconds * share, nullptr);
       res.nodes += e.nodes;
       if (e.found) consider(cands, p, obj, e.placement, "exact");
-      else if (e.complete) exact_complete = exact_infeasible = true;
+      if (e.found || !e.complete) return;
+      if (has_ip) {
+        ExactResult r = exact_search(relaxed, obj, false, o.exact, seconds * share, nullptr);
+        res.nodes += r.nodes;
+        consider_relaxed(r);
+        e = r;
+      }
+      if (!e.found && e.complete) exact_complete = exact_infeasible = true;
       return;
     }
     if (pack) {
-      Problem q = p;
+      const Problem& proof = has_ip ? relaxed : p;
       double t_start = dl.elapsed_seconds();
       if (o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
+        Problem q = p;
         q.capacity = lb_pack;
         ExactResult e = exact_search(q, obj, false, o.exact, seconds * 0.5, nullptr);
         res.nodes += e.nodes;
@@ -165,22 +197,38 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           exact_complete = true;
           return;
         }
-        if (e.complete) exact_lb = lb_pack + 1;
+        if (e.complete && !has_ip) exact_lb = lb_pack + 1;
       }
       double left = std::max(0.0, seconds - (dl.elapsed_seconds() - t_start));
-      ExactResult e = exact_search(p, obj, true, o.exact, left, inc);
+      ExactResult e = exact_search(p, obj, true, o.exact, left * share, inc);
       res.nodes += e.nodes;
       if (e.found) consider(cands, p, obj, e.placement, "exact");
+      if (has_ip) {
+        ExactResult r = exact_search(proof, obj, true, o.exact, std::max(0.0, dl.remaining_seconds()), nullptr);
+        res.nodes += r.nodes;
+        consider_relaxed(r);
+        e = r;
+        if (e.complete && e.found) exact_lb = std::max<int64_t>(exact_lb, e.value);
+        if (e.complete && !e.found) exact_infeasible = true;
+        return;
+      }
       if (e.complete) {
         exact_complete = true;
         if (!e.found) exact_infeasible = true;
       }
       return;
     }
-    ExactResult e = exact_search(p, obj, false, o.exact, seconds, inc);
+    ExactResult e = exact_search(p, obj, false, o.exact, seconds * share, inc);
     res.nodes += e.nodes;
     if (e.found) consider(cands, p, obj, e.placement, "exact");
-    exact_complete = e.complete && e.found;
+    if (!has_ip) {
+      exact_complete = e.complete && e.found;
+      return;
+    }
+    ExactResult r = exact_search(relaxed, obj, false, o.exact, std::max(0.0, dl.remaining_seconds()), nullptr);
+    res.nodes += r.nodes;
+    consider_relaxed(r);
+    if (r.complete && r.found) exact_lb = std::max<int64_t>(exact_lb, r.value);
   };
 
   switch (o.solver) {
