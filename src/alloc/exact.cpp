@@ -166,12 +166,14 @@ struct Search {
     return true;
   }
   std::vector<Offset> low_;
+  // Selection bound: in a section whose unplaced load exceeds the room above its lowest possible
+  // offset, the excess must be spilled at least at the cheapest cost per byte (fractional
+  // knapsack). Sections whose unplaced buffers are disjoint add up.
   Cost select_bound() {
     Cost lb = skipped;
     if (!tg.section_bound) return lb;
     lowest_per_section(low_);
-    // Worst section: excess bytes must be spilled, at the cheapest cost per byte (fractional).
-    long double worst = 0;
+    std::vector<std::pair<long double, int>> secs;
     std::vector<int> live;
     for (int s = 0; s < nsec; ++s) {
       Size excess = low_[s] + rem[s] - cap;
@@ -190,10 +192,25 @@ struct Search {
         excess -= take;
         if (excess == 0) break;
       }
-      worst = std::max(worst, c);
+      if (c > 0) secs.push_back({c, s});
     }
-    return lb + static_cast<Cost>(std::ceil(static_cast<double>(worst) - 1e-9));
+    std::sort(secs.begin(), secs.end(), [](auto& x, auto& y) { return x.first > y.first; });
+    ++stamp_;
+    if (used_.size() != static_cast<std::size_t>(n)) used_.assign(n, 0);
+    long double total = 0;
+    for (auto& [c, s] : secs) {
+      bool disjoint = true;
+      for (int k = 0; k < n && disjoint; ++k)
+        if (st[k] == 0 && s0[k] <= s && s < s1[k] && used_[k] == stamp_) disjoint = false;
+      if (!disjoint) continue;
+      for (int k = 0; k < n; ++k)
+        if (st[k] == 0 && s0[k] <= s && s < s1[k]) used_[k] = stamp_;
+      total += c;
+    }
+    return lb + static_cast<Cost>(std::ceil(static_cast<double>(total) - 1e-9));
   }
+  std::vector<uint64_t> used_;
+  uint64_t stamp_ = 0;
 
   void record() {
     int64_t v = value();
@@ -262,18 +279,14 @@ struct Search {
     return skipped < bound;
   }
 
+  // Selection: place the lowest eligible buffer, spill it, or block it at this offset.
   void dfs() {
     if (aborted) return;
     if ((++nodes & 1023) == 0 && deadline.expired()) {
       aborted = true;
       return;
     }
-    if (obj == Objective::kPack) {
-      if (!pack_bound_ok()) return;
-    } else if (select_bound() >= bound) {
-      return;
-    }
-    // Lowest eligible buffer; ties: earliest start, then larger size.
+    if (select_bound() >= bound) return;
     int c = -1;
     Offset lowest = kUnbounded;
     for (int k = 0; k < n; ++k) {
@@ -281,13 +294,15 @@ struct Search {
       if (!eligible(k)) continue;
       if (c < 0 || mino[k] < mino[c] || (mino[k] == mino[c] && better(k, c))) c = k;
     }
-    // MiniMalloc's dominance: never place above the lowest offset an unplaced buffer could take.
-    if (tg.dominance && obj == Objective::kPack && c >= 0 && mino[c] > lowest) return;
+    if (tg.dominance && c >= 0 && mino[c] > lowest) return;  // MiniMalloc's dominance
+    std::size_t mark = trail.size();
+    int saved = unplaced;
     if (c < 0) {
-      if (unplaced == 0) { record(); return; }
-      if (obj == Objective::kPack) return;  // blocked buffers were never lifted
-      std::size_t mark = trail.size();
-      int saved = unplaced;
+      if (unplaced == 0) {
+        record();
+        return;
+      }
+      if (tg.dominance) return;  // blocked buffers were never lifted
       bool ok = true;
       for (int k = 0; k < n && ok; ++k)
         if (st[k] == 0) ok = skip(k);
@@ -296,20 +311,11 @@ struct Search {
       unplaced = saved;
       return;
     }
-    const bool memo = tg.memo && obj == Objective::kPack;
-    Key key{};
-    if (memo) {
-      key = state_key();
-      if (failed.count(key)) return;
-    }
-    const bool found_before = found;
-    const Size cap_before = cap;
-    // Dominance: buffers already below `last` must be liftable by an unplaced co-live buffer.
-    std::size_t mark = trail.size();
-    int saved = unplaced;
-    if (place(c)) {
-      dfs();
-    }
+    if (place(c)) dfs();
+    undo(mark);
+    unplaced = saved;
+    if (aborted) return;
+    if (skip(c)) dfs();
     undo(mark);
     unplaced = saved;
     if (aborted) return;
@@ -317,7 +323,6 @@ struct Search {
     dfs();
     undo(mark);
     unplaced = saved;
-    if (memo && !aborted && found == found_before && cap == cap_before && failed.size() < 30'000'000) failed.insert(key);
   }
 
   // ---- pack: feasibility search with dynamic decomposition ----
