@@ -282,7 +282,7 @@ struct Search {
   // Selection: place the lowest eligible buffer, spill it, or block it at this offset.
   void dfs() {
     if (aborted) return;
-    if ((++nodes & 1023) == 0 && deadline.expired()) {
+    if ((++nodes & 63) == 0 && deadline.expired()) {
       aborted = true;
       return;
     }
@@ -379,7 +379,7 @@ struct Search {
   // undoes through the trail); otherwise the state is restored.
   R dfs_pack(const std::vector<int>& U) {
     if (U.empty()) return R::kFound;
-    if (++nodes > node_limit || ((nodes & 1023) == 0 && deadline.expired())) return R::kAbort;
+    if (++nodes > node_limit || ((nodes & 63) == 0 && deadline.expired())) return R::kAbort;
     if (!comp_bound_ok(U)) return R::kFail;
     int c = -1;
     Offset lowest = kUnbounded, level = kUnbounded;
