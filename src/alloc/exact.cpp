@@ -3,6 +3,7 @@
 // before it. Binary branching on the lowest eligible buffer: place it now, or block it at this
 // offset (it must then be lifted by a later co-live buffer, or spilled in selection mode).
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <numeric>
@@ -23,6 +24,7 @@ struct Search {
   bool minimize;
   ExactToggles tg;
   const Deadline& deadline;
+  const std::atomic<bool>* stop = nullptr;  // another worker finished
   std::vector<int> ids;                 // local -> problem index
   std::vector<Size> size, align;
   std::vector<Cost> cost;
@@ -166,6 +168,7 @@ struct Search {
     return true;
   }
   std::vector<Offset> low_;
+  std::vector<int> cnt_;  // per section: candidates at the current level covering it
   // Selection bound: in a section whose unplaced load exceeds the room above its lowest possible
   // offset, the excess must be spilled at least at the cheapest cost per byte (fractional
   // knapsack). Sections whose unplaced buffers are disjoint add up.
@@ -282,7 +285,7 @@ struct Search {
   // Selection: place the lowest eligible buffer, spill it, or block it at this offset.
   void dfs() {
     if (aborted) return;
-    if ((++nodes & 63) == 0 && deadline.expired()) {
+    if ((++nodes & 63) == 0 && (deadline.expired() || (stop && stop->load()))) {
       aborted = true;
       return;
     }
@@ -379,7 +382,7 @@ struct Search {
   // undoes through the trail); otherwise the state is restored.
   R dfs_pack(const std::vector<int>& U) {
     if (U.empty()) return R::kFound;
-    if (++nodes > node_limit || ((nodes & 63) == 0 && deadline.expired())) return R::kAbort;
+    if (++nodes > node_limit || ((nodes & 63) == 0 && (deadline.expired() || (stop && stop->load())))) return R::kAbort;
     if (!comp_bound_ok(U)) return R::kFail;
     int c = -1;
     Offset lowest = kUnbounded, level = kUnbounded;
@@ -389,19 +392,35 @@ struct Search {
     }
     if (level == kUnbounded) return R::kFail;
     if (tg.dominance && level > lowest) return R::kFail;
-    // Fail first: the candidate whose tightest section has the least slack (a hole that few
-    // buffers can fill), then the static preorder.
-    Size best_slack = kUnbounded;
-    for (int k : U) {
-      if (mino[k] != level || !eligible(k)) continue;
-      Size sl = kUnbounded;
-      if (tg.fail_first && tg.section_bound)
-        for (int sec = s0[k]; sec < s1[k]; ++sec) sl = std::min(sl, cap - low_[sec] - rem[sec]);
-      if (c < 0 || sl < best_slack || (sl == best_slack && better(k, c))) {
-        c = k;
-        best_slack = sl;
+    // Fail first: the hole at this level with the least slack, then the fewest candidates that
+    // can fill it (most constrained first); branch on the best candidate covering it.
+    if (tg.fail_first && tg.section_bound) {
+      for (int k : U)
+        if (mino[k] == level && eligible(k))
+          for (int sec = s0[k]; sec < s1[k]; ++sec) cnt_[sec] = 0;
+      for (int k : U)
+        if (mino[k] == level && eligible(k))
+          for (int sec = s0[k]; sec < s1[k]; ++sec) ++cnt_[sec];
+      int hole = -1;
+      Size hole_slack = kUnbounded;
+      for (int k : U) {
+        if (mino[k] != level || !eligible(k)) continue;
+        for (int sec = s0[k]; sec < s1[k]; ++sec) {
+          if (low_[sec] != level) continue;
+          Size sl = cap - low_[sec] - rem[sec];
+          if (hole < 0 || sl < hole_slack || (sl == hole_slack && cnt_[sec] < cnt_[hole])) {
+            hole = sec;
+            hole_slack = sl;
+          }
+        }
       }
+      if (hole >= 0)
+        for (int k : U)
+          if (mino[k] == level && eligible(k) && s0[k] <= hole && hole < s1[k] && (c < 0 || better(k, c))) c = k;
     }
+    if (c < 0)
+      for (int k : U)
+        if (mino[k] == level && eligible(k) && (c < 0 || better(k, c))) c = k;
     Key key{};
     if (tg.memo) {
       key = comp_key(U);
@@ -474,7 +493,7 @@ std::vector<std::vector<int>> components(const Problem& p, const std::vector<int
 }  // namespace
 
 ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
-                         const Placement* incumbent) {
+                         const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop) {
   Deadline deadline(seconds);
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
@@ -510,6 +529,7 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
   for (const auto& part : parts) {
     if (part.empty()) continue;
     Search s(p, obj, minimize, t, deadline);
+    s.stop = stop;
     s.build(part);
     s.cap = p.capacity;
     if (incumbent && minimize && obj == Objective::kPack) {
@@ -530,18 +550,19 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       std::iota(all.begin(), all.end(), 0);
       std::sort(all.begin(), all.end(), [&](int a, int b) { return s.s0[a] < s.s0[b]; });
       s.low_.assign(s.nsec, kUnbounded);
+      s.cnt_.assign(s.nsec, 0);
       // Restarts: static preorders tried round-robin with a node budget doubling every round
       // (MiniMalloc's portfolio of orders); failed states stay valid across restarts.
       const int kModes[] = {0, 3, 1, 2};
-      int64_t budget = t.restarts ? 2000 : INT64_MAX;
-      const double grow = 1.5;
+      int64_t budget = t.restarts ? 1000 : INT64_MAX;
+      const double grow = 1.1;
       const int every = 8;
       int attempt = 0;
       while (true) {
         std::size_t mark = s.trail.size();
-        s.mode = attempt < 4 ? kModes[attempt] : 4;
+        s.mode = attempt < 4 && seed == 0 ? kModes[attempt] : 4;
         if (s.mode == 4) {
-          Rng rng(0x5EED + static_cast<uint64_t>(attempt));
+          Rng rng(0x5EED + seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(attempt));
           s.prio.resize(s.n);
           for (int k = 0; k < s.n; ++k)  // random order biased to large areas
             s.prio[k] = static_cast<uint64_t>(static_cast<double>(s.size[k] * (s.s1[k] - s.s0[k])) * (0.5 + rng.uniform()));
@@ -563,7 +584,7 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
         }
         s.undo(mark);
         s.unplaced = s.n;
-        if (res == Search::R::kAbort && !deadline.expired()) {
+        if (res == Search::R::kAbort && !deadline.expired() && !(stop && stop->load())) {
           ++attempt;
           if (attempt % every == 0 && budget < INT64_MAX / 4) budget = static_cast<int64_t>(budget * grow);
           continue;

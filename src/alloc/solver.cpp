@@ -167,16 +167,43 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     if (validate(judge, e.placement, pack).ok()) consider(cands, p, obj, e.placement, "exact");
   };
 
+  // Exact search on `threads` workers with different restart seeds; the first to finish
+  // (a plan for a fixed-capacity pack, or a completed search) stops the others.
+  auto par_exact = [&](const Problem& q, bool mini, double secs, const Placement* inc) {
+    const int T = std::max(1, o.threads);
+    if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc);
+    std::atomic<bool> stop{false};
+    std::vector<ExactResult> rs(T);
+    std::vector<std::thread> ws;
+    for (int t = 0; t < T; ++t)
+      ws.emplace_back([&, t] {
+        rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop);
+        if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
+      });
+    for (auto& w : ws) w.join();
+    ExactResult best = rs[0];
+    int64_t nodes = 0;
+    bool complete = false;
+    for (auto& r : rs) {
+      nodes += r.nodes;
+      complete = complete || r.complete;
+      if (r.found && (!best.found || r.value < best.value)) best = r;
+    }
+    best.nodes = nodes;
+    best.complete = complete;
+    return best;
+  };
+
   auto run_exact = [&](const Placement* inc, double seconds) {
     const double share = has_ip ? 0.5 : 1.0;
     if (pack && !o.minimize) {
       if (lb_pack > p.capacity) { exact_complete = exact_infeasible = true; return; }
-      ExactResult e = exact_search(p, obj, false, o.exact, seconds * share, nullptr);
+      ExactResult e = par_exact(p, false, seconds * share, nullptr);
       res.nodes += e.nodes;
       if (e.found) consider(cands, p, obj, e.placement, "exact");
       if (e.found || !e.complete) return;
       if (has_ip) {
-        ExactResult r = exact_search(relaxed, obj, false, o.exact, seconds * share, nullptr);
+        ExactResult r = par_exact(relaxed, false, seconds * share, nullptr);
         res.nodes += r.nodes;
         consider_relaxed(r);
         e = r;
@@ -190,7 +217,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       if (o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
         Problem q = p;
         q.capacity = lb_pack;
-        ExactResult e = exact_search(q, obj, false, o.exact, seconds * 0.5, nullptr);
+        ExactResult e = par_exact(q, false, seconds * 0.5, nullptr);
         res.nodes += e.nodes;
         if (e.found) {
           consider(cands, p, obj, e.placement, "exact");
@@ -200,11 +227,11 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         if (e.complete && !has_ip) exact_lb = lb_pack + 1;
       }
       double left = std::max(0.0, seconds - (dl.elapsed_seconds() - t_start));
-      ExactResult e = exact_search(p, obj, true, o.exact, left * share, inc);
+      ExactResult e = par_exact(p, true, left * share, inc);
       res.nodes += e.nodes;
       if (e.found) consider(cands, p, obj, e.placement, "exact");
       if (has_ip) {
-        ExactResult r = exact_search(proof, obj, true, o.exact, std::max(0.0, dl.remaining_seconds()), nullptr);
+        ExactResult r = par_exact(proof, true, std::max(0.0, dl.remaining_seconds()), nullptr);
         res.nodes += r.nodes;
         consider_relaxed(r);
         e = r;
@@ -218,14 +245,14 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       }
       return;
     }
-    ExactResult e = exact_search(p, obj, false, o.exact, seconds * share, inc);
+    ExactResult e = par_exact(p, false, seconds * share, inc);
     res.nodes += e.nodes;
     if (e.found) consider(cands, p, obj, e.placement, "exact");
     if (!has_ip) {
       exact_complete = e.complete && e.found;
       return;
     }
-    ExactResult r = exact_search(relaxed, obj, false, o.exact, std::max(0.0, dl.remaining_seconds()), nullptr);
+    ExactResult r = par_exact(relaxed, false, std::max(0.0, dl.remaining_seconds()), nullptr);
     res.nodes += r.nodes;
     consider_relaxed(r);
     if (r.complete && r.found) exact_lb = std::max<int64_t>(exact_lb, r.value);
@@ -254,18 +281,19 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       bool done = pack ? (best_it->value <= p.capacity && (!o.minimize || best_it->value <= res.lower_bound))
                        : best_it->value <= res.lower_bound;
       if (done) break;
+      // A short annealing pass may improve the incumbent (select, or pack with minimize).
       Placement inc = best_it->pl;
-      const Placement* incp = pack ? (best_it->value <= p.capacity ? &inc : nullptr) : &inc;
-      std::atomic<bool> stop{false};
-      Placement sa;
-      std::thread worker;
-      if (o.threads > 1) worker = std::thread([&] { sa = anneal(p, obj, hcap, o, dl, &stop); });
-      run_exact(incp, dl.remaining_seconds());
-      stop = true;
-      if (worker.joinable()) {
-        worker.join();
+      if (!pack || o.minimize) {
+        SolveOptions so = o;
+        so.time_limit = 0.1 * dl.remaining_seconds();
+        Deadline sa_dl(so.time_limit);
+        Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
+        if (score(p, sa, obj) < best_it->value) inc = sa;
         consider(cands, p, obj, std::move(sa), "annealing");
       }
+      int64_t inc_v = score(p, inc, obj);
+      const Placement* incp = pack ? (inc_v <= p.capacity ? &inc : nullptr) : &inc;
+      run_exact(incp, dl.remaining_seconds());
       break;
     }
     default:

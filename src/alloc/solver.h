@@ -2,6 +2,7 @@
 // Each search technique of the exact solver is a named toggle in ExactToggles.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -94,7 +95,8 @@ struct ExactResult {
   int64_t nodes = 0;
 };
 // Exact search. pack: every buffer within capacity (minimize: lowest height); select: min spill cost.
+// `seed` varies the randomized restart orders (0: static orders first); `stop` aborts early.
 ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
-                         const Placement* incumbent);
+                         const Placement* incumbent, uint64_t seed = 0, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace sp::alloc
