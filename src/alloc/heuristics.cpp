@@ -78,6 +78,29 @@ std::vector<Span> free_gaps(const std::vector<Span>& merged, Size capacity) {
   return g;
 }
 
+// Records a placement at `at` (>= 0 and below capacity), else a spill; true when placed.
+bool settle(Placement& pl, int i, Offset at, Size size, Size capacity) {
+  if (at >= 0 && at + size <= capacity) {
+    pl.offsets[i] = at;
+    return true;
+  }
+  pl.spill_reasons[i] = no_room(capacity);
+  return false;
+}
+
+// Size-descending order, longer lifetimes first, then index (greedy-by-size and sweep).
+std::vector<int> by_size_order(const Problem& p) {
+  const auto& bs = p.buffers;
+  std::vector<int> order(bs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (bs[a].size != bs[b].size) return bs[a].size > bs[b].size;
+    if (bs[a].end - bs[a].start != bs[b].end - bs[b].start) return bs[a].end - bs[a].start > bs[b].end - bs[b].start;
+    return a < b;
+  });
+  return order;
+}
+
 // Pre-places buffers with fixed offsets; returns their indices.
 std::vector<int> place_fixed(const Problem& p, Placement& pl) {
   std::vector<int> f;
@@ -194,12 +217,7 @@ Placement place_greedy(const Problem& p, Size capacity) {
         }
       }
     }
-    if (at >= 0 && at + b.size <= capacity) {
-      pl.offsets[i] = at;
-      in_use.push_back(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
+    if (settle(pl, i, at, b.size, capacity)) in_use.push_back(i);
   }
   return pl;
 }
@@ -286,27 +304,16 @@ Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::v
         if (best_waste < 0 || waste < best_waste) { best_waste = waste; at = o; }
       }
     }
-    if (at >= 0) {
-      pl.offsets[i] = at;
-      placed.push_back(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
+    if (settle(pl, i, at, b.size, capacity)) placed.push_back(i);
   }
   return pl;
 }
 
 Placement place_greedy_by_size(const Problem& p, Size capacity) {
   const auto& bs = p.buffers;
-  const int n = static_cast<int>(bs.size());
   Placement pl = empty_placement(p);
   std::vector<int> placed = place_fixed(p, pl);
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return std::make_tuple(-bs[a].size, -(bs[a].end - bs[a].start)) < std::make_tuple(-bs[b].size, -(bs[b].end - bs[b].start));
-  });
-  for (int i : order) {
+  for (int i : by_size_order(p)) {
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     std::vector<Span> s;
@@ -321,43 +328,25 @@ Placement place_greedy_by_size(const Problem& p, Size capacity) {
       cur = std::max(cur, sp.hi);
     }
     if (at < 0) at = align_up(cur, b.alignment);
-    if (at + b.size <= capacity) {
-      pl.offsets[i] = at;
-      placed.push_back(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
+    if (settle(pl, i, at, b.size, capacity)) placed.push_back(i);
   }
   return pl;
 }
 
 Placement place_sweep(const Problem& p, Size capacity) {
   const auto& bs = p.buffers;
-  const int n = static_cast<int>(bs.size());
   Placement pl = empty_placement(p);
   TimeIndex index(p);
   for (int i : place_fixed(p, pl)) index.add(bs[i], pl.offsets[i]);
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    if (bs[a].size != bs[b].size) return bs[a].size > bs[b].size;
-    if (bs[a].end - bs[a].start != bs[b].end - bs[b].start) return bs[a].end - bs[a].start > bs[b].end - bs[b].start;
-    return a < b;
-  });
   std::vector<Span> s;
-  for (int i : order) {
+  for (int i : by_size_order(p)) {
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     s.clear();
     index.overlaps(b, s);
     merge_sorted_spans(s);
     Offset at = lowest_fit(s, b.size, b.alignment, capacity);
-    if (at >= 0) {
-      pl.offsets[i] = at;
-      index.add(b, at);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
+    if (settle(pl, i, at, b.size, capacity)) index.add(b, at);
   }
   return pl;
 }
