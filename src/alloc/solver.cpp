@@ -217,7 +217,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       if (o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
         Problem q = p;
         q.capacity = lb_pack;
-        ExactResult e = par_exact(q, false, seconds * 0.5, nullptr);
+        ExactResult e = par_exact(q, false, seconds * 0.3, nullptr);
         res.nodes += e.nodes;
         if (e.found) {
           consider(cands, p, obj, e.placement, "exact");
@@ -285,7 +285,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       Placement inc = best_it->pl;
       if (!pack || o.minimize) {
         SolveOptions so = o;
-        so.time_limit = 0.1 * dl.remaining_seconds();
+        so.time_limit = std::min(0.5, 0.1 * dl.remaining_seconds());
         Deadline sa_dl(so.time_limit);
         Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
         if (score(p, sa, obj) < best_it->value) inc = sa;
