@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "alloc/problem.h"
@@ -168,7 +167,8 @@ TEST(AllocLxCases, SolverCases) {
       Status st = cs.built ? check_problem(cs.p) : cs.built;
       EXPECT_FALSE(st.ok()) << id;
       if (!st.ok() && e.contains("message_regex")) {
-        EXPECT_TRUE(std::regex_search(st.error().message, std::regex(e["message_regex"].get<std::string>()))) << id << ": " << st.error().message;
+        // The file's patterns are plain phrases; a substring test avoids <regex>.
+        EXPECT_NE(st.error().message.find(e["message_regex"].get<std::string>()), std::string::npos) << id << ": " << st.error().message;
       }
       ++checked;
       continue;
