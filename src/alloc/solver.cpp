@@ -82,7 +82,7 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
   double t0 = std::max(1.0, 0.02 * static_cast<double>(std::min<int64_t>(cur_v, kUnbounded / 2)));
   const int64_t floor_v = obj == Objective::kSelect ? selection_lower_bound(p) : max_load(p);
   for (int64_t it = 0; it < budget && best_v > floor_v; ++it) {  // stop once provably optimal
-    if ((it & 63) == 0 && (o.iterations <= 0 && (dl.expired() || (stop && stop->load())))) break;
+    if (o.iterations <= 0 && (dl.expired() || (stop && stop->load()))) break;  // a decode costs far more than a clock read
     double frac = o.iterations > 0 ? static_cast<double>(it) / static_cast<double>(budget)
                                    : std::min(1.0, dl.elapsed_seconds() / std::max(1e-3, o.time_limit));
     double temp = t0 * std::pow(1e-3, frac);
@@ -170,6 +170,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   // Exact search on `threads` workers with different restart seeds; the first to finish
   // (a plan for a fixed-capacity pack, or a completed search) stops the others.
   auto par_exact = [&](const Problem& q, bool mini, double secs, const Placement* inc) {
+    secs = std::max(0.0, secs);  // a spent budget must not read as "no limit" (Deadline(-1))
     const int T = std::max(1, o.threads);
     if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc);
     std::atomic<bool> stop{false};
@@ -285,7 +286,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       Placement inc = best_it->pl;
       if (!pack || o.minimize) {
         SolveOptions so = o;
-        so.time_limit = std::min(0.5, 0.1 * dl.remaining_seconds());
+        so.time_limit = std::clamp(0.1 * dl.remaining_seconds(), 0.0, 0.5);
         Deadline sa_dl(so.time_limit);
         Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
         if (score(p, sa, obj) < best_it->value) inc = sa;
