@@ -554,7 +554,7 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       // Restarts: static preorders tried round-robin with a node budget doubling every round
       // (MiniMalloc's portfolio of orders); failed states stay valid across restarts.
       const int kModes[] = {0, 3, 1, 2};
-      int64_t budget = t.restarts ? 1000 : INT64_MAX;
+      int64_t budget = t.restarts ? std::max<int64_t>(1000, 4 * static_cast<int64_t>(s.n)) : INT64_MAX;  // a dive needs >= n nodes
       const double grow = 1.1;
       const int every = 8;
       int attempt = 0;

@@ -195,6 +195,23 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     return best;
   };
 
+  // auto: a short annealing pass on problems too big to settle by search alone may improve the
+  // incumbent (select, or pack-min after the lower-bound probe failed).
+  bool auto_anneal = false;
+  Placement anneal_inc;
+  auto anneal_pass = [&](const Placement* inc) -> const Placement* {
+    if (!auto_anneal || p.buffers.size() <= 64) return inc;
+    SolveOptions so = o;
+    so.time_limit = std::clamp(0.1 * dl.remaining_seconds(), 0.0, 0.5);
+    Deadline sa_dl(so.time_limit);
+    Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
+    const int64_t v = score(p, sa, obj), inc_v = inc ? score(p, *inc, obj) : kUnbounded;
+    consider(cands, p, obj, sa, "annealing");
+    if (v >= inc_v || (pack && v > p.capacity)) return inc;
+    anneal_inc = std::move(sa);
+    return &anneal_inc;
+  };
+
   auto run_exact = [&](const Placement* inc, double seconds) {
     const double share = has_ip ? 0.5 : 1.0;
     if (pack && !o.minimize) {
@@ -218,7 +235,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       if (o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
         Problem q = p;
         q.capacity = lb_pack;
-        ExactResult e = par_exact(q, false, seconds * 0.3, nullptr);
+        ExactResult e = par_exact(q, false, seconds * 0.5, nullptr);
         res.nodes += e.nodes;
         if (e.found) {
           consider(cands, p, obj, e.placement, "exact");
@@ -227,6 +244,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         }
         if (e.complete && !has_ip) exact_lb = lb_pack + 1;
       }
+      inc = anneal_pass(inc);
       double left = std::max(0.0, seconds - (dl.elapsed_seconds() - t_start));
       ExactResult e = par_exact(p, true, left * share, inc);
       res.nodes += e.nodes;
@@ -246,7 +264,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       }
       return;
     }
-    ExactResult e = par_exact(p, false, seconds * share, inc);
+    inc = anneal_pass(inc);
+    ExactResult e = par_exact(p, false, std::max(0.0, dl.remaining_seconds()) * share, inc);
     res.nodes += e.nodes;
     if (e.found) consider(cands, p, obj, e.placement, "exact");
     if (!has_ip) {
@@ -282,18 +301,9 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       bool done = pack ? (best_it->value <= p.capacity && (!o.minimize || best_it->value <= res.lower_bound))
                        : best_it->value <= res.lower_bound;
       if (done) break;
-      // A short annealing pass may improve the incumbent (select, or pack with minimize).
+      auto_anneal = true;
       Placement inc = best_it->pl;
-      if (!pack || o.minimize) {
-        SolveOptions so = o;
-        so.time_limit = std::clamp(0.1 * dl.remaining_seconds(), 0.0, 0.5);
-        Deadline sa_dl(so.time_limit);
-        Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
-        if (score(p, sa, obj) < best_it->value) inc = sa;
-        consider(cands, p, obj, std::move(sa), "annealing");
-      }
-      int64_t inc_v = score(p, inc, obj);
-      const Placement* incp = pack ? (inc_v <= p.capacity ? &inc : nullptr) : &inc;
+      const Placement* incp = pack ? (best_it->value <= p.capacity ? &inc : nullptr) : &inc;
       run_exact(incp, dl.remaining_seconds());
       break;
     }
