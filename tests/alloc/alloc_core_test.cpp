@@ -272,6 +272,30 @@ TEST(AllocSolvers, AnnealingIsDeterministicForSeedAndBudget) {
   EXPECT_LE(a->spill_cost, solve(p, f)->spill_cost + spilled_cost(p, place_in_order(p, p.capacity, first_fit_order(p))));
 }
 
+// A spent time budget must stop every phase (a negative budget once read as "no limit").
+TEST(AllocSolvers, ZeroTimeLimitStillReturnsAValidPlan) {
+  auto p = read_problem(std::string(SCRATCHPLAN_SHARED_DIR) + "/dsa/challenging/K.1048576.csv");
+  ASSERT_TRUE(p.ok());
+  p->capacity = 1048576;
+  for (bool minimize : {false, true}) {
+    SolveOptions o;
+    o.time_limit = 0;
+    o.minimize = minimize;
+    auto r = solve(*p, o);
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->proven_optimal);  // K needs a search; with no time there is no proof
+    if (r->feasible) {
+      EXPECT_TRUE(validate(*p, r->placement, true).ok());
+    }
+  }
+  SolveOptions o;
+  o.time_limit = 0;
+  o.objective = Objective::kSelect;
+  auto r = solve(*p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(validate(*p, r->placement).ok());
+}
+
 TEST(AllocSolvers, PackInfeasibleBelowMaxLoadIsProvenByBound) {
   Problem p;
   p.buffers = {buf("a", 4, 0, 2), buf("b", 4, 1, 3)};
