@@ -66,23 +66,6 @@ struct Search {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
   }
-  Key state_key() const {
-    uint64_t a = mix(static_cast<uint64_t>(last)), b = mix(static_cast<uint64_t>(last) ^ 0x5555);
-    for (int k = 0; k < n; ++k) {
-      if (st[k] != 0) continue;
-      uint64_t v = static_cast<uint64_t>(k) * 2 + (blocked[k] == mino[k] ? 1 : 0);
-      a += mix(v * 0x10001 + 17);
-      b ^= mix(v + 0xABCDEF);
-    }
-    for (int sec = 0; sec < nsec; ++sec) {
-      if (rem[sec] == 0) continue;
-      uint64_t v = (static_cast<uint64_t>(sec) << 40) ^ static_cast<uint64_t>(floor_[sec]);
-      a += mix(v ^ 0x1234567);
-      b += mix(mix(v) + 99);
-    }
-    return {a, b};
-  }
-
   Search(const Problem& pr, Objective o, bool mn, const ExactToggles& t, const Deadline& d)
       : p(pr), obj(o), minimize(mn), tg(t), deadline(d) {}
 
@@ -159,13 +142,6 @@ struct Search {
       if (mino[k] < last || blocked[k] == mino[k]) e += 1;
       for (int s = s0[k]; s < s1[k]; ++s) low[s] = std::min(low[s], e);
     }
-  }
-  bool pack_bound_ok() {
-    if (!tg.section_bound) return true;
-    lowest_per_section(low_);
-    for (int s = 0; s < nsec; ++s)
-      if (rem[s] > 0 && low_[s] + rem[s] > cap) return false;
-    return true;
   }
   std::vector<Offset> low_;
   std::vector<int> cnt_;  // per section: candidates at the current level covering it
@@ -462,18 +438,6 @@ struct Search {
     if (r == R::kFail && tg.memo && failed.size() < 30'000'000) failed.insert(key);
     return r;
   }
-
-  bool liftable_ok() const {
-    if (obj != Objective::kPack) return true;
-    for (int k = 0; k < n; ++k) {
-      if (st[k] != 0 || (mino[k] >= last && blocked[k] != mino[k])) continue;
-      bool any = false;
-      for (int j : adj[k])
-        if (st[j] == 0) { any = true; break; }
-      if (!any) return false;
-    }
-    return true;
-  }
 };
 
 // Splits buffer indices into groups whose lifetimes never cross between groups.
@@ -525,7 +489,7 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
     }
   std::vector<std::vector<int>> parts = t.decompose ? components(p, ids) : std::vector<std::vector<int>>{ids};
   bool all_complete = true;
-  int64_t total = forced_cost, max_h = 0;
+  int64_t total = forced_cost;
   for (const auto& part : parts) {
     if (part.empty()) continue;
     Search s(p, obj, minimize, t, deadline);
@@ -621,7 +585,6 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       }
     }
     if (obj == Objective::kSelect) total += s.best_value;
-    else max_h = std::max(max_h, s.best_value);
   }
   r.found = true;
   r.complete = all_complete;
