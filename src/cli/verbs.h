@@ -11,5 +11,6 @@ void register_layout(CLI::App& app, int& exit_code);
 void register_divide(CLI::App& app, int& exit_code);
 void register_nki(CLI::App& app, int& exit_code);
 void register_schedule(CLI::App& app, int& exit_code);
+void register_alloc(CLI::App& app, int& exit_code);
 
 }  // namespace sp::cli
