@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "scratchplan 0.1.0");
   int exit_code = sp::kExitOk;
   sp::cli::register_evaluate(app, exit_code);
+  sp::cli::register_layout(app, exit_code);
+  sp::cli::register_divide(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

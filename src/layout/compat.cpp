@@ -1,0 +1,107 @@
+#include "layout/compat.h"
+
+namespace sp::layout {
+namespace {
+
+program::TensorId operand_tensor(const program::Op& op, int m) {
+  return m < static_cast<int>(op.inputs.size()) ? op.inputs[m] : op.outputs[m - op.inputs.size()];
+}
+
+std::string var_name(int v) { return v < 0 ? std::string("nothing (sparse)") : "d" + std::to_string(v); }
+
+}  // namespace
+
+int stick_var(const program::Program& p, program::OpId o, int m, const Layout& l) {
+  const int h = stick_host_dim(l);
+  if (h < 0) return -1;
+  const auto& map = p.ops[o].indexing_maps[m];
+  return static_cast<std::size_t>(h) < map.size() ? map[h] : -1;
+}
+
+std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::OpId o, const std::vector<Layout>& layouts) {
+  const program::Op& op = p.ops[o];
+  std::vector<LayoutIssue> out;
+  if (op.ranges.empty()) return out;  // opaque ops impose no layout rule
+  const int nin = static_cast<int>(op.inputs.size());
+  const int nops = nin + static_cast<int>(op.outputs.size());
+  std::vector<int> sv(nops);
+  for (int m = 0; m < nops; ++m) sv[m] = stick_var(p, o, m, layouts[operand_tensor(op, m)]);
+  auto issue = [&](int m, FixKind fix, const std::string& why) {
+    const program::TensorId t = operand_tensor(op, m);
+    out.push_back({o, m, t, fix,
+                   "op '" + op.name + "': " + (fix == FixKind::kRestickify ? "restickify" : "pad") + " '" +
+                       p.tensors[t].name + "': " + why});
+  };
+  const auto is_red = [&](int v) { return v >= 0 && op.iterators[v] == program::IteratorType::kReduction; };
+  if (op.kind == program::OpKind::kMatmul) {
+    const int k = [&] {
+      for (std::size_t v = 0; v < op.iterators.size(); ++v)
+        if (op.iterators[v] == program::IteratorType::kReduction) return static_cast<int>(v);
+      return -1;
+    }();
+    const int n = op.indexing_maps[2].back();
+    if (sv[0] != k) issue(0, FixKind::kRestickify, "matmul A must be sticked on K (d" + std::to_string(k) + "), it is sticked on " + var_name(sv[0]));
+    if (sv[1] != n) issue(1, FixKind::kRestickify, "matmul B must be sticked on N (d" + std::to_string(n) + "), it is sticked on " + var_name(sv[1]));
+    if (sv[2] != n) issue(2, FixKind::kRestickify, "matmul C must be sticked on N (d" + std::to_string(n) + "), it is sticked on " + var_name(sv[2]));
+    // B's K dim must hold whole sticks of A (zero padding so the reduction is not perturbed).
+    const int eps_a = elems_per_stick(layouts[op.inputs[0]].dtype);
+    const Dim kk = op.ranges[k];
+    if (sv[1] == n && kk % eps_a != 0) {
+      const Layout& b = layouts[op.inputs[1]];
+      Dim extent = 0;
+      const auto& bmap = op.indexing_maps[1];
+      for (std::size_t h = 0; h < bmap.size(); ++h)
+        if (bmap[h] == k)
+          for (std::size_t d = 0; d + 1 < b.device_size.size(); ++d)
+            if (b.stride_map[d] == b.host_strides[h] && b.host_size[h] > 1) extent = std::max(extent, b.device_size[d]);
+      const Dim need = (kk + eps_a - 1) / eps_a * eps_a;
+      if (extent < need)
+        issue(1, FixKind::kPadding, "B's K (" + std::to_string(kk) + ") must be padded with zeros to " + std::to_string(need) +
+                                        " (" + std::to_string(need / eps_a) + " sticks of A)");
+    }
+    return out;
+  }
+  // Pointwise and reduction: the reference stick var is the first output's (or the first
+  // operand's) real stick var; a reduction along the stick must write a sparse output.
+  int ref = -1;
+  for (int m = 0; m < nin; ++m)
+    if (sv[m] >= 0) {
+      ref = sv[m];
+      break;
+    }
+  if (op.kind == program::OpKind::kReduction && is_red(ref)) {
+    for (int m = nin; m < nops; ++m)
+      if (sv[m] >= 0)
+        issue(m, FixKind::kRestickify, "the op reduces along the stick dim (" + var_name(ref) +
+                                           "), so its output must be sparse (dim_order ending in -1); it is sticked on " + var_name(sv[m]));
+    for (int m = 0; m < nin; ++m)
+      if (sv[m] >= 0 && sv[m] != ref) issue(m, FixKind::kRestickify, "sticked on " + var_name(sv[m]) + ", the op's stick is " + var_name(ref));
+    return out;
+  }
+  for (int m = nin; m < nops; ++m)
+    if (sv[m] >= 0) {
+      ref = sv[m];
+      break;
+    }
+  for (int m = 0; m < nops; ++m)
+    if (sv[m] >= 0 && sv[m] != ref)
+      issue(m, FixKind::kRestickify, "sticked on " + var_name(sv[m]) + ", the op's output is sticked on " + var_name(ref));
+  return out;
+}
+
+Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p) {
+  std::vector<Layout> layouts;
+  for (const auto& t : p.tensors) {
+    auto l = program::tensor_layout(t);
+    if (!l) return bad_input("tensor '" + t.name + "': " + l.error().message);
+    layouts.push_back(std::move(*l));
+  }
+  std::vector<LayoutIssue> out;
+  for (std::size_t o = 0; o < p.ops.size(); ++o) {
+    auto v = check_op_layouts(p, static_cast<program::OpId>(o), layouts);
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+}  // namespace sp::layout

@@ -1,0 +1,33 @@
+// Layout compatibility per op kind and restickify detection: pointwise ops need one stick
+// variable for all operands; a reduction along the stick dim produces a sparse output; matmul
+// needs A sticked on K, B and C on N, and B's K padded to whole sticks of A. Every operand that
+// breaks a rule is reported as needing a restickify (or padding) before the op.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "layout/layout.h"
+#include "program/program.h"
+
+namespace sp::layout {
+
+enum class FixKind { kRestickify, kPadding };
+
+struct LayoutIssue {
+  program::OpId op = -1;          // the op whose rule is broken
+  int operand = -1;               // operand index (inputs then outputs)
+  program::TensorId tensor = -1;  // the operand's tensor
+  FixKind fix = FixKind::kRestickify;
+  std::string message;            // one line
+};
+
+// The iteration var that indexes the stick dim of operand `m` of op `o`, or -1 (sparse,
+// broadcast or constant).
+int stick_var(const program::Program& p, program::OpId o, int m, const Layout& l);
+
+std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::OpId o, const std::vector<Layout>& layouts);
+// All ops; layouts are program::tensor_layout of every tensor (the program must be finalized).
+Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p);
+
+}  // namespace sp::layout

@@ -1,0 +1,91 @@
+// The tensor program format shared by work division (issue 5) and LX planning (issue 6): named
+// tensors (shape, dtype, optional device layout, graph input/output) and ops in execution order,
+// each with a kind, operands and a linalg.generic-style iteration space (one indexing map per
+// operand naming the iteration variable of every tensor dim; iterator types parallel/reduction).
+// docs/program.md documents the JSON format.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.h"
+#include "core/result.h"
+#include "layout/layout.h"
+
+namespace sp::program {
+
+using layout::Dim;
+using layout::DType;
+using TensorId = int32_t;  // index into Program::tensors
+using OpId = int32_t;      // index into Program::ops
+using VarId = int32_t;     // iteration variable d<i> of an op
+
+inline constexpr VarId kConstZero = -1;  // an indexing-map result that is the constant 0
+
+enum class OpKind {
+  kPointwise,  // elementwise (with broadcasts); every iterator parallel
+  kReduction,  // reduces over its reduction iterators (sum, max, mean, ...)
+  kMatmul,     // C[.., m, n] += A[.., m, k] * B[.., k, n]; exactly one reduction iterator (K)
+  kOpaque,     // not divided across cores (extern kernels: gather, top-k routing, ...)
+};
+enum class IteratorType { kParallel, kReduction };
+
+struct ExplicitLayout {
+  std::vector<Dim> device_size;          // device dims; last = elements per stick
+  std::vector<layout::Stride> stride_map;  // host stride per device dim
+};
+
+struct Tensor {
+  std::string name;                       // unique
+  std::vector<Dim> shape;                 // host sizes, all >= 1
+  DType dtype = DType::kFp16;             // element type
+  std::vector<int> dim_order;             // optional; empty = default layout (-1 last = sparse)
+  std::optional<ExplicitLayout> layout;   // optional explicit device layout (exclusive with dim_order)
+  bool graph_input = false;               // provided by the caller (weights, activations)
+  bool graph_output = false;              // read back by the caller
+};
+
+struct Op {
+  std::string name;                              // unique
+  OpKind kind = OpKind::kPointwise;              // what the op does, for layout rules and division
+  std::string payload;                           // informational: "add", "exp", "sum", ...
+  std::vector<TensorId> inputs;                  // read operands, in order
+  std::vector<TensorId> outputs;                 // written operands
+  std::vector<IteratorType> iterators;           // one per iteration variable d0..d(n-1)
+  std::vector<std::vector<VarId>> indexing_maps; // inputs then outputs: per tensor dim, a var or kConstZero
+  std::vector<Dim> ranges;                       // derived: extent of each iteration variable
+};
+
+struct Program {
+  std::string name;              // free-form
+  std::vector<Tensor> tensors;   // all tensors
+  std::vector<Op> ops;           // in execution order
+  // Derived by finalize():
+  std::vector<OpId> producer;                 // per tensor: the op writing it, or -1
+  std::vector<std::vector<OpId>> consumers;   // per tensor: ops reading it, in order
+};
+
+const char* op_kind_name(OpKind k);
+const char* iterator_name(IteratorType t);
+
+// Checks consistency (names, ranks, maps vs shapes, iterator extents, kind rules, graph I/O)
+// and fills the derived fields. Errors name `source` and the JSON path.
+Status finalize(Program& p, const std::string& source);
+
+Result<Program> program_from_json(const Json& j, const std::string& source);
+Result<Program> read_program(const std::string& path);
+Json program_to_json(const Program& p);
+// The canonical file text: program_to_json laid out one tensor / one op per line, keys in a fixed
+// readable order (the bundled examples are written this way).
+std::string program_to_text(const Program& p);
+
+// The device layout a tensor uses: explicit layout, else its dim_order, else the default layout.
+Result<layout::Layout> tensor_layout(const Tensor& t);
+
+// Parses "(d0, d1, d2) -> (d0, 0, d2)" into results over `num_vars` vars; errors are one line.
+Result<std::vector<VarId>> parse_affine_map(const std::string& text, int* num_vars);
+std::string format_affine_map(const std::vector<VarId>& results, int num_vars);
+
+}  // namespace sp::program
