@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   sp::cli::register_evaluate(app, exit_code);
   sp::cli::register_layout(app, exit_code);
   sp::cli::register_divide(app, exit_code);
+  sp::cli::register_alloc(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -9,5 +9,6 @@ namespace sp::cli {
 void register_evaluate(CLI::App& app, int& exit_code);
 void register_layout(CLI::App& app, int& exit_code);
 void register_divide(CLI::App& app, int& exit_code);
+void register_alloc(CLI::App& app, int& exit_code);
 
 }  // namespace sp::cli

@@ -1,0 +1,606 @@
+// Exact branch-and-bound over canonical solutions (MiniMalloc's lattice): buffers are placed in
+// nondecreasing offset order, each directly at the highest top of the co-live buffers placed
+// before it. Binary branching on the lowest eligible buffer: place it now, or block it at this
+// offset (it must then be lifted by a later co-live buffer, or spilled in selection mode).
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <numeric>
+#include <unordered_set>
+#include <utility>
+
+#include "alloc/solver.h"
+#include "core/deadline.h"
+#include "core/rng.h"
+
+namespace sp::alloc {
+namespace {
+
+struct Search {
+  // ---- instance (only searchable buffers: not forced, not fixed) ----
+  const Problem& p;
+  Objective obj;
+  bool minimize;
+  ExactToggles tg;
+  const Deadline& deadline;
+  std::vector<int> ids;                 // local -> problem index
+  std::vector<Size> size, align;
+  std::vector<Cost> cost;
+  std::vector<int> s0, s1;              // section range [s0, s1)
+  std::vector<std::vector<int>> adj;    // co-live buffers
+  std::vector<int> twin;                // previous identical buffer or -1
+  int n = 0, nsec = 0;
+  Size cap = 0;                         // current capacity (minimize lowers it)
+  // ---- state ----
+  std::vector<Offset> mino, off, blocked;
+  std::vector<int64_t> st;              // 0 unplaced, 1 placed, 2 skipped
+  std::vector<Offset> floor_;           // per section: highest placed top
+  std::vector<Size> rem;                // per section: sum of unplaced sizes
+  Offset last = 0;
+  Cost skipped = 0;
+  int unplaced = 0;
+  std::vector<std::pair<int64_t*, int64_t>> trail;
+  // ---- results ----
+  bool found = false, aborted = false, stop_ok = false;  // stop_ok: stopped because done
+  int64_t best_value = 0;
+  std::vector<Offset> best_off;
+  std::vector<int64_t> best_st;
+  int64_t bound = INT64_MAX;            // only plans with value < bound are recorded
+  int64_t nodes = 0;
+  // Failed states (pack): the remaining problem depends only on the unplaced set, the floors of
+  // the sections they cover, `last` and which buffers are blocked at their current offset, so a
+  // state that failed once fails again, whatever order of placements led to it.
+  struct Key {
+    uint64_t a, b;
+    bool operator==(const Key& o) const { return a == o.a && b == o.b; }
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const { return static_cast<std::size_t>(k.a ^ (k.b * 0x9E3779B97F4A7C15ULL)); }
+  };
+  std::unordered_set<Key, KeyHash> failed;
+  static uint64_t mix(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  Key state_key() const {
+    uint64_t a = mix(static_cast<uint64_t>(last)), b = mix(static_cast<uint64_t>(last) ^ 0x5555);
+    for (int k = 0; k < n; ++k) {
+      if (st[k] != 0) continue;
+      uint64_t v = static_cast<uint64_t>(k) * 2 + (blocked[k] == mino[k] ? 1 : 0);
+      a += mix(v * 0x10001 + 17);
+      b ^= mix(v + 0xABCDEF);
+    }
+    for (int sec = 0; sec < nsec; ++sec) {
+      if (rem[sec] == 0) continue;
+      uint64_t v = (static_cast<uint64_t>(sec) << 40) ^ static_cast<uint64_t>(floor_[sec]);
+      a += mix(v ^ 0x1234567);
+      b += mix(mix(v) + 99);
+    }
+    return {a, b};
+  }
+
+  Search(const Problem& pr, Objective o, bool mn, const ExactToggles& t, const Deadline& d)
+      : p(pr), obj(o), minimize(mn), tg(t), deadline(d) {}
+
+  void set(int64_t& x, int64_t v) {
+    if (x == v) return;
+    trail.push_back({&x, x});
+    x = v;
+  }
+  void set_st(int i, int64_t v) { set(st[i], v); }
+  void undo(std::size_t mark) {
+    while (trail.size() > mark) {
+      *trail.back().first = trail.back().second;
+      trail.pop_back();
+    }
+  }
+
+  void build(const std::vector<int>& sub) {
+    ids = sub;
+    n = static_cast<int>(ids.size());
+    std::vector<Time> times;
+    for (int i : ids) {
+      times.push_back(p.buffers[i].start);
+      times.push_back(p.buffers[i].end);
+    }
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    nsec = std::max<int>(0, static_cast<int>(times.size()) - 1);
+    size.resize(n); align.resize(n); cost.resize(n); s0.resize(n); s1.resize(n); adj.assign(n, {}); twin.assign(n, -1);
+    for (int k = 0; k < n; ++k) {
+      const Buffer& b = p.buffers[ids[k]];
+      size[k] = b.size;
+      align[k] = b.alignment;
+      cost[k] = spill_cost(b);
+      s0[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), b.start) - times.begin());
+      s1[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), b.end) - times.begin());
+    }
+    for (int a = 0; a < n; ++a)
+      for (int c = a + 1; c < n; ++c)
+        if (s0[a] < s1[c] && s0[c] < s1[a]) {
+          adj[a].push_back(c);
+          adj[c].push_back(a);
+        }
+    if (tg.symmetry)
+      for (int a = 0; a < n; ++a)
+        for (int c = a - 1; c >= 0; --c)
+          if (size[c] == size[a] && s0[c] == s0[a] && s1[c] == s1[a] && align[c] == align[a] && cost[c] == cost[a]) {
+            twin[a] = c;
+            break;
+          }
+    mino.assign(n, 0); off.assign(n, kSpilled); blocked.assign(n, -1); st.assign(n, 0);
+    floor_.assign(nsec, 0); rem.assign(nsec, 0);
+    for (int k = 0; k < n; ++k)
+      for (int s = s0[k]; s < s1[k]; ++s) rem[s] += size[k];
+    unplaced = n;
+  }
+
+  int64_t value() const { return obj == Objective::kSelect ? skipped : height(); }
+  Offset height() const {
+    Offset h = 0;
+    for (int k = 0; k < n; ++k)
+      if (st[k] == 1) h = std::max(h, off[k] + size[k]);
+    return h;
+  }
+
+  // Lower bound on the final objective from this node (select), or feasibility (pack).
+  // Lowest offset any unplaced buffer can still take in each section: eligible buffers at
+  // max(min offset, last); blocked or waiting ones strictly above (they must be lifted). The gap
+  // below it is lost, so lowest + remaining sizes must fit under the capacity.
+  void lowest_per_section(std::vector<Offset>& low) const {
+    low.assign(nsec, kUnbounded);
+    for (int k = 0; k < n; ++k) {
+      if (st[k] != 0) continue;
+      Offset e = std::max(mino[k], last);
+      if (mino[k] < last || blocked[k] == mino[k]) e += 1;
+      for (int s = s0[k]; s < s1[k]; ++s) low[s] = std::min(low[s], e);
+    }
+  }
+  bool pack_bound_ok() {
+    if (!tg.section_bound) return true;
+    lowest_per_section(low_);
+    for (int s = 0; s < nsec; ++s)
+      if (rem[s] > 0 && low_[s] + rem[s] > cap) return false;
+    return true;
+  }
+  std::vector<Offset> low_;
+  Cost select_bound() {
+    Cost lb = skipped;
+    if (!tg.section_bound) return lb;
+    lowest_per_section(low_);
+    // Worst section: excess bytes must be spilled, at the cheapest cost per byte (fractional).
+    long double worst = 0;
+    std::vector<int> live;
+    for (int s = 0; s < nsec; ++s) {
+      Size excess = low_[s] + rem[s] - cap;
+      if (rem[s] == 0 || excess <= 0) continue;
+      live.clear();
+      for (int k = 0; k < n; ++k)
+        if (st[k] == 0 && s0[k] <= s && s < s1[k]) live.push_back(k);
+      std::sort(live.begin(), live.end(), [&](int a, int b) {
+        return static_cast<long double>(cost[a]) * size[b] < static_cast<long double>(cost[b]) * size[a];
+      });
+      long double c = 0;
+      for (int k : live) {
+        if (size[k] == 0) continue;
+        Size take = std::min(excess, size[k]);
+        c += static_cast<long double>(cost[k]) * take / size[k];
+        excess -= take;
+        if (excess == 0) break;
+      }
+      worst = std::max(worst, c);
+    }
+    return lb + static_cast<Cost>(std::ceil(static_cast<double>(worst) - 1e-9));
+  }
+
+  void record() {
+    int64_t v = value();
+    if (v >= bound) return;
+    found = true;
+    best_value = v;
+    bound = v;
+    best_off = off;
+    best_st = st;
+    if (obj == Objective::kPack) {
+      if (minimize) {
+        cap = v - 1;  // look for strictly lower heights
+      } else {
+        aborted = true;  // feasibility question answered
+        stop_ok = true;
+      }
+    }
+  }
+
+  int mode = 0;                  // static preorder used to break ties between candidates
+  std::vector<uint64_t> prio;    // mode 4: random priorities (deterministic per attempt)
+  int64_t node_limit = INT64_MAX;  // restart budget for the current attempt
+  bool better(int k, int c) const {
+    switch (mode) {
+      case 1: return size[k] != size[c] ? size[k] > size[c] : s0[k] < s0[c];
+      case 2: return s1[k] - s0[k] != s1[c] - s0[c] ? s1[k] - s0[k] > s1[c] - s0[c] : size[k] > size[c];
+      case 3: return size[k] * (s1[k] - s0[k]) > size[c] * (s1[c] - s0[c]);
+      case 4: return prio[k] > prio[c];
+      default: return s0[k] < s0[c] || (s0[k] == s0[c] && size[k] > size[c]);
+    }
+  }
+  bool eligible(int k) const {
+    if (st[k] != 0 || mino[k] < last || blocked[k] == mino[k]) return false;
+    if (twin[k] >= 0 && st[twin[k]] == 0) return false;
+    return true;
+  }
+
+  bool place(int k) {  // returns false if an inference proves the node dead
+    set(last, mino[k]);
+    set(off[k], mino[k]);
+    set_st(k, 1);
+    --unplaced;
+    Offset top = mino[k] + size[k];
+    if (top > cap) return false;
+    for (int s = s0[k]; s < s1[k]; ++s) {
+      set(rem[s], rem[s] - size[k]);
+      if (top > floor_[s]) set(floor_[s], top);
+    }
+    for (int j : adj[k]) {
+      if (st[j] != 0) continue;
+      Offset m = align_up(std::max(mino[j], top), align[j]);
+      if (m == mino[j]) continue;
+      set(mino[j], m);
+      if (m + size[j] > cap) {
+        if (obj == Objective::kPack) return false;
+        if (!skip(j)) return false;
+      }
+    }
+    return true;
+  }
+  bool skip(int k) {
+    set_st(k, 2);
+    --unplaced;
+    set(skipped, skipped + cost[k]);
+    for (int s = s0[k]; s < s1[k]; ++s) set(rem[s], rem[s] - size[k]);
+    return skipped < bound;
+  }
+
+  void dfs() {
+    if (aborted) return;
+    if ((++nodes & 1023) == 0 && deadline.expired()) {
+      aborted = true;
+      return;
+    }
+    if (obj == Objective::kPack) {
+      if (!pack_bound_ok()) return;
+    } else if (select_bound() >= bound) {
+      return;
+    }
+    // Lowest eligible buffer; ties: earliest start, then larger size.
+    int c = -1;
+    Offset lowest = kUnbounded;
+    for (int k = 0; k < n; ++k) {
+      if (st[k] == 0) lowest = std::min(lowest, mino[k]);
+      if (!eligible(k)) continue;
+      if (c < 0 || mino[k] < mino[c] || (mino[k] == mino[c] && better(k, c))) c = k;
+    }
+    // MiniMalloc's dominance: never place above the lowest offset an unplaced buffer could take.
+    if (tg.dominance && obj == Objective::kPack && c >= 0 && mino[c] > lowest) return;
+    if (c < 0) {
+      if (unplaced == 0) { record(); return; }
+      if (obj == Objective::kPack) return;  // blocked buffers were never lifted
+      std::size_t mark = trail.size();
+      int saved = unplaced;
+      bool ok = true;
+      for (int k = 0; k < n && ok; ++k)
+        if (st[k] == 0) ok = skip(k);
+      if (ok) record();
+      undo(mark);
+      unplaced = saved;
+      return;
+    }
+    const bool memo = tg.memo && obj == Objective::kPack;
+    Key key{};
+    if (memo) {
+      key = state_key();
+      if (failed.count(key)) return;
+    }
+    const bool found_before = found;
+    const Size cap_before = cap;
+    // Dominance: buffers already below `last` must be liftable by an unplaced co-live buffer.
+    std::size_t mark = trail.size();
+    int saved = unplaced;
+    if (place(c)) {
+      dfs();
+    }
+    undo(mark);
+    unplaced = saved;
+    if (aborted) return;
+    set(blocked[c], mino[c]);
+    dfs();
+    undo(mark);
+    unplaced = saved;
+    if (memo && !aborted && found == found_before && cap == cap_before && failed.size() < 30'000'000) failed.insert(key);
+  }
+
+  // ---- pack: feasibility search with dynamic decomposition ----
+  enum class R { kFound, kFail, kAbort };
+
+  Key comp_key(const std::vector<int>& U) const {
+    uint64_t a = mix(static_cast<uint64_t>(last)), b = mix(static_cast<uint64_t>(last) ^ 0x5555);
+    int lo = nsec, hi = 0;
+    for (int k : U) {
+      uint64_t v = static_cast<uint64_t>(k) * 2 + (blocked[k] == mino[k] ? 1 : 0);
+      a += mix(v * 0x10001 + 17);
+      b ^= mix(v + 0xABCDEF);
+      lo = std::min(lo, s0[k]);
+      hi = std::max(hi, s1[k]);
+    }
+    for (int sec = lo; sec < hi; ++sec) {
+      uint64_t v = (static_cast<uint64_t>(sec) << 40) ^ static_cast<uint64_t>(floor_[sec]);
+      a += mix(v ^ 0x1234567);
+      b += mix(mix(v) + 99);
+    }
+    return {a, b};
+  }
+
+  bool comp_bound_ok(const std::vector<int>& U) {
+    if (!tg.section_bound) return true;
+    int lo = nsec, hi = 0;
+    for (int k : U) {
+      lo = std::min(lo, s0[k]);
+      hi = std::max(hi, s1[k]);
+    }
+    for (int sec = lo; sec < hi; ++sec) low_[sec] = kUnbounded;
+    for (int k : U) {
+      Offset e = std::max(mino[k], last);
+      if (mino[k] < last || blocked[k] == mino[k]) e += 1;
+      for (int sec = s0[k]; sec < s1[k]; ++sec) low_[sec] = std::min(low_[sec], e);
+    }
+    for (int sec = lo; sec < hi; ++sec)
+      if (rem[sec] > 0 && low_[sec] + rem[sec] > cap) return false;
+    return true;
+  }
+
+  // Splits U (sorted by s0) into groups no unplaced lifetime crosses.
+  void split(const std::vector<int>& U, std::vector<std::vector<int>>& parts) const {
+    parts.clear();
+    int reach = -1;
+    for (int k : U) {
+      if (parts.empty() || s0[k] >= reach) parts.push_back({});
+      parts.back().push_back(k);
+      reach = std::max(reach, s1[k]);
+    }
+  }
+
+  // Places every buffer of U (sorted by s0). On kFound the placements stay applied (the caller
+  // undoes through the trail); otherwise the state is restored.
+  R dfs_pack(const std::vector<int>& U) {
+    if (U.empty()) return R::kFound;
+    if (++nodes > node_limit || ((nodes & 1023) == 0 && deadline.expired())) return R::kAbort;
+    if (!comp_bound_ok(U)) return R::kFail;
+    int c = -1;
+    Offset lowest = kUnbounded, level = kUnbounded;
+    for (int k : U) {
+      lowest = std::min(lowest, mino[k]);
+      if (eligible(k)) level = std::min(level, mino[k]);
+    }
+    if (level == kUnbounded) return R::kFail;
+    if (tg.dominance && level > lowest) return R::kFail;
+    // Fail first: the candidate whose tightest section has the least slack (a hole that few
+    // buffers can fill), then the static preorder.
+    Size best_slack = kUnbounded;
+    for (int k : U) {
+      if (mino[k] != level || !eligible(k)) continue;
+      Size sl = kUnbounded;
+      if (tg.fail_first && tg.section_bound)
+        for (int sec = s0[k]; sec < s1[k]; ++sec) sl = std::min(sl, cap - low_[sec] - rem[sec]);
+      if (c < 0 || sl < best_slack || (sl == best_slack && better(k, c))) {
+        c = k;
+        best_slack = sl;
+      }
+    }
+    Key key{};
+    if (tg.memo) {
+      key = comp_key(U);
+      if (failed.count(key)) return R::kFail;
+    }
+    std::size_t mark = trail.size();
+    int saved = unplaced;
+    if (place(c)) {
+      std::vector<int> rest;
+      rest.reserve(U.size());
+      for (int k : U)
+        if (k != c) rest.push_back(k);
+      R r = R::kFound;
+      if (tg.decompose) {
+        std::vector<std::vector<int>> parts;
+        split(rest, parts);
+        const Offset at_split = last;
+        for (auto& part : parts) {
+          set(last, at_split);  // parts are independent: each starts from the split's level
+          r = dfs_pack(part);
+          if (r != R::kFound) break;
+        }
+      } else {
+        r = dfs_pack(rest);
+      }
+      if (r == R::kFound) return r;
+      undo(mark);
+      unplaced = saved;
+      if (r == R::kAbort) return r;
+    } else {
+      undo(mark);
+      unplaced = saved;
+    }
+    set(blocked[c], mino[c]);
+    R r = dfs_pack(U);
+    if (r == R::kFound) return r;
+    undo(mark);
+    unplaced = saved;
+    if (r == R::kFail && tg.memo && failed.size() < 30'000'000) failed.insert(key);
+    return r;
+  }
+
+  bool liftable_ok() const {
+    if (obj != Objective::kPack) return true;
+    for (int k = 0; k < n; ++k) {
+      if (st[k] != 0 || (mino[k] >= last && blocked[k] != mino[k])) continue;
+      bool any = false;
+      for (int j : adj[k])
+        if (st[j] == 0) { any = true; break; }
+      if (!any) return false;
+    }
+    return true;
+  }
+};
+
+// Splits buffer indices into groups whose lifetimes never cross between groups.
+std::vector<std::vector<int>> components(const Problem& p, const std::vector<int>& ids) {
+  std::vector<int> order = ids;
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return p.buffers[a].start < p.buffers[b].start; });
+  std::vector<std::vector<int>> out;
+  Time reach = 0;
+  for (int i : order) {
+    if (out.empty() || p.buffers[i].start >= reach) out.push_back({});
+    out.back().push_back(i);
+    reach = std::max(reach, p.buffers[i].end);
+  }
+  return out;
+}
+
+}  // namespace
+
+ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
+                         const Placement* incumbent) {
+  Deadline deadline(seconds);
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  ExactResult r;
+  r.placement.offsets.assign(n, kSpilled);
+  r.placement.spill_reasons.assign(n, "");
+  std::vector<int> ids;
+  Cost forced_cost = 0;
+  for (int i = 0; i < n; ++i) {
+    const Buffer& b = bs[i];
+    if (!b.residency_reason.empty()) {
+      r.placement.spill_reasons[i] = b.residency_reason;
+      forced_cost += spill_cost(b);
+    } else if (b.fixed_offset != kNoFixedOffset) {
+      r.placement.offsets[i] = b.fixed_offset;
+    } else if (b.size == 0) {
+      r.placement.offsets[i] = 0;
+    } else if (b.size > p.capacity) {
+      if (obj == Objective::kPack) { r.complete = true; return r; }  // cannot fit at all
+      r.placement.spill_reasons[i] = "larger than capacity " + std::to_string(p.capacity);
+      forced_cost += spill_cost(b);
+    } else {
+      ids.push_back(i);
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    if (bs[i].fixed_offset != kNoFixedOffset && bs[i].residency_reason.empty() && !ids.empty()) {
+      return r;  // fixed offsets break the canonical lattice: not handled by this solver
+    }
+  std::vector<std::vector<int>> parts = t.decompose ? components(p, ids) : std::vector<std::vector<int>>{ids};
+  bool all_complete = true;
+  int64_t total = forced_cost, max_h = 0;
+  for (const auto& part : parts) {
+    if (part.empty()) continue;
+    Search s(p, obj, minimize, t, deadline);
+    s.build(part);
+    s.cap = p.capacity;
+    if (incumbent && minimize && obj == Objective::kPack) {
+      Size h = 0;  // incumbent height on this part bounds the search
+      for (int i : part) h = std::max(h, incumbent->offsets[i] + bs[i].size);
+      if (h <= p.capacity) s.cap = h;  // find <= h first so the part always yields a plan
+    }
+    Cost inc_cost = 0;
+    bool use_inc = incumbent && obj == Objective::kSelect;
+    if (use_inc) {
+      for (int i : part)
+        if (incumbent->offsets[i] == kSpilled) inc_cost += spill_cost(bs[i]);
+      s.bound = inc_cost + 1;  // the incumbent's plan for this part is recorded if nothing beats it
+    }
+    if (obj == Objective::kPack) {
+      // Feasibility at s.cap; minimize restarts with cap = height - 1 until it fails.
+      std::vector<int> all(s.n);
+      std::iota(all.begin(), all.end(), 0);
+      std::sort(all.begin(), all.end(), [&](int a, int b) { return s.s0[a] < s.s0[b]; });
+      s.low_.assign(s.nsec, kUnbounded);
+      // Restarts: static preorders tried round-robin with a node budget doubling every round
+      // (MiniMalloc's portfolio of orders); failed states stay valid across restarts.
+      const int kModes[] = {0, 3, 1, 2};
+      int64_t budget = t.restarts ? 2000 : INT64_MAX;
+      const double grow = 1.5;
+      const int every = 8;
+      int attempt = 0;
+      while (true) {
+        std::size_t mark = s.trail.size();
+        s.mode = attempt < 4 ? kModes[attempt] : 4;
+        if (s.mode == 4) {
+          Rng rng(0x5EED + static_cast<uint64_t>(attempt));
+          s.prio.resize(s.n);
+          for (int k = 0; k < s.n; ++k)  // random order biased to large areas
+            s.prio[k] = static_cast<uint64_t>(static_cast<double>(s.size[k] * (s.s1[k] - s.s0[k])) * (0.5 + rng.uniform()));
+        }
+        s.node_limit = budget == INT64_MAX ? INT64_MAX : s.nodes + budget;
+        auto res = s.dfs_pack(all);
+        if (res == Search::R::kFound) {
+          s.found = true;
+          s.best_off = s.off;
+          s.best_st = s.st;
+          s.best_value = s.height();
+          s.undo(mark);
+          s.unplaced = s.n;
+          if (!minimize) { s.stop_ok = true; s.aborted = true; break; }
+          s.failed.clear();  // failures were recorded under a larger capacity: still valid, but
+                             // the table can be large; keep memory flat
+          s.cap = s.best_value - 1;
+          continue;
+        }
+        s.undo(mark);
+        s.unplaced = s.n;
+        if (res == Search::R::kAbort && !deadline.expired()) {
+          ++attempt;
+          if (attempt % every == 0 && budget < INT64_MAX / 4) budget = static_cast<int64_t>(budget * grow);
+          continue;
+        }
+        s.aborted = res == Search::R::kAbort;
+        break;
+      }
+    } else {
+      s.dfs();
+    }
+    r.nodes += s.nodes;
+    const bool part_complete = !s.aborted || s.stop_ok;
+    if (!part_complete) all_complete = false;
+    if (!s.found) {
+      if (obj == Objective::kPack) {
+        r.complete = part_complete;  // complete + not found = infeasible
+        return r;
+      }
+      if (!use_inc) return r;
+      for (int i : part) {  // nothing beat the incumbent on this part: keep its plan
+        r.placement.offsets[i] = incumbent->offsets[i];
+        r.placement.spill_reasons[i] = incumbent->offsets[i] == kSpilled ? "spilled by exact selection" : "";
+      }
+      total += inc_cost;
+      continue;
+    }
+    for (int k = 0; k < s.n; ++k) {
+      int i = s.ids[k];
+      if (s.best_st[k] == 1) {
+        r.placement.offsets[i] = s.best_off[k];
+      } else {
+        r.placement.offsets[i] = kSpilled;
+        r.placement.spill_reasons[i] = "spilled by exact selection";
+      }
+    }
+    if (obj == Objective::kSelect) total += s.best_value;
+    else max_h = std::max(max_h, s.best_value);
+  }
+  r.found = true;
+  r.complete = all_complete;
+  r.value = obj == Objective::kSelect ? total : height(p, r.placement);
+  return r;
+}
+
+}  // namespace sp::alloc

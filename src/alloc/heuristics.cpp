@@ -1,0 +1,412 @@
+// Heuristic placers: torch-spyre's greedy / first-fit / best-fit, TFLite's greedy-by-size, the
+// bucketed sweep for very large instances, and the first-fit decoder used by annealing.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+#include "alloc/solver.h"
+
+namespace sp::alloc {
+namespace {
+
+struct Span {
+  Offset lo, hi;  // [lo, hi)
+};
+
+std::string no_room(Size capacity) { return "no room on scratchpad (capacity " + std::to_string(capacity) + ")"; }
+
+Placement empty_placement(const Problem& p) {
+  Placement pl;
+  pl.offsets.assign(p.buffers.size(), kSpilled);
+  pl.spill_reasons.assign(p.buffers.size(), "");
+  return pl;
+}
+
+// Spills forced buffers; returns false for those (callers skip them).
+bool placeable(const Problem& p, Placement& pl, int i) {
+  const Buffer& b = p.buffers[i];
+  if (!b.residency_reason.empty()) {
+    pl.spill_reasons[i] = b.residency_reason;
+    return false;
+  }
+  return true;
+}
+
+// Sorts and merges occupied spans.
+void merge_spans(std::vector<Span>& s) {
+  std::sort(s.begin(), s.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+  std::size_t w = 0;
+  for (std::size_t r = 0; r < s.size(); ++r) {
+    if (s[r].hi <= s[r].lo) continue;
+    if (w > 0 && s[r].lo <= s[w - 1].hi) s[w - 1].hi = std::max(s[w - 1].hi, s[r].hi);
+    else s[w++] = s[r];
+  }
+  s.resize(w);
+}
+
+// Lowest aligned offset in [0, capacity) where [o, o+size) avoids the merged spans; -1 if none.
+Offset lowest_fit(const std::vector<Span>& merged, Size size, Size align, Size capacity) {
+  Offset cur = 0;
+  for (const Span& s : merged) {
+    Offset o = align_up(cur, align);
+    if (o + size <= s.lo) break;
+    cur = std::max(cur, s.hi);
+  }
+  Offset o = align_up(cur, align);
+  // cur may still be below a later span start when the loop broke early; recheck is implicit.
+  return o + size <= capacity ? o : -1;
+}
+
+// Free gaps [lo, hi) of [0, capacity) outside merged spans (hi may be capacity).
+std::vector<Span> free_gaps(const std::vector<Span>& merged, Size capacity) {
+  std::vector<Span> g;
+  Offset cur = 0;
+  for (const Span& s : merged) {
+    if (s.lo > cur) g.push_back({cur, std::min(s.lo, capacity)});
+    cur = std::max(cur, s.hi);
+    if (cur >= capacity) break;
+  }
+  if (cur < capacity) g.push_back({cur, capacity});
+  return g;
+}
+
+// Pre-places buffers with fixed offsets; returns their indices.
+std::vector<int> place_fixed(const Problem& p, Placement& pl) {
+  std::vector<int> f;
+  for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i)
+    if (p.buffers[i].fixed_offset != kNoFixedOffset && p.buffers[i].residency_reason.empty()) {
+      pl.offsets[i] = p.buffers[i].fixed_offset;
+      f.push_back(i);
+    }
+  return f;
+}
+
+// Bucketed time index over placed buffers: query returns placed buffers overlapping [s, e).
+class TimeIndex {
+ public:
+  TimeIndex(const Problem& p) : p_(p), stamp_(p.buffers.size(), 0) {
+    if (p.buffers.empty()) return;
+    t0_ = p.buffers[0].start;
+    Time t1 = p.buffers[0].end;
+    double total = 0;
+    for (const Buffer& b : p.buffers) {
+      t0_ = std::min(t0_, b.start);
+      t1 = std::max(t1, b.end);
+      total += static_cast<double>(b.end - b.start);
+    }
+    // Bucket width ~ the mean lifetime keeps both per-bucket lists and buckets per buffer small.
+    width_ = std::max<Time>(1, static_cast<Time>(total / static_cast<double>(p.buffers.size())));
+    buckets_.resize(static_cast<std::size_t>((t1 - t0_) / width_ + 1));
+  }
+  void add(int i) {
+    const Buffer& b = p_.buffers[i];
+    for (Time k = (b.start - t0_) / width_; k <= (b.end - 1 - t0_) / width_; ++k) buckets_[k].push_back(i);
+  }
+  template <class F>
+  void for_each_overlap(int i, F&& f) {
+    const Buffer& b = p_.buffers[i];
+    ++cur_;
+    for (Time k = (b.start - t0_) / width_; k <= (b.end - 1 - t0_) / width_; ++k)
+      for (int j : buckets_[k]) {
+        if (stamp_[j] == cur_) continue;
+        stamp_[j] = cur_;
+        if (lifetimes_overlap(b, p_.buffers[j])) f(j);
+      }
+  }
+
+ private:
+  const Problem& p_;
+  std::vector<uint32_t> stamp_;
+  uint32_t cur_ = 0;
+  Time t0_ = 0, width_ = 1;
+  std::vector<std::vector<int>> buckets_;
+};
+
+}  // namespace
+
+Placement place_greedy(const Problem& p, Size capacity) {
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  Placement pl = empty_placement(p);
+  std::vector<int> fixed = place_fixed(p, pl);
+  // Events: at each time, deallocations first, then allocations in input order.
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bs[a].start < bs[b].start; });
+  std::vector<int> in_use;  // placed, live buffers
+  std::vector<char> handed_off(n, 0);
+  for (int i : order) {
+    const Buffer& b = bs[i];
+    if (b.fixed_offset != kNoFixedOffset) {
+      if (!placeable(p, pl, i)) continue;
+      in_use.push_back(i);
+      continue;
+    }
+    in_use.erase(std::remove_if(in_use.begin(), in_use.end(), [&](int j) { return bs[j].end <= b.start; }), in_use.end());
+    if (!placeable(p, pl, i)) continue;
+    // 1. in-place reuse of a live parent's slot
+    bool done = false;
+    for (int q : b.in_place_parents) {
+      if (pl.offsets[q] == kSpilled || handed_off[q] || bs[q].end <= b.start || b.size > bs[q].size) continue;
+      if (std::find(in_use.begin(), in_use.end(), q) == in_use.end()) continue;
+      pl.offsets[i] = pl.offsets[q];
+      handed_off[q] = 1;
+      in_use.push_back(i);
+      done = true;
+      break;
+    }
+    if (done) continue;
+    // 2. free-block search: address 0, above the high-water mark, then the first gap.
+    std::vector<Span> used;
+    for (int j : in_use) used.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
+    for (int j : fixed)
+      if (j != i && lifetimes_overlap(b, bs[j])) used.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
+    merge_spans(used);
+    Offset at = -1;
+    if (used.empty() || used.front().lo >= b.size) {
+      at = 0;
+    } else {
+      Offset top = align_up(used.back().hi, b.alignment);
+      if (top + b.size <= capacity) {
+        at = top;
+      } else {
+        for (std::size_t k = 0; k + 1 < used.size(); ++k) {
+          Offset o = align_up(used[k].hi, b.alignment);
+          if (o + b.size <= used[k + 1].lo) { at = o; break; }
+        }
+      }
+    }
+    if (at >= 0 && at + b.size <= capacity) {
+      pl.offsets[i] = at;
+      in_use.push_back(i);
+    } else {
+      pl.spill_reasons[i] = no_room(capacity);
+    }
+  }
+  return pl;
+}
+
+std::vector<int> first_fit_order(const Problem& p) {
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  std::vector<char> is_parent(n, 0);
+  for (const Buffer& b : bs)
+    for (int q : b.in_place_parents) is_parent[q] = 1;
+  std::vector<double> key(n);
+  for (int i = 0; i < n; ++i) {
+    const Buffer& b = bs[i];
+    double span = static_cast<double>(b.end - b.start);
+    double uses = b.reads + (b.produced_on_chip ? 1 : 0);
+    key[i] = (span - 0.25 * !b.in_place_parents.empty() - 0.25 * is_parent[i]) / (uses + 0.5 * b.produced_on_chip);
+  }
+  std::vector<int> sorted(n);
+  std::iota(sorted.begin(), sorted.end(), 0);
+  std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
+    return std::make_pair(key[a], bs[a].end - bs[a].start) < std::make_pair(key[b], bs[b].end - bs[b].start);
+  });
+  // Kahn's algorithm over in-place edges (parent before child), ties by position in `sorted`.
+  std::vector<int> pos(n), indeg(n, 0);
+  for (int k = 0; k < n; ++k) pos[sorted[k]] = k;
+  std::vector<std::vector<int>> kids(n);
+  for (int c = 0; c < n; ++c)
+    for (int q : bs[c].in_place_parents) {
+      kids[q].push_back(c);
+      ++indeg[c];
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (indeg[i] == 0) ready.push(pos[i]);
+  std::vector<int> out;
+  out.reserve(n);
+  while (!ready.empty()) {
+    int v = sorted[ready.top()];
+    ready.pop();
+    out.push_back(v);
+    for (int c : kids[v])
+      if (--indeg[c] == 0) ready.push(pos[c]);
+  }
+  return out;
+}
+
+Placement place_first_fit(const Problem& p, Size capacity, bool best_fit) {
+  const auto& bs = p.buffers;
+  Placement pl = empty_placement(p);
+  std::vector<int> placed = place_fixed(p, pl);
+  std::vector<int> taken(bs.size(), 0);  // parent slot already handed to a child
+  for (int i : first_fit_order(p)) {
+    const Buffer& b = bs[i];
+    if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
+    auto spans_except = [&](int skip) {
+      std::vector<Span> s;
+      for (int j : placed)
+        if (j != skip && lifetimes_overlap(b, bs[j]) && bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
+      merge_spans(s);
+      return s;
+    };
+    Offset at = -1;
+    for (int q : b.in_place_parents) {  // try the parent's exact address first
+      if (pl.offsets[q] == kSpilled || taken[q] || b.size > bs[q].size || bs[q].end != b.start + 1) continue;
+      Offset o = pl.offsets[q];
+      if (o % b.alignment != 0 || o + b.size > capacity) continue;
+      bool free = true;
+      for (const Span& s : spans_except(q))
+        if (s.lo < o + b.size && o < s.hi) { free = false; break; }
+      if (free) { at = o; taken[q] = 1; break; }
+    }
+    if (at < 0) {
+      std::vector<Span> gaps = free_gaps(spans_except(-1), capacity);
+      Offset best_waste = -1;
+      for (const Span& g : gaps) {
+        Offset o = align_up(g.lo, b.alignment);
+        if (o + b.size > g.hi) continue;
+        Offset waste = g.hi - o - b.size;
+        if (!best_fit) { at = o; break; }
+        if (best_waste < 0 || waste < best_waste) { best_waste = waste; at = o; }
+      }
+    }
+    if (at >= 0) {
+      pl.offsets[i] = at;
+      placed.push_back(i);
+    } else {
+      pl.spill_reasons[i] = no_room(capacity);
+    }
+  }
+  return pl;
+}
+
+Placement place_greedy_by_size(const Problem& p, Size capacity) {
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  Placement pl = empty_placement(p);
+  std::vector<int> placed = place_fixed(p, pl);
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::make_tuple(-bs[a].size, -(bs[a].end - bs[a].start)) < std::make_tuple(-bs[b].size, -(bs[b].end - bs[b].start));
+  });
+  for (int i : order) {
+    const Buffer& b = bs[i];
+    if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
+    std::vector<Span> s;
+    for (int j : placed)
+      if (lifetimes_overlap(b, bs[j]) && bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
+    merge_spans(s);
+    // Best-fitting gap between placed spans, else on top of the highest.
+    Offset at = -1, best = -1, cur = 0;
+    for (const Span& sp : s) {
+      Offset o = align_up(cur, b.alignment);
+      if (o + b.size <= sp.lo && (best < 0 || sp.lo - o - b.size < best)) { best = sp.lo - o - b.size; at = o; }
+      cur = std::max(cur, sp.hi);
+    }
+    if (at < 0) at = align_up(cur, b.alignment);
+    if (at + b.size <= capacity) {
+      pl.offsets[i] = at;
+      placed.push_back(i);
+    } else {
+      pl.spill_reasons[i] = no_room(capacity);
+    }
+  }
+  return pl;
+}
+
+Placement place_sweep(const Problem& p, Size capacity) {
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  Placement pl = empty_placement(p);
+  TimeIndex index(p);
+  for (int i : place_fixed(p, pl)) index.add(i);
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (bs[a].size != bs[b].size) return bs[a].size > bs[b].size;
+    if (bs[a].end - bs[a].start != bs[b].end - bs[b].start) return bs[a].end - bs[a].start > bs[b].end - bs[b].start;
+    return a < b;
+  });
+  std::vector<Span> s;
+  for (int i : order) {
+    const Buffer& b = bs[i];
+    if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
+    s.clear();
+    index.for_each_overlap(i, [&](int j) {
+      if (bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
+    });
+    merge_spans(s);
+    Offset at = lowest_fit(s, b.size, b.alignment, capacity);
+    if (at >= 0) {
+      pl.offsets[i] = at;
+      index.add(i);
+    } else {
+      pl.spill_reasons[i] = no_room(capacity);
+    }
+  }
+  return pl;
+}
+
+Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order) {
+  const auto& bs = p.buffers;
+  Placement pl = empty_placement(p);
+  std::vector<int> placed = place_fixed(p, pl);
+  std::vector<Span> s;
+  for (int i : order) {
+    const Buffer& b = bs[i];
+    if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
+    s.clear();
+    for (int j : placed)
+      if (lifetimes_overlap(b, bs[j]) && bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
+    merge_spans(s);
+    Offset at = lowest_fit(s, b.size, b.alignment, capacity);
+    if (at >= 0) {
+      pl.offsets[i] = at;
+      placed.push_back(i);
+    } else {
+      pl.spill_reasons[i] = no_room(capacity);
+    }
+  }
+  return pl;
+}
+
+Cost selection_lower_bound(const Problem& p) {
+  const auto& bs = p.buffers;
+  Cost forced = 0;
+  std::vector<int> cand;
+  for (int i = 0; i < static_cast<int>(bs.size()); ++i) {
+    if (!bs[i].residency_reason.empty() || bs[i].size > p.capacity) forced += spill_cost(bs[i]);
+    else cand.push_back(i);
+  }
+  // Per event time: the live load above capacity must be removed; the cheapest fractional removal
+  // (by cost per byte) is a valid bound for that instant. Take the max over instants.
+  std::vector<Time> times;
+  for (int i : cand) times.push_back(bs[i].start);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  std::vector<int> by_ratio = cand;
+  std::sort(by_ratio.begin(), by_ratio.end(), [&](int a, int b) {
+    // cost_a/size_a < cost_b/size_b, zero sizes last
+    return static_cast<long double>(spill_cost(bs[a])) * bs[b].size < static_cast<long double>(spill_cost(bs[b])) * bs[a].size;
+  });
+  long double best = 0;
+  if (times.size() * by_ratio.size() <= 50'000'000ULL) {
+    for (Time t : times) {
+      Size load = 0;
+      for (int i : cand)
+        if (bs[i].start <= t && t < bs[i].end) load += bs[i].size;
+      Size excess = load - p.capacity;
+      if (excess <= 0) continue;
+      long double c = 0;
+      for (int i : by_ratio) {
+        if (!(bs[i].start <= t && t < bs[i].end) || bs[i].size == 0) continue;
+        Size take = std::min(excess, bs[i].size);
+        c += static_cast<long double>(spill_cost(bs[i])) * take / bs[i].size;
+        excess -= take;
+        if (excess == 0) break;
+      }
+      best = std::max(best, c);
+    }
+  }
+  return forced + static_cast<Cost>(std::ceil(best - 1e-9L));
+}
+
+}  // namespace sp::alloc

@@ -1,0 +1,29 @@
+// Reading and writing allocation problems and plans: MiniMalloc CSV (id,lower,upper,size[,offset])
+// and JSON (alignment, in-place parents, spill costs, torch-spyre `uses`). See docs/alloc.md.
+#pragma once
+
+#include <string>
+
+#include "alloc/problem.h"
+#include "alloc/solver.h"
+#include "core/json_reader.h"
+
+namespace sp::alloc {
+
+// CSV text -> problem (capacity left kUnbounded). Errors name source and line.
+Result<Problem> problem_from_csv(const std::string& text, const std::string& source);
+// JSON value -> problem. Errors name source and JSON path.
+Result<Problem> problem_from_json(const Json& j, const std::string& source);
+// Reads a file; the format follows the extension (.csv, else JSON).
+Result<Problem> read_problem(const std::string& path);
+
+// Plan as MiniMalloc CSV (offset column; empty offset = spilled).
+std::string plan_to_csv(const Problem& p, const Placement& pl);
+// Plan and result summary as JSON.
+Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& o);
+// Problem back to JSON (round trip for tests and fuzzing).
+Json problem_to_json(const Problem& p);
+// SVG picture: address x time rectangles, one colour per buffer, spilled ones listed.
+std::string plan_to_svg(const Problem& p, const Placement& pl, const std::string& title);
+
+}  // namespace sp::alloc

@@ -1,0 +1,127 @@
+#include "alloc/problem.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace sp::alloc {
+
+Cost default_spill_cost(const Buffer& b) {
+  // reads_served = read_count - [first use is a read]; the producing write also costs a transfer.
+  int reads_served = b.produced_on_chip ? b.reads : std::max(0, b.reads - 1);
+  return static_cast<Cost>(reads_served + (b.produced_on_chip ? 1 : 0)) * b.size;
+}
+
+Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Time>& uses, bool first_use_is_read,
+                                Time end_override) {
+  if (uses.empty()) return bad_input("buffer '" + id + "': uses must not be empty");
+  for (std::size_t i = 1; i < uses.size(); ++i)
+    if (uses[i] <= uses[i - 1]) return bad_input("buffer '" + id + "': uses must be strictly increasing");
+  if (end_override >= 0 && end_override < uses.back() + 1)
+    return bad_input("buffer '" + id + "': lifetime_end_override is below uses[-1]+1");
+  Buffer b;
+  b.id = std::move(id);
+  b.size = size;
+  b.start = uses.front();
+  b.end = std::max(uses.back() + 1, end_override);
+  b.produced_on_chip = !first_use_is_read;
+  b.reads = static_cast<int>(uses.size()) - (first_use_is_read ? 0 : 1);
+  return b;
+}
+
+Status check_problem(const Problem& p) {
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  if (p.capacity < 0) return bad_input("capacity must be >= 0");
+  std::map<std::string, int> names;
+  for (int i = 0; i < n; ++i) {
+    const Buffer& b = bs[i];
+    const std::string who = "buffer '" + b.id + "'";
+    if (!names.emplace(b.id, i).second) return bad_input(who + ": duplicate id");
+    if (b.size < 0) return bad_input(who + ": negative size " + std::to_string(b.size));
+    if (b.end <= b.start) return bad_input(who + ": end " + std::to_string(b.end) + " <= start " + std::to_string(b.start));
+    if (b.alignment <= 0) return bad_input(who + ": alignment must be positive");
+    if (b.fixed_offset != kNoFixedOffset && (b.fixed_offset < 0 || b.fixed_offset % b.alignment != 0))
+      return bad_input(who + ": fixed offset " + std::to_string(b.fixed_offset) + " is negative or not aligned");
+    for (int q : b.in_place_parents) {
+      if (q < 0 || q >= n) return bad_input(who + ": in-place parent does not exist");
+      if (q == i) return bad_input(who + ": is its own in-place parent");
+      const Buffer& par = bs[q];
+      if (par.end != b.start + 1)
+        return bad_input(who + ": in-place parent '" + par.id + "' must end at child.start+1 (ends " +
+                         std::to_string(par.end) + ", child starts " + std::to_string(b.start) + ")");
+      if (par.produced_on_chip && par.reads < 1)
+        return bad_input(who + ": in-place parent '" + par.id + "' is a computed buffer that is never read");
+      if (b.size > par.size)
+        return bad_input(who + ": larger than its in-place parent '" + par.id + "'");
+    }
+  }
+  // Parent edges go from an earlier end to a later start, so a cycle is impossible once the
+  // end == start+1 rule holds (parent.start < parent.end = child.start+1 <= child.end); still,
+  // parents with start >= child start and a zero-length overlap could loop, so check directly.
+  std::vector<int> state(n, 0);
+  for (int s = 0; s < n; ++s) {
+    if (state[s]) continue;
+    std::vector<std::pair<int, std::size_t>> stack{{s, 0}};
+    state[s] = 1;
+    while (!stack.empty()) {
+      auto& [v, k] = stack.back();
+      if (k < bs[v].in_place_parents.size()) {
+        int w = bs[v].in_place_parents[k++];
+        if (state[w] == 1) return bad_input("buffer '" + bs[v].id + "': in-place parents form a cycle");
+        if (state[w] == 0) {
+          state[w] = 1;
+          stack.push_back({w, 0});
+        }
+      } else {
+        state[v] = 2;
+        stack.pop_back();
+      }
+    }
+  }
+  // Fixed offsets must not collide with each other (in time and space).
+  std::vector<int> fixed;
+  for (int i = 0; i < n; ++i)
+    if (bs[i].fixed_offset != kNoFixedOffset) fixed.push_back(i);
+  std::sort(fixed.begin(), fixed.end(), [&](int a, int b) { return bs[a].start < bs[b].start; });
+  for (std::size_t a = 0; a < fixed.size(); ++a)
+    for (std::size_t c = a + 1; c < fixed.size() && bs[fixed[c]].start < bs[fixed[a]].end; ++c) {
+      const Buffer& x = bs[fixed[a]];
+      const Buffer& y = bs[fixed[c]];
+      if (x.size > 0 && y.size > 0 && x.fixed_offset < y.fixed_offset + y.size && y.fixed_offset < x.fixed_offset + x.size)
+        return bad_input("fixed offsets of '" + x.id + "' and '" + y.id + "' collide");
+    }
+  return ok_status();
+}
+
+Size max_load(const Problem& p) {
+  std::vector<std::pair<Time, Size>> ev;
+  ev.reserve(p.buffers.size() * 2);
+  for (const Buffer& b : p.buffers) {
+    ev.push_back({b.start, b.size});
+    ev.push_back({b.end, -b.size});
+  }
+  std::sort(ev.begin(), ev.end());  // at equal times the negative (ending) deltas come first
+  Size cur = 0, best = 0;
+  for (auto& [t, d] : ev) {
+    cur += d;
+    best = std::max(best, cur);
+  }
+  return best;
+}
+
+Size height(const Problem& p, const Placement& pl) {
+  Size h = 0;
+  for (std::size_t i = 0; i < p.buffers.size() && i < pl.offsets.size(); ++i)
+    if (pl.offsets[i] != kSpilled) h = std::max(h, pl.offsets[i] + p.buffers[i].size);
+  return h;
+}
+
+Cost spilled_cost(const Problem& p, const Placement& pl) {
+  Cost c = 0;
+  for (std::size_t i = 0; i < p.buffers.size() && i < pl.offsets.size(); ++i)
+    if (pl.offsets[i] == kSpilled) c += spill_cost(p.buffers[i]);
+  return c;
+}
+
+}  // namespace sp::alloc

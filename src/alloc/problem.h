@@ -1,0 +1,74 @@
+// Buffer allocation model: buffers with half-open lifetimes that must get non-overlapping
+// addresses in a scratchpad (packing), or a subset of them must (selection at fixed capacity).
+// Used by the alloc CLI verb and, as a library, by the LX and NKI planners (see docs/alloc.md).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace sp::alloc {
+
+using Offset = int64_t;  // byte address in the scratchpad
+using Size = int64_t;    // bytes
+using Time = int64_t;    // op index / tick
+using Cost = int64_t;    // spill cost (bytes of slow-memory traffic)
+
+inline constexpr Offset kSpilled = -1;  // Placement::offsets value of a buffer left off chip
+inline constexpr Offset kNoFixedOffset = -1;
+inline constexpr Size kUnbounded = std::numeric_limits<Size>::max() / 4;  // "no capacity" for pack-min
+
+struct Buffer {
+  std::string id;                      // unique name
+  Size size = 0;                       // bytes, >= 0
+  Time start = 0;                      // first tick live (inclusive)
+  Time end = 1;                        // first tick no longer live (exclusive), > start
+  Size alignment = 1;                  // offset must be a multiple of this (> 0)
+  Offset fixed_offset = kNoFixedOffset;  // pinned address, or kNoFixedOffset
+  std::vector<int> in_place_parents;   // indices of buffers whose slot this one may take at hand-off
+  int reads = 1;                       // reads served from the scratchpad if resident
+  bool produced_on_chip = true;        // first use is the producing write (not a graph-input read)
+  Cost spill_cost = -1;                // cost when spilled; -1 = default rule (see default_spill_cost)
+  std::string residency_reason;        // non-empty: must be spilled (forced exclusion), with this reason
+};
+
+struct Problem {
+  std::vector<Buffer> buffers;  // indices are buffer handles everywhere
+  Size capacity = kUnbounded;   // addresses must lie in [0, capacity)
+};
+
+// Result of a solver: an offset per buffer (kSpilled if not resident).
+struct Placement {
+  std::vector<Offset> offsets;             // one per buffer
+  std::vector<std::string> spill_reasons;  // one per buffer; empty when placed
+};
+
+// torch-spyre's rule: (reads served + [produced on chip]) x size; an explicit spill_cost wins.
+Cost default_spill_cost(const Buffer& b);
+inline Cost spill_cost(const Buffer& b) { return b.spill_cost >= 0 ? b.spill_cost : default_spill_cost(b); }
+
+// Builds a buffer from torch-spyre uses (strictly increasing op indices). end = max(uses.back()+1,
+// end_override); reads = len(uses) - [!first_use_is_read]. Fails on empty/non-increasing uses.
+Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Time>& uses, bool first_use_is_read,
+                                Time end_override = -1);
+
+// Structural checks (sizes, lifetimes, alignment > 0, parents exist, no parent cycles, fixed
+// offsets aligned and not colliding) plus torch-spyre's in-place rules (parent.end == child.start+1,
+// parent read after write or first use a read, child.size <= parent.size). One-line bad_input errors.
+Status check_problem(const Problem& p);
+
+// Max-load lower bound: the largest total size live at one instant (alignment ignored).
+Size max_load(const Problem& p);
+// True when a and b are live at a common tick.
+inline bool lifetimes_overlap(const Buffer& a, const Buffer& b) { return a.start < b.end && b.start < a.end; }
+// Highest offset+size over placed buffers (0 if none).
+Size height(const Problem& p, const Placement& pl);
+// Sum of spill costs of spilled buffers.
+Cost spilled_cost(const Problem& p, const Placement& pl);
+// Rounds x up to a multiple of a (a > 0).
+inline Offset align_up(Offset x, Size a) { return a <= 1 ? x : (x + a - 1) / a * a; }
+
+}  // namespace sp::alloc

@@ -1,0 +1,269 @@
+// solve(): problem checks, solver dispatch, the annealing search, the `auto` portfolio, and the
+// final independent validation of whatever is returned.
+#include "alloc/solver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <numeric>
+#include <thread>
+
+#include "alloc/validator.h"
+#include "core/deadline.h"
+#include "core/rng.h"
+
+namespace sp::alloc {
+
+Result<SolverKind> parse_solver_kind(const std::string& name) {
+  static const std::pair<const char*, SolverKind> kNames[] = {
+      {"greedy", SolverKind::kGreedy},         {"firstfit", SolverKind::kFirstFit}, {"bestfit", SolverKind::kBestFit},
+      {"greedy-by-size", SolverKind::kGreedyBySize}, {"sweep", SolverKind::kSweep}, {"annealing", SolverKind::kAnnealing},
+      {"exact", SolverKind::kExact},           {"auto", SolverKind::kAuto}};
+  for (auto& [n, k] : kNames)
+    if (name == n) return k;
+  return bad_input("unknown solver '" + name + "' (greedy, firstfit, bestfit, greedy-by-size, sweep, annealing, exact, auto)");
+}
+
+const char* solver_kind_name(SolverKind k) {
+  switch (k) {
+    case SolverKind::kGreedy: return "greedy";
+    case SolverKind::kFirstFit: return "firstfit";
+    case SolverKind::kBestFit: return "bestfit";
+    case SolverKind::kGreedyBySize: return "greedy-by-size";
+    case SolverKind::kSweep: return "sweep";
+    case SolverKind::kAnnealing: return "annealing";
+    case SolverKind::kExact: return "exact";
+    case SolverKind::kAuto: return "auto";
+  }
+  return "?";
+}
+
+namespace {
+
+bool all_placed(const Problem& p, const Placement& pl) {
+  for (std::size_t i = 0; i < p.buffers.size(); ++i)
+    if (pl.offsets[i] == kSpilled && p.buffers[i].residency_reason.empty()) return false;
+  return true;
+}
+
+// Objective value of a plan: pack -> height if all placed (else "infinite"), select -> spill cost.
+int64_t score(const Problem& p, const Placement& pl, Objective obj) {
+  if (obj == Objective::kSelect) return spilled_cost(p, pl);
+  return all_placed(p, pl) ? height(p, pl) : kUnbounded;
+}
+
+Placement run_heuristic(const Problem& p, SolverKind k, Size cap) {
+  switch (k) {
+    case SolverKind::kGreedy: return place_greedy(p, cap);
+    case SolverKind::kFirstFit: return place_first_fit(p, cap, false);
+    case SolverKind::kBestFit: return place_first_fit(p, cap, true);
+    case SolverKind::kGreedyBySize: return place_greedy_by_size(p, cap);
+    default: return place_sweep(p, cap);
+  }
+}
+
+// Simulated annealing over placement orders with the first-fit decoder.
+Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& o, const Deadline& dl,
+                 const std::atomic<bool>* stop) {
+  const int n = static_cast<int>(p.buffers.size());
+  std::vector<int> order;
+  if (obj == Objective::kSelect) {
+    order = first_fit_order(p);
+  } else {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p.buffers[a].size > p.buffers[b].size; });
+  }
+  Placement cur = place_in_order(p, cap, order), best = cur;
+  if (n < 2) return best;
+  int64_t cur_v = score(p, cur, obj), best_v = cur_v;
+  Rng rng(o.seed);
+  const int64_t budget = o.iterations > 0 ? o.iterations : INT64_MAX;
+  double t0 = std::max(1.0, 0.02 * static_cast<double>(std::min<int64_t>(cur_v, kUnbounded / 2)));
+  for (int64_t it = 0; it < budget; ++it) {
+    if ((it & 63) == 0 && (o.iterations <= 0 && (dl.expired() || (stop && stop->load())))) break;
+    double frac = o.iterations > 0 ? static_cast<double>(it) / static_cast<double>(budget)
+                                   : std::min(1.0, dl.elapsed_seconds() / std::max(1e-3, o.time_limit));
+    double temp = t0 * std::pow(1e-3, frac);
+    int a = static_cast<int>(rng.below(n)), b = static_cast<int>(rng.below(n));
+    if (a == b) continue;
+    std::vector<int> next = order;
+    if (rng.chance(0.5)) {
+      std::swap(next[a], next[b]);
+    } else {
+      int v = next[a];
+      next.erase(next.begin() + a);
+      next.insert(next.begin() + b, v);
+    }
+    Placement cand = place_in_order(p, cap, next);
+    int64_t v = score(p, cand, obj);
+    if (v <= cur_v || rng.uniform() < std::exp(-static_cast<double>(v - cur_v) / temp)) {
+      order.swap(next);
+      cur = std::move(cand);
+      cur_v = v;
+      if (v < best_v) {
+        best_v = v;
+        best = cur;
+      }
+    }
+  }
+  return best;
+}
+
+struct Candidate {
+  Placement pl;
+  std::string solver;
+  int64_t value = kUnbounded;
+};
+
+void consider(std::vector<Candidate>& c, const Problem& p, Objective obj, Placement pl, const std::string& name) {
+  int64_t v = score(p, pl, obj);
+  c.push_back({std::move(pl), name, v});
+}
+
+}  // namespace
+
+Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
+  Deadline dl(o.time_limit);
+  if (Status st = check_problem(p); !st) return st.error();
+  SolveResult res;
+  const Objective obj = o.objective;
+  const bool pack = obj == Objective::kPack;
+  const Size hcap = pack ? kUnbounded : p.capacity;  // heuristics pack without a ceiling, then compare
+  Size lb_pack = max_load(p);
+  {
+    Size biggest = 0;
+    for (const Buffer& b : p.buffers)
+      if (b.residency_reason.empty()) biggest = std::max(biggest, b.size);
+    lb_pack = std::max(lb_pack, biggest);
+  }
+  const Cost lb_sel = pack ? 0 : selection_lower_bound(p);
+  res.lower_bound = pack ? lb_pack : lb_sel;
+  std::vector<Candidate> cands;
+  bool exact_complete = false, exact_infeasible = false;
+  int64_t exact_lb = res.lower_bound;
+
+  auto run_exact = [&](const Placement* inc, double seconds) {
+    if (pack && !o.minimize) {
+      if (lb_pack > p.capacity) { exact_complete = exact_infeasible = true; return; }
+      ExactResult e = exact_search(p, obj, false, o.exact, seconds, nullptr);
+      res.nodes += e.nodes;
+      if (e.found) consider(cands, p, obj, e.placement, "exact");
+      else if (e.complete) exact_complete = exact_infeasible = true;
+      return;
+    }
+    if (pack) {
+      Problem q = p;
+      double t_start = dl.elapsed_seconds();
+      if (o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
+        q.capacity = lb_pack;
+        ExactResult e = exact_search(q, obj, false, o.exact, seconds * 0.5, nullptr);
+        res.nodes += e.nodes;
+        if (e.found) {
+          consider(cands, p, obj, e.placement, "exact");
+          exact_complete = true;
+          return;
+        }
+        if (e.complete) exact_lb = lb_pack + 1;
+      }
+      double left = std::max(0.0, seconds - (dl.elapsed_seconds() - t_start));
+      ExactResult e = exact_search(p, obj, true, o.exact, left, inc);
+      res.nodes += e.nodes;
+      if (e.found) consider(cands, p, obj, e.placement, "exact");
+      if (e.complete) {
+        exact_complete = true;
+        if (!e.found) exact_infeasible = true;
+      }
+      return;
+    }
+    ExactResult e = exact_search(p, obj, false, o.exact, seconds, inc);
+    res.nodes += e.nodes;
+    if (e.found) consider(cands, p, obj, e.placement, "exact");
+    exact_complete = e.complete && e.found;
+  };
+
+  switch (o.solver) {
+    case SolverKind::kAnnealing:
+      consider(cands, p, obj, anneal(p, obj, hcap, o, dl, nullptr), "annealing");
+      break;
+    case SolverKind::kExact: {
+      Placement inc = place_greedy_by_size(p, hcap);
+      const Placement* incp = pack ? (all_placed(p, inc) && height(p, inc) <= p.capacity ? &inc : nullptr) : &inc;
+      run_exact(incp, dl.remaining_seconds());
+      break;
+    }
+    case SolverKind::kAuto: {
+      for (SolverKind k : {SolverKind::kGreedyBySize, SolverKind::kBestFit, SolverKind::kFirstFit, SolverKind::kGreedy})
+        if (p.buffers.size() <= 20000 || k == SolverKind::kGreedyBySize)
+          consider(cands, p, obj, run_heuristic(p, k, hcap), solver_kind_name(k));
+      if (p.buffers.size() > 20000) {
+        consider(cands, p, obj, run_heuristic(p, SolverKind::kSweep, hcap), "sweep");
+        break;
+      }
+      auto best_it = std::min_element(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.value < b.value; });
+      bool done = pack ? (best_it->value <= p.capacity && (!o.minimize || best_it->value <= res.lower_bound))
+                       : best_it->value <= res.lower_bound;
+      if (done) break;
+      Placement inc = best_it->pl;
+      const Placement* incp = pack ? (best_it->value <= p.capacity ? &inc : nullptr) : &inc;
+      std::atomic<bool> stop{false};
+      Placement sa;
+      std::thread worker;
+      if (o.threads > 1) worker = std::thread([&] { sa = anneal(p, obj, hcap, o, dl, &stop); });
+      run_exact(incp, dl.remaining_seconds());
+      stop = true;
+      if (worker.joinable()) {
+        worker.join();
+        consider(cands, p, obj, std::move(sa), "annealing");
+      }
+      break;
+    }
+    default:
+      consider(cands, p, obj, run_heuristic(p, o.solver, hcap), solver_kind_name(o.solver));
+  }
+
+  // Pick the best candidate that passes the independent validator.
+  int best = -1;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    if (best >= 0 && cands[i].value >= cands[best].value) continue;
+    Problem unbounded = p;
+    if (pack) unbounded.capacity = kUnbounded;  // pack plans are judged on height below
+    if (!validate(unbounded, cands[i].pl, pack).ok()) {
+      ValidationReport rep = validate(unbounded, cands[i].pl, pack);
+      return internal_error(std::string("solver '") + cands[i].solver + "' produced an invalid plan: " + rep.issues[0].message);
+    }
+    best = static_cast<int>(i);
+  }
+  res.seconds = dl.elapsed_seconds();
+  if (best < 0) {  // exact found nothing (infeasible or out of time)
+    res.placement.offsets.assign(p.buffers.size(), kSpilled);
+    res.placement.spill_reasons.assign(p.buffers.size(), "no plan found");
+    res.solver = solver_kind_name(o.solver);
+    res.proven_infeasible = exact_infeasible;
+    if (exact_infeasible && pack) res.lower_bound = std::max<int64_t>(res.lower_bound, p.capacity + 1);
+    return res;
+  }
+  Candidate& c = cands[best];
+  res.placement = std::move(c.pl);
+  res.solver = c.solver;
+  res.height = height(p, res.placement);
+  res.spill_cost = spilled_cost(p, res.placement);
+  res.lower_bound = std::max(res.lower_bound, exact_lb);
+  if (pack) {
+    res.feasible = all_placed(p, res.placement) && res.height <= p.capacity;
+    if (res.feasible) {
+      res.proven_optimal = res.height <= res.lower_bound || (exact_complete && o.minimize);
+      if (res.proven_optimal) res.lower_bound = res.height;
+    } else {
+      res.proven_infeasible = exact_infeasible;
+      if (exact_infeasible) res.lower_bound = std::max<int64_t>(res.lower_bound, p.capacity + 1);
+    }
+  } else {
+    res.feasible = true;
+    res.proven_optimal = res.spill_cost <= res.lower_bound || exact_complete;
+    if (res.proven_optimal) res.lower_bound = res.spill_cost;
+  }
+  return res;
+}
+
+}  // namespace sp::alloc

@@ -1,0 +1,96 @@
+// Allocation solvers behind one small interface: solve(problem, options) -> SolveResult.
+// Each search technique of the exact solver is a named toggle in ExactToggles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "alloc/problem.h"
+#include "core/result.h"
+
+namespace sp::alloc {
+
+enum class SolverKind {
+  kGreedy,        // torch-spyre GreedyLayoutSolver: time sweep, in-place reuse, address 0 / top / first gap
+  kFirstFit,      // torch-spyre FirstFit: score order + in-place topological order, first fitting gap
+  kBestFit,       // torch-spyre BestFit: same order, gap with the smallest remainder
+  kGreedyBySize,  // TFLite: size-descending, best-fitting gap among time-overlapping placed buffers
+  kSweep,         // scalable: greedy-by-size lowest fit over a bucketed time index (100k-1M buffers)
+  kAnnealing,     // simulated annealing over placement orders, first-fit decoder
+  kExact,         // complete branch-and-bound over canonical solutions (pack and select)
+  kAuto,          // portfolio: heuristics, then exact (and annealing) under the time limit
+};
+
+enum class Objective {
+  kPack,    // place every buffer (within capacity); with minimize, the smallest height
+  kSelect,  // place a subset within capacity minimizing the spill cost of the rest
+};
+
+// Exact-search techniques; each can be switched off to measure what it buys.
+struct ExactToggles {
+  bool section_bound = true;  // per time section: max(floor, last offset) + remaining sizes <= capacity
+  bool symmetry = true;       // identical buffers (size, lifetime) are placed in index order
+  bool decompose = true;      // solve independent time segments separately
+  bool dominance = true;      // a buffer skipped at an offset must be lifted by a later conflict
+  bool lb_probe = true;       // minimize: first try capacity = max-load lower bound
+  bool fail_first = true;     // branch on the buffer covering the tightest section first
+  bool restarts = true;       // round-robin static preorders with growing node budgets
+  bool memo = true;           // remember failed search states (placement-order independent)
+};
+
+struct SolveOptions {
+  SolverKind solver = SolverKind::kAuto;
+  Objective objective = Objective::kPack;
+  bool minimize = false;      // pack: minimize the height (capacity is the upper limit)
+  double time_limit = 10.0;   // seconds for anytime solvers (exact, annealing, auto)
+  int threads = 1;            // auto: worker threads
+  uint64_t seed = 1;          // annealing
+  int64_t iterations = 0;     // annealing move budget (0 = by time); fixes results for a seed
+  ExactToggles exact;         // exact-search techniques
+};
+
+struct SolveResult {
+  Placement placement;        // validated plan (offsets kSpilled for spilled buffers)
+  std::string solver;         // solver that produced it
+  bool feasible = false;      // pack: every buffer placed within capacity
+  Size height = 0;            // highest placed offset+size
+  Cost spill_cost = 0;        // select: sum of spill costs of spilled buffers
+  int64_t lower_bound = 0;    // pack: height lower bound; select: spill-cost lower bound
+  bool proven_optimal = false;  // objective value equals a proven bound (or search completed)
+  bool proven_infeasible = false;  // pack at fixed capacity: no plan exists
+  double seconds = 0;         // wall time
+  int64_t nodes = 0;          // exact search nodes
+};
+
+Result<SolverKind> parse_solver_kind(const std::string& name);
+const char* solver_kind_name(SolverKind k);
+
+// Validates the problem, runs the solver, validates the result with the independent checker.
+Result<SolveResult> solve(const Problem& p, const SolveOptions& o);
+
+// ---- building blocks (also used by tests and benchmarks) ----
+// Heuristic placers: buffers that do not fit below `capacity` are spilled (kSpilled + reason).
+Placement place_greedy(const Problem& p, Size capacity);
+Placement place_first_fit(const Problem& p, Size capacity, bool best_fit);
+Placement place_greedy_by_size(const Problem& p, Size capacity);
+Placement place_sweep(const Problem& p, Size capacity);
+// First-fit decoder in a given order (annealing, portfolio).
+Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order);
+// torch-spyre FirstFit/BestFit order: score sort then topological sort over in-place edges.
+std::vector<int> first_fit_order(const Problem& p);
+// Selection lower bound: forced spills plus, per instant, the cheapest fractional removal of the excess load.
+Cost selection_lower_bound(const Problem& p);
+
+struct ExactResult {
+  Placement placement;     // best plan found (empty offsets if none)
+  bool found = false;      // a plan was found
+  bool complete = false;   // search finished: pack -> infeasible if !found; best is optimal
+  int64_t value = 0;       // pack-min: height; select: spill cost
+  int64_t nodes = 0;
+};
+// Exact search. pack: every buffer within capacity (minimize: lowest height); select: min spill cost.
+ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
+                         const Placement* incumbent);
+
+}  // namespace sp::alloc

@@ -1,0 +1,124 @@
+#include "alloc/validator.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace sp::alloc {
+
+const char* violation_name(Violation v) {
+  switch (v) {
+    case Violation::kWrongLength: return "wrong_length";
+    case Violation::kNegativeOffset: return "negative_offset";
+    case Violation::kMisaligned: return "misaligned";
+    case Violation::kOverCapacity: return "over_capacity";
+    case Violation::kFixedMoved: return "fixed_offset_moved";
+    case Violation::kForcedPlaced: return "forced_spill_placed";
+    case Violation::kOverlap: return "overlap";
+    case Violation::kBadInPlace: return "bad_in_place";
+    case Violation::kSpillRequired: return "spilled_in_pack";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr std::size_t kMaxIssues = 32;
+
+struct Reporter {
+  ValidationReport r;
+  bool full() const { return r.issues.size() >= kMaxIssues; }
+  void add(Violation k, int a, int b, std::string msg) {
+    if (!full()) r.issues.push_back({k, a, b, std::move(msg)});
+  }
+};
+
+}  // namespace
+
+ValidationReport validate(const Problem& p, const Placement& pl, bool require_all_placed) {
+  Reporter rep;
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  if (static_cast<int>(pl.offsets.size()) != n) {
+    rep.add(Violation::kWrongLength, -1, -1,
+            "plan has " + std::to_string(pl.offsets.size()) + " offsets for " + std::to_string(n) + " buffers");
+    return rep.r;
+  }
+  // Per-buffer rules.
+  for (int i = 0; i < n; ++i) {
+    const Buffer& b = bs[i];
+    const Offset o = pl.offsets[i];
+    if (o == kSpilled) {
+      if (b.fixed_offset != kNoFixedOffset) rep.add(Violation::kFixedMoved, i, -1, "'" + b.id + "' has a fixed offset but was spilled");
+      else if (require_all_placed && b.residency_reason.empty()) rep.add(Violation::kSpillRequired, i, -1, "'" + b.id + "' was not placed");
+      continue;
+    }
+    if (o < 0) { rep.add(Violation::kNegativeOffset, i, -1, "'" + b.id + "' has negative offset"); continue; }
+    if (b.alignment > 1 && o % b.alignment != 0)
+      rep.add(Violation::kMisaligned, i, -1, "'" + b.id + "' offset " + std::to_string(o) + " not a multiple of " + std::to_string(b.alignment));
+    if (o + b.size > p.capacity)
+      rep.add(Violation::kOverCapacity, i, -1, "'" + b.id + "' ends at " + std::to_string(o + b.size) + " > capacity " + std::to_string(p.capacity));
+    if (b.fixed_offset != kNoFixedOffset && o != b.fixed_offset)
+      rep.add(Violation::kFixedMoved, i, -1, "'" + b.id + "' must be at " + std::to_string(b.fixed_offset));
+    if (!b.residency_reason.empty()) rep.add(Violation::kForcedPlaced, i, -1, "'" + b.id + "' must be spilled: " + b.residency_reason);
+  }
+  // Legal hand-offs: a placed child at a placed declared parent's exact base, parent ending at
+  // child.start+1. The parent then counts as dead from child.start on; one child per parent.
+  std::vector<Time> eff_end(n);
+  for (int i = 0; i < n; ++i) eff_end[i] = bs[i].end;
+  std::vector<int> taken_by(n, -1);
+  for (int c = 0; c < n; ++c) {
+    if (pl.offsets[c] == kSpilled) continue;
+    for (int q : bs[c].in_place_parents) {
+      if (q < 0 || q >= n || pl.offsets[q] != pl.offsets[c] || bs[q].end != bs[c].start + 1 || bs[c].size > bs[q].size) continue;
+      if (bs[c].size == 0 || bs[q].size == 0) continue;
+      if (taken_by[q] != -1) {
+        rep.add(Violation::kBadInPlace, c, taken_by[q], "'" + bs[c].id + "' and '" + bs[taken_by[q]].id + "' both take the slot of '" + bs[q].id + "'");
+        continue;
+      }
+      taken_by[q] = c;
+      eff_end[q] = bs[c].start;
+      break;
+    }
+  }
+  // Sweep over time; the live set holds disjoint address intervals keyed by offset.
+  std::vector<int> order;
+  order.reserve(n);
+  for (int i = 0; i < n; ++i)
+    if (pl.offsets[i] != kSpilled && pl.offsets[i] >= 0 && bs[i].size > 0 && eff_end[i] > bs[i].start) order.push_back(i);
+  std::vector<std::pair<Time, int>> events;  // (time, +id+1 start | -(id+1) end); ends sort first
+  events.reserve(order.size() * 2);
+  for (int i : order) {
+    events.push_back({bs[i].start, i + 1});
+    events.push_back({eff_end[i], -(i + 1)});
+  }
+  std::sort(events.begin(), events.end());
+  std::set<std::pair<Offset, int>> live;
+  for (auto& [t, e] : events) {
+    if (rep.full()) break;
+    if (e < 0) {
+      int i = -e - 1;
+      live.erase({pl.offsets[i], i});
+      continue;
+    }
+    int i = e - 1;
+    Offset lo = pl.offsets[i], hi = lo + bs[i].size;
+    auto it = live.lower_bound({lo, -1});
+    bool clash = false;
+    if (it != live.end() && it->first < hi) {
+      rep.add(Violation::kOverlap, i, it->second, "'" + bs[i].id + "' overlaps '" + bs[it->second].id + "' at tick " + std::to_string(t));
+      clash = true;
+    }
+    if (!clash && it != live.begin()) {
+      auto pr = std::prev(it);
+      if (pr->first + bs[pr->second].size > lo) {
+        rep.add(Violation::kOverlap, i, pr->second, "'" + bs[i].id + "' overlaps '" + bs[pr->second].id + "' at tick " + std::to_string(t));
+        clash = true;
+      }
+    }
+    if (!clash) live.insert({lo, i});  // keep the live set disjoint so neighbour checks stay exact
+  }
+  return rep.r;
+}
+
+}  // namespace sp::alloc

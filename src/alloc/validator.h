@@ -1,0 +1,44 @@
+// Independent checker for allocation plans: shares no logic with the solvers. Every result the
+// library returns or the CLI writes goes through validate() first.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "alloc/problem.h"
+
+namespace sp::alloc {
+
+enum class Violation {
+  kWrongLength,      // offsets vector does not have one entry per buffer
+  kNegativeOffset,   // offset < 0 (other than kSpilled)
+  kMisaligned,       // offset not a multiple of the buffer's alignment
+  kOverCapacity,     // offset + size > capacity
+  kFixedMoved,       // buffer with a fixed offset placed elsewhere or spilled
+  kForcedPlaced,     // buffer with a residency reason was placed
+  kOverlap,          // two co-live buffers share addresses (and are not a legal in-place hand-off)
+  kBadInPlace,       // same-address hand-off that is not declared, or a parent slot taken twice
+  kSpillRequired,    // pack objective: a buffer was spilled
+};
+
+const char* violation_name(Violation v);
+
+struct ValidationIssue {
+  Violation kind;       // what rule is broken
+  int buffer = -1;      // first buffer involved
+  int other = -1;       // second buffer involved (overlaps), or -1
+  std::string message;  // one line
+};
+
+struct ValidationReport {
+  std::vector<ValidationIssue> issues;  // empty = valid (capped at a few dozen)
+  bool ok() const { return issues.empty(); }
+};
+
+// Checks `pl` against `p`: alignment, capacity, fixed offsets, forced spills, and that no two
+// co-live placed buffers overlap in address space, except an in-place child at its declared
+// parent's exact base address during the single hand-off tick (at most one child per parent).
+// With require_all_placed, any spilled buffer is a violation (the pack objective).
+ValidationReport validate(const Problem& p, const Placement& pl, bool require_all_placed = false);
+
+}  // namespace sp::alloc
