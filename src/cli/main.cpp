@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   sp::cli::register_layout(app, exit_code);
   sp::cli::register_divide(app, exit_code);
   sp::cli::register_alloc(app, exit_code);
+  sp::cli::register_plan(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -10,5 +10,6 @@ void register_evaluate(CLI::App& app, int& exit_code);
 void register_layout(CLI::App& app, int& exit_code);
 void register_divide(CLI::App& app, int& exit_code);
 void register_alloc(CLI::App& app, int& exit_code);
+void register_plan(CLI::App& app, int& exit_code);
 
 }  // namespace sp::cli

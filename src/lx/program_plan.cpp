@@ -1,0 +1,218 @@
+// Programs -> planning graphs (layouts, work division, per-operand core slicing) and the
+// co-optimization of core splits with placement, scored by the roofline cost model.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <numeric>
+
+#include "core/deadline.h"
+#include "layout/layout.h"
+#include "lx/lx.h"
+#include "lx/planner_internal.h"
+#include "workdiv/workdiv.h"
+
+namespace sp::lx {
+namespace {
+
+struct Model {
+  const program::Program* prog = nullptr;
+  std::vector<Bytes> bytes;          // per tensor: device bytes
+  std::vector<int64_t> elements;     // per tensor: host elements
+  workdiv::Division div;             // seed division + menus
+};
+
+std::string join_splits(const workdiv::OpDivision& od, const std::vector<workdiv::Split>& s) {
+  std::string t;
+  for (std::size_t v = 0; v < s.size(); ++v) t += (v ? " " : "") + od.vars[v].name + "=" + std::to_string(s[v]);
+  return t;
+}
+
+GOperand operand(const Model& m, const program::Op& op, const workdiv::OpDivision& od,
+                 const std::vector<workdiv::Split>& s, int cores, std::size_t slot, program::TensorId t) {
+  GOperand g;
+  g.tensor = t;
+  int64_t parts = 1;
+  if (od.divided && cores > 1) {
+    std::string f;
+    for (program::VarId var : op.indexing_maps[slot]) {
+      int64_t k = var >= 0 ? s[var] : 1;
+      parts *= k;
+      f += (f.empty() ? "" : "x") + std::to_string(k);
+    }
+    g.slicing = f + "/c" + std::to_string(cores);
+  }
+  g.per_core = (m.bytes[t] + parts - 1) / parts;
+  return g;
+}
+
+Graph lower(const Model& m, const std::vector<int>& choice) {
+  const program::Program& p = *m.prog;
+  Graph g;
+  g.name = p.name;
+  for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+    GTensor x;
+    x.name = p.tensors[t].name;
+    x.bytes = m.bytes[t];
+    x.elements = m.elements[t];
+    x.graph_input = p.tensors[t].graph_input;
+    x.graph_output = p.tensors[t].graph_output;
+    g.tensors.push_back(x);
+  }
+  for (std::size_t o = 0; o < p.ops.size(); ++o) {
+    const program::Op& op = p.ops[o];
+    const workdiv::OpDivision& od = m.div.ops[o];
+    GOp x;
+    x.name = op.name;
+    x.kind = program::op_kind_name(op.kind);
+    x.source_op = static_cast<int>(o);
+    x.in_placeable = op.kind == program::OpKind::kPointwise;
+    x.reduction = op.kind == program::OpKind::kReduction;
+    x.lx_capable = op.kind != program::OpKind::kOpaque;
+    std::vector<workdiv::Split> s;
+    if (od.divided) {
+      int c = choice.empty() ? 0 : choice[o];
+      s = c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
+    }
+    int64_t cores = 1;
+    for (auto k : s) cores *= k;
+    x.cores = static_cast<int>(cores);
+    x.splits = od.divided ? join_splits(od, s) : "not divided";
+    for (std::size_t v = 0; v < s.size(); ++v)
+      if (od.vars[v].reduction && s[v] > 1) x.reduction_split = true;
+    double work = 1;
+    for (auto r : op.ranges) work *= static_cast<double>(r);
+    if (op.ranges.empty())
+      for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
+    x.flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
+    for (std::size_t k = 0; k < op.inputs.size(); ++k)
+      x.reads.push_back(operand(m, op, od, s, x.cores, k, op.inputs[k]));
+    for (std::size_t k = 0; k < op.outputs.size(); ++k)
+      x.writes.push_back(operand(m, op, od, s, x.cores, op.inputs.size() + k, op.outputs[k]));
+    g.ops.push_back(std::move(x));
+  }
+  return g;
+}
+
+// Lexicographic score: roofline time, then HBM bytes.
+bool better(const Plan& a, const Plan& b) {
+  if (a.totals.time_s < b.totals.time_s * (1 - 1e-9)) return true;
+  if (a.totals.time_s > b.totals.time_s * (1 + 1e-9)) return false;
+  return a.totals.hbm_read + a.totals.hbm_write < b.totals.hbm_read + b.totals.hbm_write;
+}
+
+// The read slicing of tensor t by op o under candidate c (or its write slicing).
+std::string slicing_of(const Model& m, int o, int c, program::TensorId t, bool write) {
+  const program::Op& op = m.prog->ops[o];
+  const workdiv::OpDivision& od = m.div.ops[o];
+  if (!od.divided) return "";
+  const auto& s = c > 0 ? od.candidates[c] : od.splits;
+  int64_t cores = 1;
+  for (auto k : s) cores *= k;
+  const auto& list = write ? op.outputs : op.inputs;
+  for (std::size_t k = 0; k < list.size(); ++k)
+    if (list[k] == t)
+      return operand(m, op, od, s, static_cast<int>(cores), write ? op.inputs.size() + k : k, t).slicing;
+  return "";
+}
+
+}  // namespace
+
+Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
+  Deadline dl(o.time_limit);
+  if (o.cores < 1 || o.cores > hw.max_cores)
+    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
+                     std::to_string(hw.max_cores) + " cores");
+  Model m;
+  m.prog = &p;
+  for (const auto& t : p.tensors) {
+    auto l = program::tensor_layout(t);
+    if (!l) return bad_input(p.name + ": tensor '" + t.name + "': " + l.error().message);
+    m.bytes.push_back(layout::device_bytes(*l));
+    int64_t e = 1;
+    for (auto d : t.shape) e *= d;
+    m.elements.push_back(e);
+  }
+  workdiv::Options wo;
+  wo.max_cores = o.cores;
+  wo.span_limit = hw.span_limit;
+  wo.candidates = o.coopt;
+  wo.max_candidates = 64;
+  auto d = workdiv::divide(p, wo);
+  if (!d) return d.error();
+  m.div = std::move(*d);
+  std::vector<int> choice(p.ops.size(), 0);
+  auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? dl.remaining_seconds() * 0.25 : dl.remaining_seconds(), false);
+  if (!seed_plan || !o.coopt || !o.lx) return seed_plan;
+  // Co-optimization: repair core-div mismatches by re-splitting the producer or the consumer,
+  // trying every menu entry that slices the shared tensor alike (this covers dim flips,
+  // multi-dim splits, fewer cores and reduction splits); accept a move when the roofline improves.
+  const bool small = p.ops.size() <= 200;
+  auto fast_eval = [&](const std::vector<int>& ch) { return plan_graph_impl(lower(m, ch), hw, o, 0.0, true); };
+  auto cur = fast_eval(choice);
+  if (!cur) return cur;
+  int changes = 0;
+  std::vector<std::string> notes;
+  const double budget = dl.remaining_seconds() * (small ? 0.5 : 0.6);
+  Deadline search(budget);
+  bool improved = true;
+  while (improved && !search.expired()) {
+    improved = false;
+    // mismatched edges in the current plan
+    std::vector<std::pair<int, int>> edges;  // (program op producer, program op consumer)
+    std::vector<program::TensorId> edge_tensor;
+    for (const PlanValue& v : cur->values) {
+      if (v.reason.rfind("core-div mismatch", 0) != 0 || v.def < 0) continue;
+      int prod = cur->graph.ops[v.def].source_op;
+      for (OpIndex u : v.uses) {
+        int cons = cur->graph.ops[u].source_op;
+        if (prod < 0 || cons < 0) continue;
+        if (slicing_of(m, prod, choice[prod], v.tensor, true) != slicing_of(m, cons, choice[cons], v.tensor, false)) {
+          edges.emplace_back(prod, cons);
+          edge_tensor.push_back(v.tensor);
+        }
+      }
+    }
+    for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
+      auto [prod, cons] = edges[e];
+      program::TensorId t = edge_tensor[e];
+      std::vector<int> best_choice;
+      std::optional<Plan> best_plan;
+      for (int side = 0; side < 2; ++side) {
+        int op = side == 0 ? cons : prod;
+        std::string want = side == 0 ? slicing_of(m, prod, choice[prod], t, true) : slicing_of(m, cons, choice[cons], t, false);
+        const auto& menu = m.div.ops[op].candidates;
+        for (int c = 0; c < static_cast<int>(menu.size()) && !search.expired(); ++c) {
+          if (c == choice[op] || slicing_of(m, op, c, t, side == 1) != want) continue;
+          std::vector<int> ch = choice;
+          ch[op] = c;
+          auto r = fast_eval(ch);
+          if (!r) return r;
+          if (better(*r, best_plan ? *best_plan : *cur)) {
+            best_plan = std::move(*r);
+            best_choice = ch;
+          }
+        }
+      }
+      if (best_plan) {
+        for (std::size_t k = 0; k < choice.size(); ++k)
+          if (choice[k] != best_choice[k])
+            notes.push_back("co-opt: op '" + p.ops[k].name + "' re-split " + join_splits(m.div.ops[k], m.div.ops[k].splits) +
+                            " -> " + join_splits(m.div.ops[k], m.div.ops[k].candidates[best_choice[k]]));
+        choice = best_choice;
+        cur = std::move(*best_plan);
+        ++changes;
+        improved = true;
+        break;
+      }
+    }
+  }
+  if (changes == 0) return seed_plan;
+  auto final_plan = plan_graph_impl(lower(m, choice), hw, o, dl.remaining_seconds(), false);
+  if (!final_plan) return final_plan;
+  if (!better(*final_plan, *seed_plan)) return seed_plan;  // never worse than the seed division
+  final_plan->coopt_changes = changes;
+  for (auto& n : notes) final_plan->notes.push_back(n);
+  return final_plan;
+}
+
+}  // namespace sp::lx
