@@ -163,7 +163,11 @@ Result<Graph> graph_from_pattern(const Json& j, const std::string& source) {
     g.name = c.at("name").as_string();
     std::map<std::string, int> tid;
     std::map<std::string, Bytes> sizes;
-    for (const auto& b : c.at("buffers_to_plan").elements()) sizes[b.at("name").as_string()] = b.at("size").as_int_at_least(0);
+    std::map<std::string, bool> has_parents;
+    for (const auto& b : c.at("buffers_to_plan").elements()) {
+      sizes[b.at("name").as_string()] = b.at("size").as_int_at_least(0);
+      has_parents[b.at("name").as_string()] = b.has("in_place_parents") && b.at("in_place_parents").array_size() > 0;
+    }
     auto tensor = [&](const std::string& n) {
       auto it = tid.find(n);
       if (it != tid.end()) return it->second;
@@ -181,6 +185,7 @@ Result<Graph> graph_from_pattern(const Json& j, const std::string& source) {
       op.kind = "pattern";
       for (const auto& i : o.at("inputs").elements()) op.reads.push_back(GOperand{tensor(i.as_string()), "", 0});
       op.writes.push_back(GOperand{tensor(o.at("output").as_string()), "", 0});
+      op.in_placeable = has_parents[o.at("output").as_string()];  // the case declares in-place parents
       g.ops.push_back(std::move(op));
     }
     // Sizes: planned buffers carry theirs; graph I/O (never on LX) take the size of the buffer
