@@ -124,7 +124,8 @@ struct Totals {
   Bytes baseline_hbm = 0;               // all-HBM plan with the same splits
   int64_t baseline_elements = 0;
   Bytes saved = 0;                      // baseline - ours
-  Bytes lower_bound_hbm = 0;            // proven lower bound for this split choice
+  Bytes lower_bound_hbm = 0;            // proven lower bound over every split choice (compulsory traffic)
+  Bytes split_lower_bound_hbm = 0;      // proven lower bound for the chosen splits
   double time_s = 0, baseline_time_s = 0;  // roofline estimate
 };
 
@@ -160,6 +161,10 @@ Status check_plan(const Plan& p);
 Json plan_to_json(const Plan& p);
 std::string plan_report(const Plan& p);
 std::string plan_svg(const Plan& p);
+
+// A transformer program of exactly num_ops ops: blocks of attention (norm, q/k/v projections,
+// scores, softmax, PV, output projection, residual) and MLP (norm, up, gelu, down, residual).
+Result<program::Program> transformer_program(int num_ops, int64_t seq = 256, int64_t hidden = 512);
 
 // Pattern cases of lx_cases.json: ops with inputs/output names (redefinition allowed).
 Result<Graph> graph_from_pattern(const Json& j, const std::string& source);

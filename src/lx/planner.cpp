@@ -450,7 +450,24 @@ void account(Plan& plan) {
     if (forced && v.lx.empty()) lb += hbm_traffic_all_hbm(g, v);
     else if (ten.graph_output && v.output_clone) lb += v.bytes;
   }
-  t.lower_bound_hbm = std::min(lb, t.hbm_read + t.hbm_write);
+  t.split_lower_bound_hbm = std::min(lb, t.hbm_read + t.hbm_write);
+  // Over every split choice: only traffic no split can avoid (graph inputs read once if they
+  // can be cloned, outputs written once, values touched by opaque kernels, LX off).
+  Bytes glb = 0;
+  const Options& o = plan.options;
+  for (const PlanValue& v : plan.values) {
+    if (v.clone) continue;
+    const GTensor& ten = g.tensors[v.tensor];
+    bool opaque = v.def >= 0 && !g.ops[v.def].lx_capable;
+    for (OpIndex u : v.uses) opaque = opaque || !g.ops[u].lx_capable;
+    const Bytes all = hbm_traffic_all_hbm(g, v);
+    if (!o.lx || opaque) glb += all;
+    else if (v.def < 0) glb += v.uses.empty() ? 0 : (o.clone_inputs ? v.bytes : all);
+    else if (ten.graph_output && v.reason.rfind("graph output", 0) == 0) glb += all;
+    else if (ten.graph_output) glb += v.bytes;
+    else if (o.only_reduction_outputs && !g.ops[v.def].reduction) glb += all;
+  }
+  t.lower_bound_hbm = std::min(glb, t.split_lower_bound_hbm);
   plan.totals = t;
 }
 
