@@ -295,26 +295,25 @@ Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& 
   std::vector<Item> items = whole_items(g, o, s);
   auto placed = place_items(o, s, items, plan.capacity, hw.alignment, fast ? 0.0 : dl.remaining_seconds() * 0.6, fast);
   if (!placed) return placed.error();
-  PlaceResult best = std::move(*placed);
+  PlaceResult best = *placed;
   if (o.lx && o.eviction && !fast) {
-    std::vector<Item> split;
-    bool any = false;
-    for (std::size_t k = 0; k < best.items.size(); ++k) {
-      if (best.offsets[k] != alloc::kSpilled) {
-        split.push_back(best.items[k]);
-        continue;
+    // Two candidate splits: only the values that did not fit, or every value with a dormant gap
+    // (lets a resident value yield its slot while dormant). The better plan wins.
+    for (int variant = 0; variant < 2; ++variant) {
+      std::vector<Item> split;
+      bool any = false;
+      for (std::size_t k = 0; k < items.size(); ++k) {
+        bool spilled = placed->offsets[k] == alloc::kSpilled;
+        auto segs = (variant == 1 || spilled) ? eviction_items(g, s, items[k].value) : std::vector<Item>{};
+        if (segs.empty()) {
+          split.push_back(items[k]);
+        } else {
+          any = true;
+          split.insert(split.end(), segs.begin(), segs.end());
+        }
       }
-      auto segs = eviction_items(g, s, best.items[k].value);
-      if (segs.empty()) {
-        split.push_back(best.items[k]);
-      } else {
-        any = true;
-        split.insert(split.end(), segs.begin(), segs.end());
-      }
-    }
-    if (any) {
-      // in-place edges stay on whole values only
-      auto again = place_items(o, s, split, plan.capacity, hw.alignment, dl.remaining_seconds() * 0.8, false);
+      if (!any) continue;
+      auto again = place_items(o, s, split, plan.capacity, hw.alignment, dl.remaining_seconds() * 0.4, false);
       if (!again) return again.error();
       if (again->saved > best.saved) best = std::move(*again);
     }
