@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <numeric>
 
 #include "core/deadline.h"
@@ -115,6 +116,56 @@ std::string slicing_of(const Model& m, int o, int c, program::TensorId t, bool w
   return "";
 }
 
+const std::vector<workdiv::Split>& splits_of(const Model& m, int o, int c) {
+  const workdiv::OpDivision& od = m.div.ops[o];
+  return c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
+}
+int64_t cores_of(const Model& m, int o, int c) {
+  int64_t k = 1;
+  for (auto x : splits_of(m, o, c)) k *= x;
+  return k;
+}
+bool reduction_split(const Model& m, int o, int c) {
+  const workdiv::OpDivision& od = m.div.ops[o];
+  if (!od.divided) return false;
+  const auto& s = splits_of(m, o, c);
+  for (std::size_t v = 0; v < s.size(); ++v)
+    if (od.vars[v].reduction && s[v] > 1) return true;
+  return false;
+}
+
+// Region move: after op `start` changed, neighbours that now disagree on a shared tensor are
+// re-split to agree (most cores first; producers without reduction splits), breadth first.
+std::vector<int> propagate(const Model& m, std::vector<int> ch, int start) {
+  const program::Program& p = *m.prog;
+  std::vector<char> seen(p.ops.size(), 0);
+  std::vector<int> queue{start};
+  seen[start] = 1;
+  for (std::size_t qi = 0; qi < queue.size() && queue.size() < 48; ++qi) {
+    int x = queue[qi];
+    auto fix = [&](int y, program::TensorId t, bool y_writes, const std::string& want) {
+      if (y < 0 || seen[y] || !m.div.ops[y].divided) return;
+      seen[y] = 1;
+      if (slicing_of(m, y, ch[y], t, y_writes) == want && !(y_writes && reduction_split(m, y, ch[y]))) return;
+      int best = -1;
+      for (int c = 0; c < static_cast<int>(m.div.ops[y].candidates.size()); ++c) {
+        if (y_writes && reduction_split(m, y, c)) continue;
+        if (slicing_of(m, y, c, t, y_writes) != want) continue;
+        if (best < 0 || cores_of(m, y, c) > cores_of(m, y, best)) best = c;
+      }
+      if (best >= 0) {
+        ch[y] = best;
+        queue.push_back(y);
+      }
+    };
+    for (program::TensorId t : p.ops[x].inputs)
+      if (p.producer[t] >= 0) fix(p.producer[t], t, true, slicing_of(m, x, ch[x], t, false));
+    for (program::TensorId t : p.ops[x].outputs)
+      for (program::OpId y : p.consumers[t]) fix(y, t, false, slicing_of(m, x, ch[x], t, true));
+  }
+  return ch;
+}
+
 }  // namespace
 
 Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
@@ -158,38 +209,61 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   while (improved && !search.expired()) {
     improved = false;
     // mismatched edges in the current plan
-    std::vector<std::pair<int, int>> edges;  // (program op producer, program op consumer)
-    std::vector<program::TensorId> edge_tensor;
+    // blocked values: (producer, consumer or -1 for a reduction-split producer, tensor)
+    struct Edge { int prod, cons; program::TensorId t; };
+    std::vector<Edge> edges;
     for (const PlanValue& v : cur->values) {
-      if (v.reason.rfind("core-div mismatch", 0) != 0 || v.def < 0) continue;
+      if (v.def < 0) continue;
       int prod = cur->graph.ops[v.def].source_op;
+      if (prod < 0) continue;
+      if (v.reason.rfind("reduction split", 0) == 0) {
+        edges.push_back({prod, -1, v.tensor});
+        continue;
+      }
+      if (v.reason.rfind("core-div mismatch", 0) != 0) continue;
       for (OpIndex u : v.uses) {
         int cons = cur->graph.ops[u].source_op;
-        if (prod < 0 || cons < 0) continue;
-        if (slicing_of(m, prod, choice[prod], v.tensor, true) != slicing_of(m, cons, choice[cons], v.tensor, false)) {
-          edges.emplace_back(prod, cons);
-          edge_tensor.push_back(v.tensor);
-        }
+        if (cons < 0) continue;
+        if (slicing_of(m, prod, choice[prod], v.tensor, true) != slicing_of(m, cons, choice[cons], v.tensor, false))
+          edges.push_back({prod, cons, v.tensor});
       }
     }
+    std::set<std::vector<int>> tried;
     for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
-      auto [prod, cons] = edges[e];
-      program::TensorId t = edge_tensor[e];
+      const Edge ed = edges[e];
       std::vector<int> best_choice;
       std::optional<Plan> best_plan;
+      auto consider = [&](const std::vector<int>& ch) -> Status {
+        if (!tried.insert(ch).second) return ok_status();
+        auto r = fast_eval(ch);
+        if (!r) return r.error();
+        if (better(*r, best_plan ? *best_plan : *cur)) {
+          best_plan = std::move(*r);
+          best_choice = ch;
+        }
+        return ok_status();
+      };
       for (int side = 0; side < 2; ++side) {
-        int op = side == 0 ? cons : prod;
-        std::string want = side == 0 ? slicing_of(m, prod, choice[prod], t, true) : slicing_of(m, cons, choice[cons], t, false);
+        if (side == 0 && ed.cons < 0) continue;
+        int op = side == 0 ? ed.cons : ed.prod;
+        std::string want = side == 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true)
+                                     : (ed.cons >= 0 ? slicing_of(m, ed.cons, choice[ed.cons], ed.t, false) : "");
         const auto& menu = m.div.ops[op].candidates;
-        for (int c = 0; c < static_cast<int>(menu.size()) && !search.expired(); ++c) {
-          if (c == choice[op] || slicing_of(m, op, c, t, side == 1) != want) continue;
+        std::vector<int> matching;
+        for (int c = 0; c < static_cast<int>(menu.size()); ++c) {
+          if (c == choice[op]) continue;
+          if (side == 1 && reduction_split(m, op, c)) continue;
+          if (ed.cons >= 0 && slicing_of(m, op, c, ed.t, side == 1) != want) continue;
+          matching.push_back(c);
+        }
+        // most cores first: region moves only for the first few
+        std::stable_sort(matching.begin(), matching.end(), [&](int a, int b) { return cores_of(m, op, a) > cores_of(m, op, b); });
+        for (std::size_t k = 0; k < matching.size() && !search.expired(); ++k) {
           std::vector<int> ch = choice;
-          ch[op] = c;
-          auto r = fast_eval(ch);
-          if (!r) return r;
-          if (better(*r, best_plan ? *best_plan : *cur)) {
-            best_plan = std::move(*r);
-            best_choice = ch;
+          ch[op] = matching[k];
+          if (Status st = consider(ch); !st) return st.error();
+          if (k < 4) {
+            if (Status st = consider(propagate(m, ch, op)); !st) return st.error();
           }
         }
       }

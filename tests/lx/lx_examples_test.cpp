@@ -21,7 +21,7 @@ struct Golden {
 // Regenerate with: scratchplan plan examples/programs/<name>.json -o plan.json (totals, search).
 const Golden kGolden[] = {
     {"softmax_lastdim", 16777216, 67633152, 16777216, 5, 7, 1},
-    {"softmax_dim0", 25174016, 67117056, 16777216, 2, 6, 0},
+    {"softmax_dim0", 16777216, 67117056, 16777216, 5, 7, 1},
     {"layernorm", 33570816, 219693056, 33570816, 8, 12, 1},
     {"rmsnorm", 33562624, 135274496, 33562624, 5, 8, 1},
     {"mlp", 71303168, 104857600, 71303168, 2, 6, 0},
