@@ -3,6 +3,7 @@
 // before it. Binary branching on the lowest eligible buffer: place it now, or block it at this
 // offset (it must then be lifted by a later co-live buffer, or spilled in selection mode).
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <numeric>
@@ -23,6 +24,7 @@ struct Search {
   bool minimize;
   ExactToggles tg;
   const Deadline& deadline;
+  const std::atomic<bool>* stop = nullptr;  // another worker finished
   std::vector<int> ids;                 // local -> problem index
   std::vector<Size> size, align;
   std::vector<Cost> cost;
@@ -166,12 +168,15 @@ struct Search {
     return true;
   }
   std::vector<Offset> low_;
+  std::vector<int> cnt_;  // per section: candidates at the current level covering it
+  // Selection bound: in a section whose unplaced load exceeds the room above its lowest possible
+  // offset, the excess must be spilled at least at the cheapest cost per byte (fractional
+  // knapsack). Sections whose unplaced buffers are disjoint add up.
   Cost select_bound() {
     Cost lb = skipped;
     if (!tg.section_bound) return lb;
     lowest_per_section(low_);
-    // Worst section: excess bytes must be spilled, at the cheapest cost per byte (fractional).
-    long double worst = 0;
+    std::vector<std::pair<long double, int>> secs;
     std::vector<int> live;
     for (int s = 0; s < nsec; ++s) {
       Size excess = low_[s] + rem[s] - cap;
@@ -190,10 +195,25 @@ struct Search {
         excess -= take;
         if (excess == 0) break;
       }
-      worst = std::max(worst, c);
+      if (c > 0) secs.push_back({c, s});
     }
-    return lb + static_cast<Cost>(std::ceil(static_cast<double>(worst) - 1e-9));
+    std::sort(secs.begin(), secs.end(), [](auto& x, auto& y) { return x.first > y.first; });
+    ++stamp_;
+    if (used_.size() != static_cast<std::size_t>(n)) used_.assign(n, 0);
+    long double total = 0;
+    for (auto& [c, s] : secs) {
+      bool disjoint = true;
+      for (int k = 0; k < n && disjoint; ++k)
+        if (st[k] == 0 && s0[k] <= s && s < s1[k] && used_[k] == stamp_) disjoint = false;
+      if (!disjoint) continue;
+      for (int k = 0; k < n; ++k)
+        if (st[k] == 0 && s0[k] <= s && s < s1[k]) used_[k] = stamp_;
+      total += c;
+    }
+    return lb + static_cast<Cost>(std::ceil(static_cast<double>(total) - 1e-9));
   }
+  std::vector<uint64_t> used_;
+  uint64_t stamp_ = 0;
 
   void record() {
     int64_t v = value();
@@ -262,18 +282,14 @@ struct Search {
     return skipped < bound;
   }
 
+  // Selection: place the lowest eligible buffer, spill it, or block it at this offset.
   void dfs() {
     if (aborted) return;
-    if ((++nodes & 1023) == 0 && deadline.expired()) {
+    if ((++nodes & 63) == 0 && (deadline.expired() || (stop && stop->load()))) {
       aborted = true;
       return;
     }
-    if (obj == Objective::kPack) {
-      if (!pack_bound_ok()) return;
-    } else if (select_bound() >= bound) {
-      return;
-    }
-    // Lowest eligible buffer; ties: earliest start, then larger size.
+    if (select_bound() >= bound) return;
     int c = -1;
     Offset lowest = kUnbounded;
     for (int k = 0; k < n; ++k) {
@@ -281,13 +297,15 @@ struct Search {
       if (!eligible(k)) continue;
       if (c < 0 || mino[k] < mino[c] || (mino[k] == mino[c] && better(k, c))) c = k;
     }
-    // MiniMalloc's dominance: never place above the lowest offset an unplaced buffer could take.
-    if (tg.dominance && obj == Objective::kPack && c >= 0 && mino[c] > lowest) return;
+    if (tg.dominance && c >= 0 && mino[c] > lowest) return;  // MiniMalloc's dominance
+    std::size_t mark = trail.size();
+    int saved = unplaced;
     if (c < 0) {
-      if (unplaced == 0) { record(); return; }
-      if (obj == Objective::kPack) return;  // blocked buffers were never lifted
-      std::size_t mark = trail.size();
-      int saved = unplaced;
+      if (unplaced == 0) {
+        record();
+        return;
+      }
+      if (tg.dominance) return;  // blocked buffers were never lifted
       bool ok = true;
       for (int k = 0; k < n && ok; ++k)
         if (st[k] == 0) ok = skip(k);
@@ -296,20 +314,11 @@ struct Search {
       unplaced = saved;
       return;
     }
-    const bool memo = tg.memo && obj == Objective::kPack;
-    Key key{};
-    if (memo) {
-      key = state_key();
-      if (failed.count(key)) return;
-    }
-    const bool found_before = found;
-    const Size cap_before = cap;
-    // Dominance: buffers already below `last` must be liftable by an unplaced co-live buffer.
-    std::size_t mark = trail.size();
-    int saved = unplaced;
-    if (place(c)) {
-      dfs();
-    }
+    if (place(c)) dfs();
+    undo(mark);
+    unplaced = saved;
+    if (aborted) return;
+    if (skip(c)) dfs();
     undo(mark);
     unplaced = saved;
     if (aborted) return;
@@ -317,7 +326,6 @@ struct Search {
     dfs();
     undo(mark);
     unplaced = saved;
-    if (memo && !aborted && found == found_before && cap == cap_before && failed.size() < 30'000'000) failed.insert(key);
   }
 
   // ---- pack: feasibility search with dynamic decomposition ----
@@ -374,7 +382,7 @@ struct Search {
   // undoes through the trail); otherwise the state is restored.
   R dfs_pack(const std::vector<int>& U) {
     if (U.empty()) return R::kFound;
-    if (++nodes > node_limit || ((nodes & 1023) == 0 && deadline.expired())) return R::kAbort;
+    if (++nodes > node_limit || ((nodes & 63) == 0 && (deadline.expired() || (stop && stop->load())))) return R::kAbort;
     if (!comp_bound_ok(U)) return R::kFail;
     int c = -1;
     Offset lowest = kUnbounded, level = kUnbounded;
@@ -384,19 +392,35 @@ struct Search {
     }
     if (level == kUnbounded) return R::kFail;
     if (tg.dominance && level > lowest) return R::kFail;
-    // Fail first: the candidate whose tightest section has the least slack (a hole that few
-    // buffers can fill), then the static preorder.
-    Size best_slack = kUnbounded;
-    for (int k : U) {
-      if (mino[k] != level || !eligible(k)) continue;
-      Size sl = kUnbounded;
-      if (tg.fail_first && tg.section_bound)
-        for (int sec = s0[k]; sec < s1[k]; ++sec) sl = std::min(sl, cap - low_[sec] - rem[sec]);
-      if (c < 0 || sl < best_slack || (sl == best_slack && better(k, c))) {
-        c = k;
-        best_slack = sl;
+    // Fail first: the hole at this level with the least slack, then the fewest candidates that
+    // can fill it (most constrained first); branch on the best candidate covering it.
+    if (tg.fail_first && tg.section_bound) {
+      for (int k : U)
+        if (mino[k] == level && eligible(k))
+          for (int sec = s0[k]; sec < s1[k]; ++sec) cnt_[sec] = 0;
+      for (int k : U)
+        if (mino[k] == level && eligible(k))
+          for (int sec = s0[k]; sec < s1[k]; ++sec) ++cnt_[sec];
+      int hole = -1;
+      Size hole_slack = kUnbounded;
+      for (int k : U) {
+        if (mino[k] != level || !eligible(k)) continue;
+        for (int sec = s0[k]; sec < s1[k]; ++sec) {
+          if (low_[sec] != level) continue;
+          Size sl = cap - low_[sec] - rem[sec];
+          if (hole < 0 || sl < hole_slack || (sl == hole_slack && cnt_[sec] < cnt_[hole])) {
+            hole = sec;
+            hole_slack = sl;
+          }
+        }
       }
+      if (hole >= 0)
+        for (int k : U)
+          if (mino[k] == level && eligible(k) && s0[k] <= hole && hole < s1[k] && (c < 0 || better(k, c))) c = k;
     }
+    if (c < 0)
+      for (int k : U)
+        if (mino[k] == level && eligible(k) && (c < 0 || better(k, c))) c = k;
     Key key{};
     if (tg.memo) {
       key = comp_key(U);
@@ -469,7 +493,7 @@ std::vector<std::vector<int>> components(const Problem& p, const std::vector<int
 }  // namespace
 
 ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
-                         const Placement* incumbent) {
+                         const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop) {
   Deadline deadline(seconds);
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
@@ -505,6 +529,7 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
   for (const auto& part : parts) {
     if (part.empty()) continue;
     Search s(p, obj, minimize, t, deadline);
+    s.stop = stop;
     s.build(part);
     s.cap = p.capacity;
     if (incumbent && minimize && obj == Objective::kPack) {
@@ -525,18 +550,19 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       std::iota(all.begin(), all.end(), 0);
       std::sort(all.begin(), all.end(), [&](int a, int b) { return s.s0[a] < s.s0[b]; });
       s.low_.assign(s.nsec, kUnbounded);
+      s.cnt_.assign(s.nsec, 0);
       // Restarts: static preorders tried round-robin with a node budget doubling every round
       // (MiniMalloc's portfolio of orders); failed states stay valid across restarts.
       const int kModes[] = {0, 3, 1, 2};
-      int64_t budget = t.restarts ? 2000 : INT64_MAX;
-      const double grow = 1.5;
+      int64_t budget = t.restarts ? 1000 : INT64_MAX;
+      const double grow = 1.1;
       const int every = 8;
       int attempt = 0;
       while (true) {
         std::size_t mark = s.trail.size();
-        s.mode = attempt < 4 ? kModes[attempt] : 4;
+        s.mode = attempt < 4 && seed == 0 ? kModes[attempt] : 4;
         if (s.mode == 4) {
-          Rng rng(0x5EED + static_cast<uint64_t>(attempt));
+          Rng rng(0x5EED + seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(attempt));
           s.prio.resize(s.n);
           for (int k = 0; k < s.n; ++k)  // random order biased to large areas
             s.prio[k] = static_cast<uint64_t>(static_cast<double>(s.size[k] * (s.s1[k] - s.s0[k])) * (0.5 + rng.uniform()));
@@ -558,7 +584,7 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
         }
         s.undo(mark);
         s.unplaced = s.n;
-        if (res == Search::R::kAbort && !deadline.expired()) {
+        if (res == Search::R::kAbort && !deadline.expired() && !(stop && stop->load())) {
           ++attempt;
           if (attempt % every == 0 && budget < INT64_MAX / 4) budget = static_cast<int64_t>(budget * grow);
           continue;

@@ -35,9 +35,8 @@ bool placeable(const Problem& p, Placement& pl, int i) {
   return true;
 }
 
-// Sorts and merges occupied spans.
-void merge_spans(std::vector<Span>& s) {
-  std::sort(s.begin(), s.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+// Merges occupied spans that are already sorted by start.
+void merge_sorted_spans(std::vector<Span>& s) {
   std::size_t w = 0;
   for (std::size_t r = 0; r < s.size(); ++r) {
     if (s[r].hi <= s[r].lo) continue;
@@ -45,6 +44,12 @@ void merge_spans(std::vector<Span>& s) {
     else s[w++] = s[r];
   }
   s.resize(w);
+}
+
+// Sorts and merges occupied spans.
+void merge_spans(std::vector<Span>& s) {
+  std::sort(s.begin(), s.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+  merge_sorted_spans(s);
 }
 
 // Lowest aligned offset in [0, capacity) where [o, o+size) avoids the merged spans; -1 if none.
@@ -73,6 +78,29 @@ std::vector<Span> free_gaps(const std::vector<Span>& merged, Size capacity) {
   return g;
 }
 
+// Records a placement at `at` (>= 0 and below capacity), else a spill; true when placed.
+bool settle(Placement& pl, int i, Offset at, Size size, Size capacity) {
+  if (at >= 0 && at + size <= capacity) {
+    pl.offsets[i] = at;
+    return true;
+  }
+  pl.spill_reasons[i] = no_room(capacity);
+  return false;
+}
+
+// Size-descending order, longer lifetimes first, then index (greedy-by-size and sweep).
+std::vector<int> by_size_order(const Problem& p) {
+  const auto& bs = p.buffers;
+  std::vector<int> order(bs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (bs[a].size != bs[b].size) return bs[a].size > bs[b].size;
+    if (bs[a].end - bs[a].start != bs[b].end - bs[b].start) return bs[a].end - bs[a].start > bs[b].end - bs[b].start;
+    return a < b;
+  });
+  return order;
+}
+
 // Pre-places buffers with fixed offsets; returns their indices.
 std::vector<int> place_fixed(const Problem& p, Placement& pl) {
   std::vector<int> f;
@@ -84,10 +112,12 @@ std::vector<int> place_fixed(const Problem& p, Placement& pl) {
   return f;
 }
 
-// Bucketed time index over placed buffers: query returns placed buffers overlapping [s, e).
+// Bucketed time index over placed buffers: query returns the address spans of placed buffers
+// overlapping [s, e). Entries are stored by value (cache friendly); a buffer spanning several
+// buckets is reported once, from the bucket max(its first bucket, the query's first bucket).
 class TimeIndex {
  public:
-  TimeIndex(const Problem& p) : p_(p), stamp_(p.buffers.size(), 0) {
+  explicit TimeIndex(const Problem& p) {
     if (p.buffers.empty()) return;
     t0_ = p.buffers[0].start;
     Time t1 = p.buffers[0].end;
@@ -101,28 +131,36 @@ class TimeIndex {
     width_ = std::max<Time>(1, static_cast<Time>(total / static_cast<double>(p.buffers.size())));
     buckets_.resize(static_cast<std::size_t>((t1 - t0_) / width_ + 1));
   }
-  void add(int i) {
-    const Buffer& b = p_.buffers[i];
-    for (Time k = (b.start - t0_) / width_; k <= (b.end - 1 - t0_) / width_; ++k) buckets_[k].push_back(i);
+  // Buckets stay sorted by address so a query merges sorted runs instead of sorting.
+  void add(const Buffer& b, Offset off) {
+    Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
+    Entry e{b.start, b.end, off, off + b.size, a};
+    for (Time k = a; k <= z; ++k) {
+      auto& v = buckets_[k];
+      v.insert(std::upper_bound(v.begin(), v.end(), e, [](const Entry& x, const Entry& y) { return x.lo < y.lo; }), e);
+    }
   }
-  template <class F>
-  void for_each_overlap(int i, F&& f) {
-    const Buffer& b = p_.buffers[i];
-    ++cur_;
-    for (Time k = (b.start - t0_) / width_; k <= (b.end - 1 - t0_) / width_; ++k)
-      for (int j : buckets_[k]) {
-        if (stamp_[j] == cur_) continue;
-        stamp_[j] = cur_;
-        if (lifetimes_overlap(b, p_.buffers[j])) f(j);
-      }
+  // Appends the overlapping spans sorted by start address.
+  void overlaps(const Buffer& b, std::vector<Span>& out) const {
+    Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
+    for (Time k = a; k <= z; ++k) {
+      std::size_t mid = out.size();
+      for (const Entry& e : buckets_[k])
+        if (std::max(e.first, a) == k && e.s < b.end && b.start < e.e && e.hi > e.lo) out.push_back({e.lo, e.hi});
+      if (mid > 0 && mid < out.size())
+        std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(mid), out.end(),
+                           [](const Span& x, const Span& y) { return x.lo < y.lo; });
+    }
   }
 
  private:
-  const Problem& p_;
-  std::vector<uint32_t> stamp_;
-  uint32_t cur_ = 0;
+  struct Entry {
+    Time s, e;
+    Offset lo, hi;
+    Time first;
+  };
   Time t0_ = 0, width_ = 1;
-  std::vector<std::vector<int>> buckets_;
+  std::vector<std::vector<Entry>> buckets_;
 };
 
 }  // namespace
@@ -179,12 +217,7 @@ Placement place_greedy(const Problem& p, Size capacity) {
         }
       }
     }
-    if (at >= 0 && at + b.size <= capacity) {
-      pl.offsets[i] = at;
-      in_use.push_back(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
+    if (settle(pl, i, at, b.size, capacity)) in_use.push_back(i);
   }
   return pl;
 }
@@ -232,11 +265,15 @@ std::vector<int> first_fit_order(const Problem& p) {
 }
 
 Placement place_first_fit(const Problem& p, Size capacity, bool best_fit) {
+  return place_first_fit_in_order(p, capacity, first_fit_order(p), best_fit);
+}
+
+Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit) {
   const auto& bs = p.buffers;
   Placement pl = empty_placement(p);
   std::vector<int> placed = place_fixed(p, pl);
   std::vector<int> taken(bs.size(), 0);  // parent slot already handed to a child
-  for (int i : first_fit_order(p)) {
+  for (int i : order) {
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     auto spans_except = [&](int skip) {
@@ -267,27 +304,16 @@ Placement place_first_fit(const Problem& p, Size capacity, bool best_fit) {
         if (best_waste < 0 || waste < best_waste) { best_waste = waste; at = o; }
       }
     }
-    if (at >= 0) {
-      pl.offsets[i] = at;
-      placed.push_back(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
+    if (settle(pl, i, at, b.size, capacity)) placed.push_back(i);
   }
   return pl;
 }
 
 Placement place_greedy_by_size(const Problem& p, Size capacity) {
   const auto& bs = p.buffers;
-  const int n = static_cast<int>(bs.size());
   Placement pl = empty_placement(p);
   std::vector<int> placed = place_fixed(p, pl);
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return std::make_tuple(-bs[a].size, -(bs[a].end - bs[a].start)) < std::make_tuple(-bs[b].size, -(bs[b].end - bs[b].start));
-  });
-  for (int i : order) {
+  for (int i : by_size_order(p)) {
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     std::vector<Span> s;
@@ -302,70 +328,42 @@ Placement place_greedy_by_size(const Problem& p, Size capacity) {
       cur = std::max(cur, sp.hi);
     }
     if (at < 0) at = align_up(cur, b.alignment);
-    if (at + b.size <= capacity) {
-      pl.offsets[i] = at;
-      placed.push_back(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
+    if (settle(pl, i, at, b.size, capacity)) placed.push_back(i);
   }
   return pl;
 }
 
 Placement place_sweep(const Problem& p, Size capacity) {
   const auto& bs = p.buffers;
-  const int n = static_cast<int>(bs.size());
   Placement pl = empty_placement(p);
   TimeIndex index(p);
-  for (int i : place_fixed(p, pl)) index.add(i);
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    if (bs[a].size != bs[b].size) return bs[a].size > bs[b].size;
-    if (bs[a].end - bs[a].start != bs[b].end - bs[b].start) return bs[a].end - bs[a].start > bs[b].end - bs[b].start;
-    return a < b;
-  });
+  for (int i : place_fixed(p, pl)) index.add(bs[i], pl.offsets[i]);
   std::vector<Span> s;
-  for (int i : order) {
+  for (int i : by_size_order(p)) {
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     s.clear();
-    index.for_each_overlap(i, [&](int j) {
-      if (bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
-    });
-    merge_spans(s);
+    index.overlaps(b, s);
+    merge_sorted_spans(s);
     Offset at = lowest_fit(s, b.size, b.alignment, capacity);
-    if (at >= 0) {
-      pl.offsets[i] = at;
-      index.add(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
+    if (settle(pl, i, at, b.size, capacity)) index.add(b, at);
   }
   return pl;
 }
 
 Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order) {
-  const auto& bs = p.buffers;
-  Placement pl = empty_placement(p);
-  std::vector<int> placed = place_fixed(p, pl);
-  std::vector<Span> s;
-  for (int i : order) {
-    const Buffer& b = bs[i];
-    if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
-    s.clear();
-    for (int j : placed)
-      if (lifetimes_overlap(b, bs[j]) && bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
-    merge_spans(s);
-    Offset at = lowest_fit(s, b.size, b.alignment, capacity);
-    if (at >= 0) {
-      pl.offsets[i] = at;
-      placed.push_back(i);
-    } else {
-      pl.spill_reasons[i] = no_room(capacity);
-    }
-  }
-  return pl;
+  return place_first_fit_in_order(p, capacity, order, false);
+}
+
+int in_place_handoffs(const Problem& p, const Placement& pl) {
+  int k = 0;
+  for (std::size_t c = 0; c < p.buffers.size(); ++c)
+    for (int q : p.buffers[c].in_place_parents)
+      if (pl.offsets[c] != kSpilled && pl.offsets[c] == pl.offsets[q]) {
+        ++k;
+        break;
+      }
+  return k;
 }
 
 Cost selection_lower_bound(const Problem& p) {

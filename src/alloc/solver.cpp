@@ -80,7 +80,8 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
   Rng rng(o.seed);
   const int64_t budget = o.iterations > 0 ? o.iterations : INT64_MAX;
   double t0 = std::max(1.0, 0.02 * static_cast<double>(std::min<int64_t>(cur_v, kUnbounded / 2)));
-  for (int64_t it = 0; it < budget; ++it) {
+  const int64_t floor_v = obj == Objective::kSelect ? selection_lower_bound(p) : max_load(p);
+  for (int64_t it = 0; it < budget && best_v > floor_v; ++it) {  // stop once provably optimal
     if ((it & 63) == 0 && (o.iterations <= 0 && (dl.expired() || (stop && stop->load())))) break;
     double frac = o.iterations > 0 ? static_cast<double>(it) / static_cast<double>(budget)
                                    : std::min(1.0, dl.elapsed_seconds() / std::max(1e-3, o.time_limit));
@@ -143,43 +144,118 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   bool exact_complete = false, exact_infeasible = false;
   int64_t exact_lb = res.lower_bound;
 
+  // The exact search treats an in-place pair as an ordinary conflict, so its plans are valid but
+  // its proofs ignore hand-offs. With in-place edges, proofs come from a relaxation instead: each
+  // parent with children ends one tick early (no conflict at the hand-off tick). Its optimum is a
+  // lower bound; its plan is used too when it happens to be valid for the real problem.
+  bool has_ip = false;
+  for (const Buffer& b : p.buffers) has_ip = has_ip || !b.in_place_parents.empty();
+  Problem relaxed = p;
+  if (has_ip) {
+    for (Buffer& b : relaxed.buffers)
+      for (int q : b.in_place_parents) relaxed.buffers[q].end = std::min(relaxed.buffers[q].end, b.start);
+    for (Buffer& b : relaxed.buffers) {
+      b.in_place_parents.clear();
+      if (b.end <= b.start) b.size = 0;  // parent live only at the hand-off tick: no footprint
+      if (b.end <= b.start) b.end = b.start + 1;
+    }
+  }
+  auto consider_relaxed = [&](const ExactResult& e) {
+    if (!e.found) return;
+    Problem judge = p;
+    if (pack) judge.capacity = kUnbounded;
+    if (validate(judge, e.placement, pack).ok()) consider(cands, p, obj, e.placement, "exact");
+  };
+
+  // Exact search on `threads` workers with different restart seeds; the first to finish
+  // (a plan for a fixed-capacity pack, or a completed search) stops the others.
+  auto par_exact = [&](const Problem& q, bool mini, double secs, const Placement* inc) {
+    const int T = std::max(1, o.threads);
+    if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc);
+    std::atomic<bool> stop{false};
+    std::vector<ExactResult> rs(T);
+    std::vector<std::thread> ws;
+    for (int t = 0; t < T; ++t)
+      ws.emplace_back([&, t] {
+        rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop);
+        if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
+      });
+    for (auto& w : ws) w.join();
+    ExactResult best = rs[0];
+    int64_t nodes = 0;
+    bool complete = false;
+    for (auto& r : rs) {
+      nodes += r.nodes;
+      complete = complete || r.complete;
+      if (r.found && (!best.found || r.value < best.value)) best = r;
+    }
+    best.nodes = nodes;
+    best.complete = complete;
+    return best;
+  };
+
   auto run_exact = [&](const Placement* inc, double seconds) {
+    const double share = has_ip ? 0.5 : 1.0;
     if (pack && !o.minimize) {
       if (lb_pack > p.capacity) { exact_complete = exact_infeasible = true; return; }
-      ExactResult e = exact_search(p, obj, false, o.exact, seconds, nullptr);
+      ExactResult e = par_exact(p, false, seconds * share, nullptr);
       res.nodes += e.nodes;
       if (e.found) consider(cands, p, obj, e.placement, "exact");
-      else if (e.complete) exact_complete = exact_infeasible = true;
+      if (e.found || !e.complete) return;
+      if (has_ip) {
+        ExactResult r = par_exact(relaxed, false, seconds * share, nullptr);
+        res.nodes += r.nodes;
+        consider_relaxed(r);
+        e = r;
+      }
+      if (!e.found && e.complete) exact_complete = exact_infeasible = true;
       return;
     }
     if (pack) {
-      Problem q = p;
+      const Problem& proof = has_ip ? relaxed : p;
       double t_start = dl.elapsed_seconds();
       if (o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
+        Problem q = p;
         q.capacity = lb_pack;
-        ExactResult e = exact_search(q, obj, false, o.exact, seconds * 0.5, nullptr);
+        ExactResult e = par_exact(q, false, seconds * 0.3, nullptr);
         res.nodes += e.nodes;
         if (e.found) {
           consider(cands, p, obj, e.placement, "exact");
           exact_complete = true;
           return;
         }
-        if (e.complete) exact_lb = lb_pack + 1;
+        if (e.complete && !has_ip) exact_lb = lb_pack + 1;
       }
       double left = std::max(0.0, seconds - (dl.elapsed_seconds() - t_start));
-      ExactResult e = exact_search(p, obj, true, o.exact, left, inc);
+      ExactResult e = par_exact(p, true, left * share, inc);
       res.nodes += e.nodes;
       if (e.found) consider(cands, p, obj, e.placement, "exact");
+      if (has_ip) {
+        ExactResult r = par_exact(proof, true, std::max(0.0, dl.remaining_seconds()), nullptr);
+        res.nodes += r.nodes;
+        consider_relaxed(r);
+        e = r;
+        if (e.complete && e.found) exact_lb = std::max<int64_t>(exact_lb, e.value);
+        if (e.complete && !e.found) exact_infeasible = true;
+        return;
+      }
       if (e.complete) {
         exact_complete = true;
         if (!e.found) exact_infeasible = true;
       }
       return;
     }
-    ExactResult e = exact_search(p, obj, false, o.exact, seconds, inc);
+    ExactResult e = par_exact(p, false, seconds * share, inc);
     res.nodes += e.nodes;
     if (e.found) consider(cands, p, obj, e.placement, "exact");
-    exact_complete = e.complete && e.found;
+    if (!has_ip) {
+      exact_complete = e.complete && e.found;
+      return;
+    }
+    ExactResult r = par_exact(relaxed, false, std::max(0.0, dl.remaining_seconds()), nullptr);
+    res.nodes += r.nodes;
+    consider_relaxed(r);
+    if (r.complete && r.found) exact_lb = std::max<int64_t>(exact_lb, r.value);
   };
 
   switch (o.solver) {
@@ -193,7 +269,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       break;
     }
     case SolverKind::kAuto: {
-      for (SolverKind k : {SolverKind::kGreedyBySize, SolverKind::kBestFit, SolverKind::kFirstFit, SolverKind::kGreedy})
+      // Ties keep the earlier plan: torch-spyre's first-fit family first (it honours in-place hand-offs).
+      for (SolverKind k : {SolverKind::kFirstFit, SolverKind::kBestFit, SolverKind::kGreedyBySize, SolverKind::kGreedy})
         if (p.buffers.size() <= 20000 || k == SolverKind::kGreedyBySize)
           consider(cands, p, obj, run_heuristic(p, k, hcap), solver_kind_name(k));
       if (p.buffers.size() > 20000) {
@@ -204,18 +281,19 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       bool done = pack ? (best_it->value <= p.capacity && (!o.minimize || best_it->value <= res.lower_bound))
                        : best_it->value <= res.lower_bound;
       if (done) break;
+      // A short annealing pass may improve the incumbent (select, or pack with minimize).
       Placement inc = best_it->pl;
-      const Placement* incp = pack ? (best_it->value <= p.capacity ? &inc : nullptr) : &inc;
-      std::atomic<bool> stop{false};
-      Placement sa;
-      std::thread worker;
-      if (o.threads > 1) worker = std::thread([&] { sa = anneal(p, obj, hcap, o, dl, &stop); });
-      run_exact(incp, dl.remaining_seconds());
-      stop = true;
-      if (worker.joinable()) {
-        worker.join();
+      if (!pack || o.minimize) {
+        SolveOptions so = o;
+        so.time_limit = std::min(0.5, 0.1 * dl.remaining_seconds());
+        Deadline sa_dl(so.time_limit);
+        Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
+        if (score(p, sa, obj) < best_it->value) inc = sa;
         consider(cands, p, obj, std::move(sa), "annealing");
       }
+      int64_t inc_v = score(p, inc, obj);
+      const Placement* incp = pack ? (inc_v <= p.capacity ? &inc : nullptr) : &inc;
+      run_exact(incp, dl.remaining_seconds());
       break;
     }
     default:
@@ -225,7 +303,11 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   // Pick the best candidate that passes the independent validator.
   int best = -1;
   for (std::size_t i = 0; i < cands.size(); ++i) {
-    if (best >= 0 && cands[i].value >= cands[best].value) continue;
+    // Equal objective: prefer more in-place hand-offs (torch-spyre's preference), then list order.
+    if (best >= 0 && (cands[i].value > cands[best].value ||
+                      (cands[i].value == cands[best].value &&
+                       in_place_handoffs(p, cands[i].pl) <= in_place_handoffs(p, cands[best].pl))))
+      continue;
     Problem unbounded = p;
     if (pack) unbounded.capacity = kUnbounded;  // pack plans are judged on height below
     if (!validate(unbounded, cands[i].pl, pack).ok()) {

@@ -2,6 +2,7 @@
 // Each search technique of the exact solver is a named toggle in ExactToggles.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,8 +76,12 @@ Placement place_greedy(const Problem& p, Size capacity);
 Placement place_first_fit(const Problem& p, Size capacity, bool best_fit);
 Placement place_greedy_by_size(const Problem& p, Size capacity);
 Placement place_sweep(const Problem& p, Size capacity);
-// First-fit decoder in a given order (annealing, portfolio).
+// First-fit (or best-fit) placement in a given order, in-place parents' slots tried first.
+Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit);
+// First-fit decoder in a given order (annealing).
 Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order);
+// Number of buffers placed at one of their in-place parents' address.
+int in_place_handoffs(const Problem& p, const Placement& pl);
 // torch-spyre FirstFit/BestFit order: score sort then topological sort over in-place edges.
 std::vector<int> first_fit_order(const Problem& p);
 // Selection lower bound: forced spills plus, per instant, the cheapest fractional removal of the excess load.
@@ -90,7 +95,8 @@ struct ExactResult {
   int64_t nodes = 0;
 };
 // Exact search. pack: every buffer within capacity (minimize: lowest height); select: min spill cost.
+// `seed` varies the randomized restart orders (0: static orders first); `stop` aborts early.
 ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
-                         const Placement* incumbent);
+                         const Placement* incumbent, uint64_t seed = 0, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace sp::alloc

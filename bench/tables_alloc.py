@@ -1,0 +1,190 @@
+"""Allocation tables for docs/benchmarks.md (issue 4 targets): MiniMalloc's challenging set at
+capacity 1048576 and with --minimize, the idealloc instances, 100k / 1M-buffer scale, selection
+on the torch-spyre captures, and the lx_cases pattern bars."""
+import json
+import os
+import re
+import statistics
+import tempfile
+
+MINIMALLOC_S = {"A": 5.09, "B": 3.49, "C": 0.58, "D": 2.36, "E": 3.17, "F": 5.69, "G": 0.94, "H": 1.65,
+                "I": 3.98, "J": 1.00, "K": 0.66}
+KNOWN_MIN = {"A": 1048576, "B": 1048576, "C": 1039360, "E": 1048576, "F": 1048576, "G": 1048576,
+             "H": 1048576, "I": 1048576, "K": 1048576}
+IDEALLOC_LB = {"iree_mobilenet": 5706112, "iree_mobilebert": 1674240, "iopddl_G_1": 3030937746,
+               "somas_resnet50": 1515472556, "somas_tiny_bert": 758936113, "somas_bert_base": 15734934689}
+
+
+def run_alloc(ctx, args):
+    out = os.path.join(tempfile.gettempdir(), "scratchplan_tables_alloc.json")
+    r = ctx.run([ctx.cli, "alloc"] + args + ["-o", out])
+    text = r.stdout + r.stderr
+    t = re.search(r"time: ([0-9.e+-]+) s", text)
+    h = re.search(r"height: (\d+) \(lower bound (\d+)(, proven optimal)?\)", text)
+    res = {"code": r.returncode, "time": float(t.group(1)) if t else None, "text": text}
+    if h:
+        res.update(height=int(h.group(1)), lb=int(h.group(2)), proven=bool(h.group(3)))
+    else:
+        lb = re.search(r"lower bound (\d+)", text)
+        res.update(height=None, lb=int(lb.group(1)) if lb else None, proven=False)
+    if r.returncode == 0 and os.path.exists(out):
+        with open(out) as f:
+            res["json"] = json.load(f)
+    return res
+
+
+def challenging(ctx, limit):
+    d = os.path.join(ctx.shared, "dsa", "challenging")
+    out = ["## Buffer allocation: MiniMalloc's challenging set at capacity 1048576", "",
+           f"Target (issue 4): all 11 solved; sum of solve times at most 28.6 / 5 = 5.72 s. `scratchplan alloc X.csv "
+           f"--capacity 1048576 --solver auto --time-limit {limit}`, median of {ctx.repetitions} runs (wall time reported by "
+           "the solver); an unsolved run counts its full time limit.", "",
+           "| instance | buffers | solved runs | median s | MiniMalloc s |", "|---|---:|---:|---:|---:|"]
+    total, solved_all = 0.0, True
+    for name in sorted(MINIMALLOC_S):
+        path = os.path.join(d, f"{name}.1048576.csv")
+        n = sum(1 for _ in open(path)) - 1
+        times, ok = [], 0
+        for _ in range(ctx.repetitions):
+            r = run_alloc(ctx, [path, "--capacity", "1048576", "--solver", "auto", "--time-limit", str(limit)])
+            solved = r["code"] == 0
+            ok += solved
+            times.append(r["time"] if solved and r["time"] is not None else float(limit))
+        med = statistics.median(times)
+        total += med
+        solved_all = solved_all and ok == ctx.repetitions
+        out.append(f"| {name} | {n} | {ok}/{ctx.repetitions} | {med:.3f} | {MINIMALLOC_S[name]:.2f} |")
+    out += ["", f"Sum of medians: **{total:.2f} s** (MiniMalloc 28.6 s; target 5.72 s): "
+            f"{'met' if solved_all and total <= 5.72 else 'not met'}.", ""]
+    return "\n".join(out)
+
+
+def minimize(ctx, limit):
+    d = os.path.join(ctx.shared, "dsa", "challenging")
+    out = ["## Buffer allocation: challenging set with --minimize", "",
+           f"`--minimize --solver auto --time-limit {limit}`, one run each. Target: the minimum capacity of every "
+           "instance, proven (D and J are open: D in [986112, 1026048], J in [989184, 1041408]).", "",
+           "| instance | best height | lower bound | proven | s | minimum known |", "|---|---:|---:|---|---:|---|"]
+    for name in sorted(MINIMALLOC_S):
+        path = os.path.join(d, f"{name}.1048576.csv")
+        r = run_alloc(ctx, [path, "--capacity", "1048576", "--minimize", "--solver", "auto", "--time-limit", str(limit)])
+        known = str(KNOWN_MIN.get(name, "open"))
+        out.append(f"| {name} | {r['height'] if r['height'] is not None else '-'} | {r['lb']} | "
+                   f"{'yes' if r['proven'] else 'no'} | {r['time'] if r['time'] is not None else float('nan'):.2f} | {known} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def idealloc(ctx, limit):
+    d = os.path.join(ctx.shared, "dsa", "idealloc")
+    out = ["## Buffer allocation: idealloc instances", "",
+           f"Target: within 0.01 % of the max-load lower bound (or proven optimal) in under 5 s each. `--minimize "
+           f"--solver auto --time-limit {limit}`, median of {ctx.repetitions} runs.", "",
+           "| instance | buffers | LB | height | above LB | proven | median s | met |", "|---|---:|---:|---:|---:|---|---:|---|"]
+    for name in sorted(IDEALLOC_LB):
+        path = os.path.join(d, f"{name}.csv")
+        n = sum(1 for _ in open(path)) - 1
+        runs = [run_alloc(ctx, [path, "--capacity", str(10 ** 15), "--minimize", "--solver", "auto", "--time-limit", str(limit)])
+                for _ in range(ctx.repetitions)]
+        r = runs[0]
+        med = statistics.median(x["time"] for x in runs)
+        lb = IDEALLOC_LB[name]
+        gap = 100.0 * (r["height"] - lb) / lb
+        met = (gap <= 0.01 or r["proven"]) and med < 5
+        out.append(f"| {name} | {n} | {lb} | {r['height']} | {r['height'] - lb} ({gap:.4f} %) | "
+                   f"{'yes' if r['proven'] else 'no'} | {med:.3f} | {'yes' if met else 'no'} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def bench_rows(ctx, filt, reps):
+    r = ctx.run([ctx.bench, f"--benchmark_filter={filt}", "--benchmark_format=json", f"--benchmark_repetitions={reps}"])
+    rows = {}
+    for b in json.loads(r.stdout)["benchmarks"]:
+        if b.get("run_type") == "iteration":
+            rows.setdefault(b["run_name"], []).append(b)
+    return rows
+
+
+def ms(b):
+    return b["real_time"] * {"ms": 1, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
+
+
+def scale(ctx):
+    rows = bench_rows(ctx, "BM_AllocScale", ctx.repetitions)
+    out = ["## Buffer allocation: scale (sweep solver)", "",
+           "Target: 100,000 buffers in under 1 s within 1 % of the lower bound; 1,000,000 in under 15 s. Generated "
+           "streams (`generate_stream`, seed 1), Google Benchmark `BM_AllocScale`, median of runs.", "",
+           "| buffers | LB | height | above LB | median s | target | met |", "|---:|---:|---:|---:|---:|---|---|"]
+    for name, runs in rows.items():
+        c = runs[0]
+        s = statistics.median(ms(x) for x in runs) / 1000
+        n = int(c["buffers"])
+        met = (s < 1 and c["gap_pct"] <= 1) if n <= 100000 else s < 15
+        target = "< 1 s, <= 1 %" if n <= 100000 else "< 15 s"
+        out.append(f"| {n} | {int(c['lower_bound'])} | {int(c['height'])} | {c['gap_pct']:.3f} % | {s:.3f} | {target} | "
+                   f"{'yes' if met else 'no'} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def selection(ctx):
+    rows = bench_rows(ctx, "BM_AllocSelect", ctx.repetitions)
+    out = ["## Buffer allocation: selection at fixed capacity", "",
+           "Target: proven-optimal spill cost in under 50 ms for capture-sized problems. Captures from "
+           "`../shared/spyre/captures/cooptimization_captures.json` (per-core sizes of the committed division, "
+           "alignment 128, capacity = total / 1, 2, 4), plus generated streams at 60 % of their max load.", "",
+           "| case | buffers | spill cost | lower bound | proven | median ms | met |", "|---|---:|---:|---:|---|---:|---|"]
+    for name, runs in rows.items():
+        c = runs[0]
+        t = statistics.median(ms(x) for x in runs)
+        proven = c["proven"] > 0
+        out.append(f"| {name.replace('BM_AllocSelect', '').strip('/')} | {int(c['buffers'])} | {int(c['spill_cost'])} | "
+                   f"{int(c['lower_bound'])} | {'yes' if proven else 'no'} | {t:.3f} | {'yes' if proven and t < 50 else 'no'} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def patterns(ctx):
+    with open(os.path.join(ctx.shared, "spyre", "lx_cases.json")) as f:
+        cases = json.load(f)["pattern_cases"]
+    out = ["## Buffer allocation: torch-spyre target patterns (HBM bytes)", "",
+           "Pass: HBM bytes of the planned buffers left off chip <= those of the pattern's good allocation (graph I/O "
+           "is common to both). `--objective select --solver auto`.", "",
+           "| capacity | pattern | good allocation | ours (planned-buffer HBM bytes) | good (same) | pass |",
+           "|---|---|---|---:|---:|---|"]
+    tmp = os.path.join(tempfile.gettempdir(), "scratchplan_tables_pattern.json")
+    for cap_name, lst in cases.items():
+        for pc in lst:
+            bufs = [{"id": b["name"], "size": b["size"], "uses": b["uses"], "first_use_is_read": b.get("first_use_is_read", False),
+                     "in_place_parents": b.get("in_place_parents", [])} for b in pc["buffers_to_plan"]]
+            with open(tmp, "w") as f:
+                json.dump({"capacity": pc["capacity"], "alignment": pc["alignment"], "buffers": bufs}, f)
+            r = run_alloc(ctx, [tmp, "--objective", "select", "--solver", "auto", "--time-limit", "5"])
+            size = {b["name"]: b["size"] for b in pc["buffers_to_plan"]}
+            ours = {b["id"]: b["offset"] is not None for b in r.get("json", {}).get("buffers", [])}
+            ga = pc["good_allocation"].get("addresses") or {}
+            good = {n: (n in ga and ga[n] is not None) for n in size}
+
+            def hbm(res):
+                c = 0
+                for op in pc["ops"]:
+                    for n in op["inputs"] + [op["output"]]:
+                        if n in res and not res[n]:
+                            c += size[n]
+                return c
+            kind = pc["good_allocation"]["kind"]
+            g = hbm(good) if kind == "nonevicting" else None
+            o = hbm(ours)
+            ok = g is not None and o <= g
+            out.append(f"| {cap_name.split('_')[-1]} | {pc['name']} | {kind} | {o} | {g if g is not None else 'needs eviction'} | "
+                       f"{'yes' if ok else 'no'} |")
+    out += ["", "The two eviction patterns need a mid-lifetime eviction (the LX planner's, a later issue); without it "
+            "they are reported, not passed.", ""]
+    return "\n".join(out)
+
+
+def tables(ctx):
+    limit = 10
+    parts = [challenging(ctx, limit), minimize(ctx, 20), idealloc(ctx, 4.5), scale(ctx), selection(ctx), patterns(ctx)]
+    return "\n".join(parts)

@@ -1,0 +1,288 @@
+// Model checks, the independent validator, CSV/JSON readers and the solvers on small instances
+// (exact results compared with brute force over all first-fit orders).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "alloc/io.h"
+#include "alloc/problem.h"
+#include "alloc/solver.h"
+#include "alloc/validator.h"
+#include "core/rng.h"
+
+namespace sp::alloc {
+namespace {
+
+Buffer buf(std::string id, Size size, Time s, Time e) {
+  Buffer b;
+  b.id = std::move(id);
+  b.size = size;
+  b.start = s;
+  b.end = e;
+  return b;
+}
+
+Problem random_problem(Rng& rng, int n, Time horizon, Size max_size) {
+  Problem p;
+  for (int i = 0; i < n; ++i) {
+    Time s = rng.range(0, horizon - 1);
+    p.buffers.push_back(buf("b" + std::to_string(i), rng.range(1, max_size), s, s + rng.range(1, 4)));
+  }
+  return p;
+}
+
+// Optimal height by brute force: every gravity solution is a lowest-fit over some order.
+Size brute_force_height(const Problem& p) {
+  std::vector<int> order(p.buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  Size best = kUnbounded;
+  do {
+    best = std::min(best, height(p, place_in_order(p, kUnbounded, order)));
+  } while (std::next_permutation(order.begin(), order.end()));
+  return best;
+}
+
+TEST(AllocModel, SpillCostFollowsTorchSpyre) {
+  auto input = buffer_from_uses("input", 8, {0, 2, 4, 6}, true);
+  auto inter = buffer_from_uses("intermediate", 8, {0, 2, 4}, false);
+  ASSERT_TRUE(input.ok() && inter.ok());
+  EXPECT_EQ(spill_cost(*input), 24);  // reads 4, served 3, not produced on chip
+  EXPECT_EQ(spill_cost(*inter), 24);  // reads 2, + the producing write
+  Buffer b = *inter;
+  b.spill_cost = 5;
+  EXPECT_EQ(spill_cost(b), 5);
+}
+
+TEST(AllocModel, CheckProblemRejectsBadInput) {
+  Problem p;
+  p.buffers = {buf("a", 4, 0, 2), buf("a", 4, 1, 3)};
+  EXPECT_NE(check_problem(p).error().message.find("duplicate"), std::string::npos);
+  p.buffers = {buf("a", -1, 0, 2)};
+  EXPECT_NE(check_problem(p).error().message.find("negative size"), std::string::npos);
+  p.buffers = {buf("a", 1, 2, 2)};
+  EXPECT_NE(check_problem(p).error().message.find("<= start"), std::string::npos);
+  p.buffers = {buf("a", 4, 0, 2), buf("b", 4, 1, 3)};
+  p.buffers[0].fixed_offset = 0;
+  p.buffers[1].fixed_offset = 2;
+  EXPECT_NE(check_problem(p).error().message.find("collide"), std::string::npos);
+  p.buffers[1].fixed_offset = 4;
+  EXPECT_TRUE(check_problem(p).ok());
+  // Two one-tick buffers that are each other's in-place parent: a cycle.
+  p.buffers = {buf("a", 4, 0, 1), buf("b", 4, 0, 1)};
+  p.buffers[0].in_place_parents = {1};
+  p.buffers[1].in_place_parents = {0};
+  EXPECT_NE(check_problem(p).error().message.find("cycle"), std::string::npos);
+  p.buffers[1].in_place_parents = {};
+  p.buffers[0].in_place_parents = {7};
+  EXPECT_NE(check_problem(p).error().message.find("does not exist"), std::string::npos);
+}
+
+TEST(AllocModel, MaxLoadIsPeakLiveSize) {
+  Problem p;
+  p.buffers = {buf("a", 4, 0, 2), buf("b", 3, 1, 3), buf("c", 5, 2, 4)};
+  EXPECT_EQ(max_load(p), 8);  // b + c at t=2 (a has ended)
+}
+
+TEST(AllocValidator, DetectsEachViolation) {
+  Problem p;
+  p.capacity = 10;
+  p.buffers = {buf("a", 4, 0, 2), buf("b", 4, 1, 3)};
+  p.buffers[1].alignment = 4;
+  auto kinds = [&](const Placement& pl, bool all = false) {
+    std::vector<Violation> v;
+    for (auto& i : validate(p, pl, all).issues) v.push_back(i.kind);
+    return v;
+  };
+  EXPECT_TRUE(validate(p, {{0, 4}, {"", ""}}).ok());
+  EXPECT_EQ(kinds({{0, 2}, {"", ""}}), (std::vector<Violation>{Violation::kMisaligned, Violation::kOverlap}));
+  EXPECT_EQ(kinds({{0, 8}, {"", ""}}), std::vector<Violation>{Violation::kOverCapacity});
+  EXPECT_EQ(kinds({{0}, {""}}), std::vector<Violation>{Violation::kWrongLength});
+  EXPECT_EQ(kinds({{-5, 4}, {"", ""}}), std::vector<Violation>{Violation::kNegativeOffset});
+  EXPECT_EQ(kinds({{0, kSpilled}, {"", "x"}}, true), std::vector<Violation>{Violation::kSpillRequired});
+  p.buffers[0].residency_reason = "barred";
+  EXPECT_EQ(kinds({{0, 4}, {"", ""}}), std::vector<Violation>{Violation::kForcedPlaced});
+  p.buffers[0].residency_reason.clear();
+  p.buffers[0].fixed_offset = 4;
+  EXPECT_EQ(kinds({{0, 4}, {"", ""}}), std::vector<Violation>{Violation::kFixedMoved});
+}
+
+TEST(AllocValidator, InPlaceHandOffOnlyAtParentBaseOnce) {
+  Problem p;
+  p.capacity = 100;
+  p.buffers = {buf("parent", 40, 0, 2), buf("first", 20, 1, 4), buf("second", 5, 1, 2)};
+  p.buffers[1].in_place_parents = {0};
+  p.buffers[2].in_place_parents = {0};
+  EXPECT_TRUE(validate(p, {{0, 0, 40}, {"", "", ""}}).ok());
+  EXPECT_FALSE(validate(p, {{0, 10, 40}, {"", "", ""}}).ok());  // not at the base: overlap
+  auto rep = validate(p, {{0, 0, 0}, {"", "", ""}});                // both children take the slot
+  ASSERT_FALSE(rep.ok());
+  EXPECT_EQ(rep.issues[0].kind, Violation::kBadInPlace);
+  p.buffers[1].in_place_parents.clear();  // undeclared: plain overlap
+  EXPECT_EQ(validate(p, {{0, 0, 40}, {"", "", ""}}).issues.at(0).kind, Violation::kOverlap);
+}
+
+TEST(AllocIo, CsvReadsAndReportsLines) {
+  auto p = problem_from_csv("id,lower,upper,size\n0,0,3,10\n1,2,5,4\n", "t.csv");
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(p->buffers.size(), 2u);
+  EXPECT_EQ(p->buffers[1].start, 2);
+  EXPECT_EQ(p->buffers[1].end, 5);
+  auto fixed = problem_from_csv("id,lower,upper,size,offset\n0,0,3,10,16\n1,2,5,4,\n", "t.csv");
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->buffers[0].fixed_offset, 16);
+  EXPECT_EQ(fixed->buffers[1].fixed_offset, kNoFixedOffset);
+  EXPECT_EQ(problem_from_csv("id,lower,upper\n", "t.csv").error().message, "t.csv:1: expected header 'id,lower,upper,size[,offset]'");
+  EXPECT_EQ(problem_from_csv("id,lower,upper,size\n0,0,3,x\n", "t.csv").error().message, "t.csv:2: size: expected an integer, got 'x'");
+  EXPECT_EQ(problem_from_csv("id,lower,upper,size\n0,0,3,-4\n", "t.csv").error().message, "t.csv:2: size: expected >= 0, got -4");
+  EXPECT_EQ(problem_from_csv("id,lower,upper,size\n0,3,3,4\n", "t.csv").error().message, "t.csv:2: upper must be greater than lower");
+  EXPECT_NE(problem_from_csv("id,lower,upper,size\n0,0,3,4\n0,1,2,4\n", "t.csv").error().message.find("duplicate id '0'"), std::string::npos);
+  EXPECT_FALSE(problem_from_csv("id,lower,upper,size\n0,0,3\n", "t.csv").ok());
+}
+
+TEST(AllocIo, JsonReadsSpyreFieldsAndLocatesErrors) {
+  auto j = parse_json_text(R"({"capacity": 512, "alignment": 128, "buffers": [
+      {"id": "p", "size": 200, "uses": [0, 3]},
+      {"id": "c", "size": 100, "uses": [3], "in_place_parents": ["p"], "spill_cost": 7},
+      {"id": "x", "size": 1, "start": 1, "end": 2, "alignment": 1, "residency_reason": "op not allowed"}]})",
+                           "t.json");
+  ASSERT_TRUE(j.ok());
+  auto p = problem_from_json(*j, "t.json");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->capacity, 512);
+  EXPECT_EQ(p->buffers[0].end, 4);
+  EXPECT_EQ(p->buffers[0].alignment, 128);
+  EXPECT_EQ(p->buffers[1].in_place_parents, std::vector<int>{0});
+  EXPECT_EQ(spill_cost(p->buffers[1]), 7);
+  EXPECT_EQ(p->buffers[2].residency_reason, "op not allowed");
+  auto round = problem_from_json(problem_to_json(*p), "round");
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(round->buffers[1].in_place_parents, std::vector<int>{0});
+  auto err = [](const char* text) {
+    auto jj = parse_json_text(text, "t.json");
+    return jj ? problem_from_json(*jj, "t.json").error().message : jj.error().message;
+  };
+  EXPECT_NE(err(R"({"buffers": [{"id": "a", "size": 1, "start": 0, "end": 1, "alignment": 3}]})").find("$.buffers[0].alignment: expected a power of two"), std::string::npos);
+  EXPECT_NE(err(R"({"buffers": [{"id": "a", "size": -1, "start": 0, "end": 1}]})").find("$.buffers[0].size"), std::string::npos);
+  EXPECT_NE(err(R"({"buffers": [{"id": "a", "size": 1, "start": 3, "end": 1}]})").find("$.buffers[0].end: expected end > start"), std::string::npos);
+  EXPECT_NE(err(R"({"buffers": [{"id": "a", "size": 1, "start": 0, "end": 1, "in_place_parents": ["zz"]}]})").find("'zz' does not exist"), std::string::npos);
+  EXPECT_NE(err(R"({"buffers": [{"id": "a", "size": 1, "uses": [2, 1]}]})").find("strictly increasing"), std::string::npos);
+}
+
+TEST(AllocSolvers, HeuristicsGiveValidPlans) {
+  Rng rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    Problem p = random_problem(rng, 40, 30, 50);
+    p.capacity = max_load(p) + 20;
+    for (auto k : {SolverKind::kGreedy, SolverKind::kFirstFit, SolverKind::kBestFit, SolverKind::kGreedyBySize, SolverKind::kSweep}) {
+      SolveOptions o;
+      o.solver = k;
+      o.objective = Objective::kSelect;
+      auto r = solve(p, o);
+      ASSERT_TRUE(r.ok()) << solver_kind_name(k);
+      EXPECT_TRUE(validate(p, r->placement).ok()) << solver_kind_name(k);
+      o.objective = Objective::kPack;
+      auto q = solve(p, o);
+      ASSERT_TRUE(q.ok());
+      EXPECT_GE(q->height, max_load(p));
+    }
+  }
+}
+
+TEST(AllocSolvers, ExactMinimizeMatchesBruteForce) {
+  Rng rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    Problem p = random_problem(rng, static_cast<int>(rng.range(3, 6)), 6, 6);
+    p.capacity = 1000;
+    Size want = brute_force_height(p);
+    for (int variant = 0; variant < 3; ++variant) {
+      SolveOptions o;
+      o.solver = SolverKind::kExact;
+      o.minimize = true;
+      o.exact.memo = variant != 1;
+      o.exact.decompose = variant != 2;
+      o.exact.lb_probe = variant == 0;
+      auto r = solve(p, o);
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(r->height, want) << "trial " << trial << " variant " << variant;
+      EXPECT_TRUE(r->proven_optimal);
+    }
+    // Feasibility at the optimum and proven infeasibility one byte below.
+    SolveOptions o;
+    o.solver = SolverKind::kExact;
+    p.capacity = want;
+    EXPECT_TRUE(solve(p, o)->feasible);
+    p.capacity = want - 1;
+    auto r = solve(p, o);
+    EXPECT_FALSE(r->feasible);
+    EXPECT_TRUE(r->proven_infeasible);
+  }
+}
+
+// Optimal spill cost by brute force over subsets (each subset packed exactly).
+Cost brute_force_selection(const Problem& p) {
+  const int n = static_cast<int>(p.buffers.size());
+  Cost best = -1;
+  for (int mask = 0; mask < (1 << n); ++mask) {
+    Problem q;
+    q.capacity = p.capacity;
+    Cost spilled = 0;
+    for (int i = 0; i < n; ++i) {
+      if (mask >> i & 1) q.buffers.push_back(p.buffers[i]);
+      else spilled += spill_cost(p.buffers[i]);
+    }
+    if (best >= 0 && spilled >= best) continue;
+    if (q.buffers.empty() || brute_force_height(q) <= q.capacity) best = spilled;
+  }
+  return best;
+}
+
+TEST(AllocSolvers, ExactSelectionMatchesBruteForce) {
+  Rng rng(5);
+  for (int trial = 0; trial < 25; ++trial) {
+    Problem p = random_problem(rng, static_cast<int>(rng.range(3, 6)), 5, 8);
+    for (auto& b : p.buffers) b.reads = static_cast<int>(rng.range(1, 3));
+    p.capacity = std::max<Size>(1, max_load(p) * 2 / 3);
+    SolveOptions o;
+    o.solver = SolverKind::kExact;
+    o.objective = Objective::kSelect;
+    auto r = solve(p, o);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->spill_cost, brute_force_selection(p)) << "trial " << trial;
+    EXPECT_TRUE(r->proven_optimal);
+    EXPECT_TRUE(validate(p, r->placement).ok());
+  }
+}
+
+TEST(AllocSolvers, AnnealingIsDeterministicForSeedAndBudget) {
+  Rng rng(3);
+  Problem p = random_problem(rng, 30, 20, 40);
+  p.capacity = max_load(p);
+  SolveOptions o;
+  o.solver = SolverKind::kAnnealing;
+  o.objective = Objective::kSelect;
+  o.iterations = 500;
+  o.seed = 42;
+  auto a = solve(p, o), b = solve(p, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->placement.offsets, b->placement.offsets);
+  SolveOptions f;
+  f.solver = SolverKind::kFirstFit;
+  f.objective = Objective::kSelect;
+  EXPECT_LE(a->spill_cost, solve(p, f)->spill_cost + spilled_cost(p, place_in_order(p, p.capacity, first_fit_order(p))));
+}
+
+TEST(AllocSolvers, PackInfeasibleBelowMaxLoadIsProvenByBound) {
+  Problem p;
+  p.buffers = {buf("a", 4, 0, 2), buf("b", 4, 1, 3)};
+  p.capacity = 7;
+  SolveOptions o;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->feasible);
+  EXPECT_TRUE(r->proven_infeasible);
+  EXPECT_EQ(r->lower_bound, 8);
+}
+
+}  // namespace
+}  // namespace sp::alloc
