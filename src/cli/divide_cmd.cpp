@@ -68,7 +68,13 @@ int run_divide(const DivideArgs& a) {
         for (const auto& s : od.spans)
           spans.push_back({{"tensor", p->tensors[s.tensor].name}, {"span_bytes", s.span}, {"device_dim", s.device_dim}});
         x["spans"] = spans;
-        x["candidates"] = od.candidates;
+        Json menu = Json::array(), parts = Json::array();
+        for (std::size_t i = 0; i < od.candidates.size(); ++i) {
+          menu.push_back(od.candidates[i]);
+          parts.push_back(workdiv::output_partition(od, od.candidates[i]));
+        }
+        x["candidates"] = menu;
+        x["candidate_output_partitions"] = parts;
       }
       ops.push_back(std::move(x));
     }
@@ -105,7 +111,7 @@ int run_divide(const DivideArgs& a) {
     std::cout << "\n";
     if (a.candidates) {
       std::cout << "  candidates (" << od.candidates.size() << "):";
-      for (const auto& c : od.candidates) std::cout << " [" << splits_text(od, c) << "]";
+      for (std::size_t i = 0; i < od.candidates.size(); ++i) std::cout << " [" << splits_text(od, od.candidates[i]) << "]";
       std::cout << "\n";
     }
   }

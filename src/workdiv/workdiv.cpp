@@ -197,8 +197,11 @@ Result<std::vector<Split>> span_floors(const SplitSpace& s, int max_cores) {
                              std::to_string(s.sizes[v]) + " sticks) and the span variable of this one; no valid slice count brings its per-core span (" +
                              mib(sp) + ") within " + mib(s.span_limit));
       }
+      const bool blocked = v >= 0 && !s.blocked.empty() && s.blocked[v];
       return bad_input("no split within " + std::to_string(max_cores) + " cores brings an operand's per-core span (" +
-                       mib(sp) + ") within " + mib(s.span_limit));
+                       mib(sp) + ") within " + mib(s.span_limit) +
+                       (blocked ? "; " + s.names[v] + " sets the span but may not be split (a reduction over a partial stick)"
+                                : std::string()));
     }
   }
   if (split_reductions(s, floors) > 1)
@@ -218,21 +221,26 @@ bool proposed_legal(const SplitSpace& s, const std::vector<Split>& splits, int m
   return committed_legal(s, splits) && product(splits) <= max_cores && spans_ok(s, splits);
 }
 
-std::vector<std::vector<Split>> enumerate_candidates(const SplitSpace& s, int max_cores, std::size_t cap) {
+void enumerate_into(const SplitSpace& s, int max_cores, std::size_t cap, const std::vector<Split>& skip, Menu& menu) {
   const int n = static_cast<int>(s.sizes.size());
-  std::vector<std::vector<Split>> dom(n), out;
+  menu.width = static_cast<std::size_t>(n);
+  std::vector<std::vector<Split>> dom(n);
   for (int v = 0; v < n; ++v) {
     for (Split f : legal_domain(s, v, max_cores))
       if (f >= floor_of(s, v)) dom[v].push_back(f);
-    if (dom[v].empty()) return out;
+    if (dom[v].empty()) return;
   }
   // Depth-first in var order (first var outermost), domains ascending: a product over the
   // budget prunes the rest of the domain, so the walk stays small for any number of vars.
   std::vector<Split> cur(n, 1);
+  std::size_t found = 0;
   auto rec = [&](auto&& self, int v, Split prod, bool red, bool outsplit) -> void {
-    if (out.size() >= cap) return;
+    if (found >= cap) return;
     if (v == n) {
-      if (spans_ok(s, cur)) out.push_back(cur);
+      if (cur != skip && spans_ok(s, cur)) {
+        menu.flat.insert(menu.flat.end(), cur.begin(), cur.end());
+        ++found;
+      }
       return;
     }
     for (Split f : dom[v]) {
@@ -248,6 +256,13 @@ std::vector<std::vector<Split>> enumerate_candidates(const SplitSpace& s, int ma
     cur[v] = 1;
   };
   rec(rec, 0, 1, false, false);
+}
+
+std::vector<std::vector<Split>> enumerate_candidates(const SplitSpace& s, int max_cores, std::size_t cap) {
+  Menu m;
+  enumerate_into(s, max_cores, cap, {}, m);
+  std::vector<std::vector<Split>> out;
+  for (std::size_t i = 0; i < m.size(); ++i) out.push_back(m[i]);
   return out;
 }
 
@@ -352,9 +367,9 @@ Result<Division> divide(const program::Program& p, const Options& opt) {
       od.spans.push_back(ti);
     }
     if (opt.candidates) {
-      od.candidates.push_back(od.splits);
-      for (auto& c : enumerate_candidates(*s, opt.max_cores, opt.max_candidates))
-        if (c != od.splits) od.candidates.push_back(std::move(c));
+      od.candidates.width = od.splits.size();
+      od.candidates.flat = od.splits;
+      enumerate_into(*s, opt.max_cores, opt.max_candidates, od.splits, od.candidates);
     }
   }
   if (auto st = check_division(p, layouts, d, opt); !st)
@@ -416,6 +431,13 @@ Status check_division(const program::Program& p, const std::vector<layout::Layou
     }
   }
   return ok_status();
+}
+
+int64_t output_partition(const OpDivision& od, const std::vector<Split>& splits) {
+  int64_t p = 1;
+  for (std::size_t v = 0; v < splits.size() && v < od.vars.size(); ++v)
+    if (!od.vars[v].reduction) p *= splits[v];
+  return p;
 }
 
 Bytes matmul_hbm_bytes(Dim b, Dim m, Dim n, Dim k, int operand_bytes, int output_bytes, bool shared_weight) {

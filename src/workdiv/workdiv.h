@@ -88,6 +88,20 @@ bool proposed_legal(const SplitSpace& s, const std::vector<Split>& splits, int m
 // proposed-legal, where a split reduction var is only combined with unsplit output vars.
 std::vector<std::vector<Split>> enumerate_candidates(const SplitSpace& s, int max_cores, std::size_t cap);
 
+// A menu stored flat, one row of `width` splits per candidate: menus are built for every op and
+// one small vector per candidate dominated the cost (allocation) at 10,000 ops.
+struct Menu {
+  std::size_t width = 0;    // splits per candidate (the op's number of vars)
+  std::vector<Split> flat;  // candidates, row-major
+  std::size_t size() const { return width ? flat.size() / width : 0; }
+  bool empty() const { return size() == 0; }
+  std::vector<Split> operator[](std::size_t i) const {
+    return {flat.begin() + static_cast<std::ptrdiff_t>(i * width), flat.begin() + static_cast<std::ptrdiff_t>((i + 1) * width)};
+  }
+};
+// Appends the enumeration to `menu` (same order and rules), skipping a row equal to `skip`.
+void enumerate_into(const SplitSpace& s, int max_cores, std::size_t cap, const std::vector<Split>& skip, Menu& menu);
+
 struct VarInfo {
   std::string name;         // d<i>
   Dim size = 0;             // iteration extent in elements
@@ -111,13 +125,17 @@ struct OpDivision {
   std::vector<Split> splits;                   // final splits (pass 2)
   int64_t cores = 1;                           // product of splits
   std::vector<TensorSpanInfo> spans;           // per operand tensor
-  std::vector<std::vector<Split>> candidates;  // menu; index 0 is `splits`
+  Menu candidates;                             // menu; index 0 is `splits`
 };
 
 struct Division {
   int max_cores = kMaxCores;
   std::vector<OpDivision> ops;  // one per program op
 };
+
+// Product of the splits of non-reduction vars: how many parts the op's output is cut into (a
+// buffer's per-core footprint is ceil(bytes / output_partition); reduction splits do not shrink it).
+int64_t output_partition(const OpDivision& od, const std::vector<Split>& splits);
 
 // The split space of one op (vars, stick adjustment, blocked vars, operand spans).
 // `decs` (optional) caches layout::decompose of every tensor.

@@ -1,6 +1,7 @@
 // The layout and divide verbs end to end: outputs, exit codes, one-line errors on bad input.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -19,7 +20,10 @@ struct CliRun {
 };
 
 CliRun run_cli(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "scratchplan_layout_cli_err.txt";
+  // Unique per call: ctest runs tests of this file in parallel processes.
+  static int calls = 0;
+  const std::string err_path = ::testing::TempDir() + "scratchplan_layout_cli_err_" + std::to_string(getpid()) + "_" +
+                               std::to_string(calls++) + ".txt";
   const std::string cmd = std::string(SCRATCHPLAN_CLI) + " " + args + " 2>" + err_path;
   CliRun r;
   FILE* f = popen(cmd.c_str(), "r");
@@ -31,6 +35,7 @@ CliRun run_cli(const std::string& args) {
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   std::ifstream e(err_path);
   r.err.assign(std::istreambuf_iterator<char>(e), {});
+  std::remove(err_path.c_str());
   return r;
 }
 
@@ -87,7 +92,7 @@ TEST(DivideCli, DividesExamplesAndRejectsBadInput) {
   expect_bad("divide " + example("matmul") + " --cores 0", "expected 1..32");
   expect_bad("divide /nonexistent/p.json", "/nonexistent/p.json");
   // An indexing map that does not match its operand's rank.
-  const std::string bad = ::testing::TempDir() + "scratchplan_layout_cli_bad_program.json";
+  const std::string bad = ::testing::TempDir() + "scratchplan_layout_cli_bad_program_" + std::to_string(getpid()) + ".json";
   std::ifstream in(example("matmul"));
   std::string text((std::istreambuf_iterator<char>(in)), {});
   const std::string from = "\"(d0, d1, d2) -> (d0, d2)\"";
@@ -95,6 +100,7 @@ TEST(DivideCli, DividesExamplesAndRejectsBadInput) {
   text.replace(text.find(from), from.size(), "\"(d0, d1, d2) -> (d0)\"");
   ASSERT_TRUE(write_file_atomic(bad, text).ok());
   expect_bad("divide " + bad, "map has 1 results but tensor 'a' has rank 2");
+  std::remove(bad.c_str());
 }
 
 }  // namespace

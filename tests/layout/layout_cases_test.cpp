@@ -112,8 +112,12 @@ TEST(LayoutCases, DimOrderLayouts) {
     auto l = layout_from_dim_order(ints(k["host_size"]), dt(k["dtype"]),
                                    k["dim_order"].get<std::vector<int>>(), ints(k["host_strides"]));
     ASSERT_TRUE(l.ok()) << k.dump() << l.error().message;
-    if (!k["device_size"].is_null()) EXPECT_EQ(l->device_size, ints(k["device_size"])) << k.dump();
-    if (!k["stride_map"].is_null()) EXPECT_EQ(l->stride_map, ints(k["stride_map"])) << k.dump();
+    if (!k["device_size"].is_null()) {
+      EXPECT_EQ(l->device_size, ints(k["device_size"])) << k.dump();
+    }
+    if (!k["stride_map"].is_null()) {
+      EXPECT_EQ(l->stride_map, ints(k["stride_map"])) << k.dump();
+    }
     expect_round_trip(*l);
     ++checked;
   }

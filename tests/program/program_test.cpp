@@ -24,7 +24,9 @@ TEST(ProgramExamples, BundledFilesMatchBuilders) {
     auto p = example_program(name);
     ASSERT_TRUE(p.ok()) << name << ": " << p.error().message;
     const std::string text = program_to_text(*p);
-    if (regen) ASSERT_TRUE(write_file_atomic(example_path(name), text).ok());
+    if (regen) {
+      ASSERT_TRUE(write_file_atomic(example_path(name), text).ok());
+    }
     auto read = read_program(example_path(name));
     ASSERT_TRUE(read.ok()) << read.error().message;
     EXPECT_EQ(program_to_text(*read), text) << name;

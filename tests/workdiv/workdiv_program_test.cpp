@@ -69,6 +69,7 @@ TEST(WorkdivSeed001, SpanReductionCommitsMinimumReductionSplit) {
   // Pass 2: K is committed, so no other reduction; the 8 remaining cores go to n (224 sticks).
   EXPECT_EQ(up.splits, (V{1, 1, 8, 4}));
   EXPECT_EQ(up.spans[1].span, Bytes{1024} * 224 * 8 * 128);
+  EXPECT_EQ(output_partition(up, up.splits), 8);  // the K split does not cut the output
   EXPECT_LE(up.spans[1].span, kMaxSpanBytes);
   const OpDivision& down = d.ops[4];
   EXPECT_EQ(down.floors, (V{1, 1, 1, 4}));  // 14336 = 224 sticks; 4 is the smallest divisor that fits
