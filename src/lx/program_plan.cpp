@@ -116,7 +116,7 @@ std::string slicing_of(const Model& m, int o, int c, program::TensorId t, bool w
   return "";
 }
 
-const std::vector<workdiv::Split>& splits_of(const Model& m, int o, int c) {
+std::vector<workdiv::Split> splits_of(const Model& m, int o, int c) {
   const workdiv::OpDivision& od = m.div.ops[o];
   return c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
 }
@@ -128,7 +128,7 @@ int64_t cores_of(const Model& m, int o, int c) {
 bool reduction_split(const Model& m, int o, int c) {
   const workdiv::OpDivision& od = m.div.ops[o];
   if (!od.divided) return false;
-  const auto& s = splits_of(m, o, c);
+  const auto s = splits_of(m, o, c);
   for (std::size_t v = 0; v < s.size(); ++v)
     if (od.vars[v].reduction && s[v] > 1) return true;
   return false;
