@@ -275,10 +275,11 @@ Status cd_check(const CdProblem& p, const std::vector<int>& division, const std:
   std::vector<std::vector<int>> children(n);
   for (int b = 0; b < n; ++b)
     for (int q : p.buffers[b].parents) children[q].push_back(b);
+  for (int b = 0; b < n; ++b)
+    if (division[b] < 0 || division[b] >= static_cast<int>(p.buffers[b].divisions.size()))
+      return internal_error(p.buffers[b].name + ": division index out of its menu");
   for (int b = 0; b < n; ++b) {
     const CdBuffer& x = p.buffers[b];
-    if (division[b] < 0 || division[b] >= static_cast<int>(x.divisions.size()))
-      return internal_error(x.name + ": division index out of its menu");
     if (address[b] < 0) continue;
     if (!x.residency_reason.empty() || x.size < 0) return internal_error(x.name + " is resident despite a forced spill");
     int64_t part = 1;

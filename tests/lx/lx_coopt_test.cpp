@@ -84,5 +84,33 @@ TEST(LxCoopt, SyntheticGoldenResultsMatchedOrBeaten) {
   }
 }
 
+TEST(LxCoopt, CheckerRejectsBrokenSolutionsAndReaderNamesThePath) {
+  const Json& g = load("cooptimization_captures.json")["softmax"][0];
+  auto p = cd_problem_from_json(g["inputs"], "softmax", kSpyre);
+  ASSERT_TRUE(p.ok());
+  auto s = cd_solve(*p, 0.5);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(cd_check(*p, s->division, s->address).ok());
+  auto addr = s->address;
+  addr.back() = 0;  // buf4 is the graph output: forced to HBM
+  EXPECT_FALSE(cd_check(*p, s->division, addr).ok());
+  auto div = s->division;
+  div[0] = 999;
+  EXPECT_FALSE(cd_check(*p, div, s->address).ok());
+  // two co-live residents at the same address
+  addr = s->address;
+  int a = -1, b = -1;
+  for (int i = 0; i + 1 < static_cast<int>(addr.size()); ++i)
+    if (addr[i] >= 0 && addr[i + 1] >= 0 && p->buffers[i + 1].in_place_parents.empty()) a = i, b = i + 1;
+  ASSERT_GE(a, 0);
+  addr[b] = addr[a];
+  EXPECT_FALSE(cd_check(*p, s->division, addr).ok());
+  Json bad = g["inputs"];
+  bad[1]["uses"] = Json::array({3, 2});
+  auto r = cd_problem_from_json(bad, "cap.json", kSpyre);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("cap.json: $[1].uses"), std::string::npos) << r.error().message;
+}
+
 }  // namespace
 }  // namespace sp::lx
