@@ -46,49 +46,73 @@ GOperand operand(const Model& m, const program::Op& op, const workdiv::OpDivisio
   return g;
 }
 
+GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o) {
+  const program::Op& op = m.prog->ops[o];
+  const workdiv::OpDivision& od = m.div.ops[o];
+  GOp x;
+  x.name = op.name;
+  x.kind = program::op_kind_name(op.kind);
+  x.source_op = static_cast<int>(o);
+  x.in_placeable = op.kind == program::OpKind::kPointwise;
+  x.reduction = op.kind == program::OpKind::kReduction;
+  x.lx_capable = op.kind != program::OpKind::kOpaque;
+  std::vector<workdiv::Split> s;
+  if (od.divided) {
+    int c = choice.empty() ? 0 : choice[o];
+    s = c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
+  }
+  int64_t cores = 1;
+  for (auto k : s) cores *= k;
+  x.cores = static_cast<int>(cores);
+  x.splits = od.divided ? join_splits(od, s) : "not divided";
+  for (std::size_t v = 0; v < s.size(); ++v)
+    if (od.vars[v].reduction && s[v] > 1) x.reduction_split = true;
+  double work = 1;
+  for (auto r : op.ranges) work *= static_cast<double>(r);
+  if (op.ranges.empty())
+    for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
+  x.flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
+  for (std::size_t k = 0; k < op.inputs.size(); ++k)
+    x.reads.push_back(operand(m, op, od, s, x.cores, k, op.inputs[k]));
+  for (std::size_t k = 0; k < op.outputs.size(); ++k)
+    x.writes.push_back(operand(m, op, od, s, x.cores, op.inputs.size() + k, op.outputs[k]));
+  return x;
+}
+
+GTensor lower_tensor(const Model& m, program::TensorId t) {
+  const auto& pt = m.prog->tensors[t];
+  return GTensor{pt.name, m.bytes[t], m.elements[t], pt.graph_input, pt.graph_output};
+}
+
 Graph lower(const Model& m, const std::vector<int>& choice) {
   const program::Program& p = *m.prog;
   Graph g;
   g.name = p.name;
-  for (std::size_t t = 0; t < p.tensors.size(); ++t) {
-    GTensor x;
-    x.name = p.tensors[t].name;
-    x.bytes = m.bytes[t];
-    x.elements = m.elements[t];
-    x.graph_input = p.tensors[t].graph_input;
-    x.graph_output = p.tensors[t].graph_output;
+  for (std::size_t t = 0; t < p.tensors.size(); ++t) g.tensors.push_back(lower_tensor(m, static_cast<program::TensorId>(t)));
+  for (std::size_t o = 0; o < p.ops.size(); ++o) g.ops.push_back(lower_op(m, choice, o));
+  return g;
+}
+
+// Ops a..b as a graph of their own: values from earlier ops are inputs, values read after b
+// are outputs. The co-optimizer scores moves on such windows in large programs.
+Graph lower_window(const Model& m, const std::vector<int>& choice, int a, int b) {
+  const program::Program& p = *m.prog;
+  Graph g;
+  g.name = p.name;
+  std::map<program::TensorId, int> tmap;
+  auto tid = [&](program::TensorId t) {
+    auto it = tmap.find(t);
+    if (it != tmap.end()) return it->second;
+    GTensor x = lower_tensor(m, t);
+    x.graph_input = x.graph_input || p.producer[t] < a;
+    for (program::OpId c : p.consumers[t]) x.graph_output = x.graph_output || c > b;
     g.tensors.push_back(x);
-  }
-  for (std::size_t o = 0; o < p.ops.size(); ++o) {
-    const program::Op& op = p.ops[o];
-    const workdiv::OpDivision& od = m.div.ops[o];
-    GOp x;
-    x.name = op.name;
-    x.kind = program::op_kind_name(op.kind);
-    x.source_op = static_cast<int>(o);
-    x.in_placeable = op.kind == program::OpKind::kPointwise;
-    x.reduction = op.kind == program::OpKind::kReduction;
-    x.lx_capable = op.kind != program::OpKind::kOpaque;
-    std::vector<workdiv::Split> s;
-    if (od.divided) {
-      int c = choice.empty() ? 0 : choice[o];
-      s = c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
-    }
-    int64_t cores = 1;
-    for (auto k : s) cores *= k;
-    x.cores = static_cast<int>(cores);
-    x.splits = od.divided ? join_splits(od, s) : "not divided";
-    for (std::size_t v = 0; v < s.size(); ++v)
-      if (od.vars[v].reduction && s[v] > 1) x.reduction_split = true;
-    double work = 1;
-    for (auto r : op.ranges) work *= static_cast<double>(r);
-    if (op.ranges.empty())
-      for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
-    x.flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
-    for (std::size_t k = 0; k < op.inputs.size(); ++k)
-      x.reads.push_back(operand(m, op, od, s, x.cores, k, op.inputs[k]));
-    for (std::size_t k = 0; k < op.outputs.size(); ++k)
-      x.writes.push_back(operand(m, op, od, s, x.cores, op.inputs.size() + k, op.outputs[k]));
+    return tmap[t] = static_cast<int>(g.tensors.size()) - 1;
+  };
+  for (int o = a; o <= b; ++o) {
+    GOp x = lower_op(m, choice, static_cast<std::size_t>(o));
+    for (auto& r : x.reads) r.tensor = tid(r.tensor);
+    for (auto& w : x.writes) w.tensor = tid(w.tensor);
     g.ops.push_back(std::move(x));
   }
   return g;
@@ -199,45 +223,79 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   // multi-dim splits, fewer cores and reduction splits); accept a move when the roofline improves.
   const bool small = p.ops.size() <= 200;
   auto fast_eval = [&](const std::vector<int>& ch) { return plan_graph_impl(lower(m, ch), hw, o, 0.0, true); };
-  auto cur = fast_eval(choice);
-  if (!cur) return cur;
+  std::optional<Plan> cur;  // small programs: the current full plan (exact scoring)
+  if (small) {
+    auto c0 = fast_eval(choice);
+    if (!c0) return c0;
+    cur = std::move(*c0);
+  }
   int changes = 0;
   std::vector<std::string> notes;
   const double budget = dl.remaining_seconds() * (small ? 0.5 : 0.6);
   Deadline search(budget);
-  bool improved = true;
-  while (improved && !search.expired()) {
-    improved = false;
-    // mismatched edges in the current plan
-    // blocked values: (producer, consumer or -1 for a reduction-split producer, tensor)
-    struct Edge { int prod, cons; program::TensorId t; };
+  const int nops = static_cast<int>(p.ops.size());
+  struct Edge { int prod, cons; program::TensorId t; };
+  // Blocked values under a split choice: (producer, consumer, tensor) pairs that slice a value
+  // differently, and (producer, -1, tensor) for reduction-split producers.
+  auto blocked = [&](const std::vector<int>& ch) {
     std::vector<Edge> edges;
-    for (const PlanValue& v : cur->values) {
-      if (v.def < 0) continue;
-      int prod = cur->graph.ops[v.def].source_op;
-      if (prod < 0) continue;
-      if (v.reason.rfind("reduction split", 0) == 0) {
-        edges.push_back({prod, -1, v.tensor});
+    for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+      int prod = p.producer[t];
+      if (prod < 0 || !m.div.ops[prod].divided) continue;
+      if (reduction_split(m, prod, ch[prod])) {
+        edges.push_back({prod, -1, static_cast<program::TensorId>(t)});
         continue;
       }
-      if (v.reason.rfind("core-div mismatch", 0) != 0) continue;
-      for (OpIndex u : v.uses) {
-        int cons = cur->graph.ops[u].source_op;
-        if (cons < 0) continue;
-        if (slicing_of(m, prod, choice[prod], v.tensor, true) != slicing_of(m, cons, choice[cons], v.tensor, false))
-          edges.push_back({prod, cons, v.tensor});
-      }
+      std::string w = slicing_of(m, prod, ch[prod], static_cast<program::TensorId>(t), true);
+      for (program::OpId c : p.consumers[t])
+        if (m.div.ops[c].divided && slicing_of(m, c, ch[c], static_cast<program::TensorId>(t), false) != w)
+          edges.push_back({prod, c, static_cast<program::TensorId>(t)});
     }
-    std::set<std::vector<int>> tried;
+    return edges;
+  };
+  bool improved = true;
+  std::set<std::vector<int>> tried;
+  while (improved && !search.expired()) {
+    improved = false;
+    std::vector<Edge> edges = blocked(choice);
     for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
       const Edge ed = edges[e];
+      // still blocked under the current choice?
+      if (ed.cons >= 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true) == slicing_of(m, ed.cons, choice[ed.cons], ed.t, false)
+                       : !reduction_split(m, ed.prod, choice[ed.prod]))
+        continue;
       std::vector<int> best_choice;
       std::optional<Plan> best_plan;
+      std::optional<Plan> base;  // large programs: the window plan of the current choice
+      int win_a = 0, win_b = nops - 1;
       auto consider = [&](const std::vector<int>& ch) -> Status {
         if (!tried.insert(ch).second) return ok_status();
-        auto r = fast_eval(ch);
+        if (small) {
+          auto r = fast_eval(ch);
+          if (!r) return r.error();
+          if (better(*r, best_plan ? *best_plan : *cur)) {
+            best_plan = std::move(*r);
+            best_choice = ch;
+          }
+          return ok_status();
+        }
+        int lo = nops, hi = -1;
+        for (int k = 0; k < nops; ++k)
+          if (ch[k] != choice[k]) lo = std::min(lo, k), hi = std::max(hi, k);
+        if (hi < 0 || hi - lo > 120) return ok_status();
+        int a = std::max(0, std::min({lo, ed.prod, ed.cons >= 0 ? ed.cons : ed.prod}) - 8);
+        int b = std::min(nops - 1, std::max({hi, ed.prod, ed.cons}) + 8);
+        if (!base || a != win_a || b != win_b) {
+          auto r0 = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
+          if (!r0) return r0.error();
+          base = std::move(*r0);
+          win_a = a, win_b = b;
+          best_plan.reset();
+          best_choice.clear();
+        }
+        auto r = plan_graph_impl(lower_window(m, ch, a, b), hw, o, 0.0, true);
         if (!r) return r.error();
-        if (better(*r, best_plan ? *best_plan : *cur)) {
+        if (better(*r, best_plan ? *best_plan : *base)) {
           best_plan = std::move(*r);
           best_choice = ch;
         }
@@ -273,10 +331,10 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
             notes.push_back("co-opt: op '" + p.ops[k].name + "' re-split " + join_splits(m.div.ops[k], m.div.ops[k].splits) +
                             " -> " + join_splits(m.div.ops[k], m.div.ops[k].candidates[best_choice[k]]));
         choice = best_choice;
-        cur = std::move(*best_plan);
+        if (small) cur = std::move(*best_plan);
         ++changes;
         improved = true;
-        break;
+        if (small) break;
       }
     }
   }
