@@ -74,7 +74,7 @@ Result<Plan> plan_with_clones(const Graph& g, const Hardware& hw, const Options&
   Result<Plan> plan = internal_error("no plan");
   for (int round = 0; round < 6; ++round) {
     Graph gg = insert_clones(g, keep, lx_capacity(hw));
-    plan = plan_graph_once(gg, hw, o, std::max(0.0, dl.remaining_seconds()) / 2, fast);
+    plan = plan_graph_once(gg, hw, o, left(dl) / 2, fast);
     if (!plan) return plan;
     bool dropped = false;
     for (const PlanValue& v : plan->values) {
@@ -123,7 +123,7 @@ Graph move_op(const Graph& g, int from, int to) {
 Result<Plan> plan_graph_impl(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
   Deadline dl(seconds);
   if (!o.lx || !o.reorder || fast || g.ops.size() > 200)
-    return plan_with_clones(g, hw, o, dl.remaining_seconds(), fast);
+    return plan_with_clones(g, hw, o, left(dl), fast);
   // Reordering: hill-climb over single-op moves to the ends of each op's legal window, scored
   // by a fast heuristic placement; the final plan is kept only if the full planner agrees.
   auto base_fast = plan_with_clones(g, hw, o, 0.0, true);
@@ -132,7 +132,7 @@ Result<Plan> plan_graph_impl(const Graph& g, const Hardware& hw, const Options& 
   Bytes cur_cost = hbm_of(*base_fast);
   int moves = 0;
   std::vector<std::string> notes;
-  const double search_budget = dl.remaining_seconds() * 0.4;
+  const double search_budget = left(dl) * 0.4;
   Deadline search(search_budget);
   bool improved = true;
   while (improved && !search.expired()) {
@@ -159,9 +159,9 @@ Result<Plan> plan_graph_impl(const Graph& g, const Hardware& hw, const Options& 
       }
     }
   }
-  auto plain = plan_with_clones(g, hw, o, moves ? dl.remaining_seconds() / 2 : dl.remaining_seconds(), false);
+  auto plain = plan_with_clones(g, hw, o, moves ? left(dl) / 2 : left(dl), false);
   if (!plain || moves == 0) return plain;
-  auto reordered = plan_with_clones(cur, hw, o, dl.remaining_seconds(), false);
+  auto reordered = plan_with_clones(cur, hw, o, left(dl), false);
   if (!reordered) return reordered;
   if (hbm_of(*reordered) < hbm_of(*plain)) {
     reordered->reorders = moves;

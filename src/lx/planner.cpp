@@ -112,10 +112,10 @@ void decide_eligibility(const Graph& g, const Options& o, Bytes capacity, Bytes 
       for (OpIndex u : pv.uses) {
         const GOp& c = g.ops[u];
         if (!c.lx_capable) return "consumer '" + c.name + "' is an opaque kernel";
-        const GOperand* r = read_operand(g, u, pv.tensor);
-        if (r->slicing != slicing)
-          return "core-div mismatch: '" + d.name + "' slices it " + (slicing.empty() ? "whole" : slicing) + ", '" +
-                 c.name + "' reads it " + (r->slicing.empty() ? "whole" : r->slicing);
+        for (const GOperand& r : c.reads)
+          if (r.tensor == pv.tensor && r.slicing != slicing)
+            return "core-div mismatch: '" + d.name + "' slices it " + (slicing.empty() ? "whole" : slicing) + ", '" +
+                   c.name + "' reads it " + (r.slicing.empty() ? "whole" : r.slicing);
       }
       if (pv.per_core > capacity)
         return "does not fit: " + std::to_string(pv.per_core) + " B per core > " + std::to_string(capacity) +
@@ -293,7 +293,7 @@ Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& 
   s.values = std::move(built->values);
   decide_eligibility(g, o, plan.capacity, hw.alignment, s);
   std::vector<Item> items = whole_items(g, o, s);
-  auto placed = place_items(o, s, items, plan.capacity, hw.alignment, fast ? 0.0 : dl.remaining_seconds() * 0.6, fast);
+  auto placed = place_items(o, s, items, plan.capacity, hw.alignment, fast ? 0.0 : left(dl) * 0.6, fast);
   if (!placed) return placed.error();
   PlaceResult best = *placed;
   if (o.lx && o.eviction && !fast) {
@@ -313,7 +313,7 @@ Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& 
         }
       }
       if (!any) continue;
-      auto again = place_items(o, s, split, plan.capacity, hw.alignment, dl.remaining_seconds() * 0.4, false);
+      auto again = place_items(o, s, split, plan.capacity, hw.alignment, left(dl) * 0.4, false);
       if (!again) return again.error();
       if (again->saved > best.saved) best = std::move(*again);
     }

@@ -1,11 +1,17 @@
 // Internals shared by the LX planner's translation units (not a public API).
 #pragma once
 
+#include <algorithm>
 #include <vector>
+
+#include "core/deadline.h"
 
 #include "lx/lx.h"
 
 namespace sp::lx {
+
+// Seconds left, never negative (a negative budget means "no limit" to Deadline).
+inline double left(const Deadline& d) { return std::max(0.0, d.remaining_seconds()); }
 
 struct PlanState {
   std::vector<PlanValue> values;  // versioned values

@@ -216,7 +216,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   if (!d) return d.error();
   m.div = std::move(*d);
   std::vector<int> choice(p.ops.size(), 0);
-  auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? dl.remaining_seconds() * 0.25 : dl.remaining_seconds(), false);
+  auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? left(dl) * 0.25 : left(dl), false);
   if (!seed_plan || !o.coopt || !o.lx) return seed_plan;
   // Co-optimization: repair core-div mismatches by re-splitting the producer or the consumer,
   // trying every menu entry that slices the shared tensor alike (this covers dim flips,
@@ -231,7 +231,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   }
   int changes = 0;
   std::vector<std::string> notes;
-  const double budget = dl.remaining_seconds() * (small ? 0.5 : 0.6);
+  const double budget = left(dl) * (small ? 0.5 : 0.6);
   Deadline search(budget);
   const int nops = static_cast<int>(p.ops.size());
   struct Edge { int prod, cons; program::TensorId t; };
@@ -339,7 +339,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     }
   }
   if (changes == 0) return seed_plan;
-  auto final_plan = plan_graph_impl(lower(m, choice), hw, o, dl.remaining_seconds(), false);
+  auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
   if (!final_plan) return final_plan;
   if (!better(*final_plan, *seed_plan)) return seed_plan;  // never worse than the seed division
   final_plan->coopt_changes = changes;
