@@ -123,36 +123,44 @@ std::string plan_report(const Plan& p) {
 }
 
 std::string plan_svg(const Plan& p) {
-  // x: op index, y: per-core LX address (every core uses the same addresses).
-  const int W = 900, H = 520, L = 60, T = 30;
+  // One panel per core (small multiples): x op index, y per-core LX address. A value occupies the
+  // same address on every core its producer runs on (cores 0..k-1 by convention).
+  int cores = 1;
+  for (const auto& op : p.graph.ops) cores = std::max(cores, op.cores);
+  const int cols = cores == 1 ? 1 : 4, rows = (cores + cols - 1) / cols;
+  const int PW = cores == 1 ? 840 : 230, PH = cores == 1 ? 440 : 130, L = 60, T = 40, GX = 20, GY = 34;
+  const int W = L + cols * (PW + GX), H = T + rows * (PH + GY) + 20;
   const double nops = std::max<double>(1, static_cast<double>(p.graph.ops.size()));
   const double cap = std::max<double>(1, static_cast<double>(p.capacity));
-  const double sx = (W - L - 20) / nops, sy = (H - T - 40) / cap;
+  const double sx = PW / nops, sy = PH / cap;
   std::ostringstream os;
-  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
-  os << "<text x=\"" << L << "\" y=\"18\" font-size=\"13\">" << p.graph.name << ": LX address (per core) x op index</text>\n";
-  os << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - 20 << "\" height=\"" << H - T - 40
-     << "\" fill=\"#f8f8f8\" stroke=\"#888\"/>\n";
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+     << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
+  os << "<text x=\"" << L << "\" y=\"18\" font-size=\"13\">" << p.graph.name << ": LX address (0.." << p.capacity
+     << " B, top to bottom) x op index (0.." << p.graph.ops.size() - (p.graph.ops.empty() ? 0 : 1) << "), per core</text>\n";
   const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"};
-  int k = 0;
-  for (const auto& v : p.values) {
-    if (v.lx.empty()) continue;
-    for (const Segment& s : v.lx) {
-      double x = L + s.start * sx, w = std::max(1.0, (s.end - s.start + 1) * sx);
-      double y = T + s.address * sy, h = std::max(1.0, v.per_core * sy);
-      os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h << "\" fill=\""
-         << (v.clone ? "#9ecae1" : colors[k % 8]) << "\" fill-opacity=\"0.8\" stroke=\"#222\"><title>" << v.name << " @"
-         << s.address << " " << v.per_core << " B ops " << s.start << ".." << s.end << (s.reload ? " (reload)" : "")
-         << "</title></rect>\n";
-      if (w > 30 && h > 10) os << "<text x=\"" << x + 2 << "\" y=\"" << y + 10 << "\">" << v.name << "</text>\n";
+  for (int c = 0; c < cores; ++c) {
+    const double X = L + (c % cols) * (PW + GX), Y = T + (c / cols) * (PH + GY);
+    os << "<text x=\"" << X << "\" y=\"" << Y - 4 << "\">core " << c << "</text>\n";
+    os << "<rect x=\"" << X << "\" y=\"" << Y << "\" width=\"" << PW << "\" height=\"" << PH
+       << "\" fill=\"#f8f8f8\" stroke=\"#888\"/>\n";
+    int k = 0;
+    for (const auto& v : p.values) {
+      if (v.lx.empty()) continue;
+      ++k;
+      int vc = v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1;
+      if (c >= vc) continue;
+      for (const Segment& s : v.lx) {
+        double x = X + s.start * sx, w = std::max(1.0, (s.end - s.start + 1) * sx);
+        double y = Y + s.address * sy, h = std::max(1.0, v.per_core * sy);
+        os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h << "\" fill=\""
+           << (v.clone ? "#9ecae1" : colors[k % 8]) << "\" fill-opacity=\"0.8\" stroke=\"#222\"><title>" << v.name
+           << " @" << s.address << " " << v.per_core << " B ops " << s.start << ".." << s.end
+           << (s.reload ? " (reload)" : "") << "</title></rect>\n";
+        if (w > 30 && h > 10) os << "<text x=\"" << x + 2 << "\" y=\"" << y + 10 << "\">" << v.name << "</text>\n";
+      }
     }
-    ++k;
   }
-  for (std::size_t i = 0; i < p.graph.ops.size(); i += std::max<std::size_t>(1, p.graph.ops.size() / 20))
-    os << "<text x=\"" << L + (i + 0.5) * sx << "\" y=\"" << H - 25 << "\" text-anchor=\"middle\">" << i << "</text>\n";
-  os << "<text x=\"" << L - 4 << "\" y=\"" << T + 10 << "\" text-anchor=\"end\">0</text>\n";
-  os << "<text x=\"" << L - 4 << "\" y=\"" << H - 40 << "\" text-anchor=\"end\">" << p.capacity << "</text>\n";
-  os << "<text x=\"" << W / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">op index</text>\n";
   os << "</svg>\n";
   return os.str();
 }
