@@ -190,6 +190,62 @@ std::vector<int> propagate(const Model& m, std::vector<int> ch, int start) {
   return ch;
 }
 
+// Bytes every split choice must move: intermediates (not graph I/O, not touched by opaque ops)
+// that no menu entry of the producer (without a reduction split, fitting LX) can hand to every
+// consumer with a matching entry of its own (consumers chosen independently: a relaxation), and
+// values nobody reads. Adds to the compulsory bound of account().
+Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
+  const program::Program& p = *m.prog;
+  if (!o.lx) return 0;
+  std::map<std::pair<int, program::TensorId>, std::set<std::string>> reads;  // (op, tensor) -> slicings
+  auto read_slicings = [&](int op, program::TensorId t) -> const std::set<std::string>& {
+    auto key = std::make_pair(op, t);
+    auto it = reads.find(key);
+    if (it != reads.end()) return it->second;
+    std::set<std::string> sl;
+    const int n = m.div.ops[op].divided ? static_cast<int>(m.div.ops[op].candidates.size()) : 1;
+    for (int c = 0; c < std::max(1, n); ++c) sl.insert(slicing_of(m, op, c, t, false));
+    return reads[key] = std::move(sl);
+  };
+  Bytes forced = 0;
+  for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
+    const auto t = static_cast<program::TensorId>(ti);
+    const int prod = p.producer[t];
+    if (prod < 0 || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
+    bool opaque = p.ops[prod].kind == program::OpKind::kOpaque;
+    for (program::OpId c : p.consumers[t]) opaque = opaque || p.ops[c].kind == program::OpKind::kOpaque;
+    if (opaque) continue;
+    if (o.only_reduction_outputs && p.ops[prod].kind != program::OpKind::kReduction) continue;
+    int nreads = 0;
+    for (program::OpId c : p.consumers[t])
+      for (program::TensorId x : p.ops[c].inputs) nreads += x == t;
+    if (p.consumers[t].empty()) {
+      forced += m.bytes[t];
+      continue;
+    }
+    bool possible = false;
+    const workdiv::OpDivision& pd = m.div.ops[prod];
+    const int n = pd.divided ? static_cast<int>(pd.candidates.size()) : 1;
+    for (int c = 0; c < std::max(1, n) && !possible; ++c) {
+      if (reduction_split(m, prod, c)) continue;
+      const auto s = splits_of(m, prod, c);
+      int64_t cores = 1;
+      for (auto k : s) cores *= k;
+      const program::Op& op = p.ops[prod];
+      std::size_t slot = op.inputs.size();
+      for (std::size_t k = 0; k < op.outputs.size(); ++k)
+        if (op.outputs[k] == t) slot = op.inputs.size() + k;
+      GOperand w = operand(m, op, pd, s, static_cast<int>(cores), slot, t);
+      if (w.per_core > capacity) continue;
+      bool all = true;
+      for (program::OpId u : p.consumers[t]) all = all && read_slicings(u, t).count(w.slicing) > 0;
+      possible = all;
+    }
+    if (!possible) forced += m.bytes[t] * (1 + nreads);
+  }
+  return forced;
+}
+
 }  // namespace
 
 Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
@@ -338,13 +394,20 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       }
     }
   }
-  if (changes == 0) return seed_plan;
-  auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
-  if (!final_plan) return final_plan;
-  if (!better(*final_plan, *seed_plan)) return seed_plan;  // never worse than the seed division
-  final_plan->coopt_changes = changes;
-  for (auto& n : notes) final_plan->notes.push_back(n);
-  return final_plan;
+  Result<Plan> result = seed_plan;
+  if (changes > 0) {
+    auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
+    if (!final_plan) return final_plan;
+    if (better(*final_plan, *seed_plan)) {  // never worse than the seed division
+      final_plan->coopt_changes = changes;
+      for (auto& n : notes) final_plan->notes.push_back(n);
+      result = std::move(final_plan);
+    }
+  }
+  // The bound over every split choice also counts what no menu entry can keep on LX.
+  result->totals.lower_bound_hbm += menu_forced_bytes(m, lx_capacity(hw), o);
+  if (Status st = check_plan(*result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
+  return result;
 }
 
 }  // namespace sp::lx
