@@ -9,3 +9,6 @@ cmake --build --preset release --target scratchplan
 echo
 echo "== scratchplan evaluate examples/mlsys/mlp_block.json examples/mlsys/mlp_block_solution.json --verbose"
 ./build/release/scratchplan evaluate examples/mlsys/mlp_block.json examples/mlsys/mlp_block_solution.json --verbose
+echo
+echo "== scratchplan plan examples/programs/softmax_lastdim.json --cores 32 -o build/plan.json --report"
+./build/release/scratchplan plan examples/programs/softmax_lastdim.json --cores 32 -o build/plan.json --report

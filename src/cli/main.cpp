@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   sp::cli::register_nki(app, exit_code);
   sp::cli::register_schedule(app, exit_code);
   sp::cli::register_alloc(app, exit_code);
+  sp::cli::register_plan(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -12,5 +12,6 @@ void register_divide(CLI::App& app, int& exit_code);
 void register_nki(CLI::App& app, int& exit_code);
 void register_schedule(CLI::App& app, int& exit_code);
 void register_alloc(CLI::App& app, int& exit_code);
+void register_plan(CLI::App& app, int& exit_code);
 
 }  // namespace sp::cli

@@ -1,0 +1,88 @@
+// LX planning benchmarks: co-optimization captures (target: each under 50 ms) and a generated
+// 2,000-op transformer on 32 cores (target: under 1 s, with the bound on the remaining gap).
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "core/json_reader.h"
+#include "lx/coopt.h"
+#include "lx/lx.h"
+
+namespace {
+
+const sp::Json& captures() {
+  static sp::Json j = [] {
+    auto r = sp::read_json_file(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/captures/cooptimization_captures.json");
+    return r.ok() ? *r : sp::Json::object();
+  }();
+  return j;
+}
+
+void BM_LxCapture(benchmark::State& st, std::string name, int fraction) {
+  const sp::Json& g = captures()[name][0];
+  auto p0 = sp::lx::cd_problem_from_json(g["inputs"], name, 1625344);
+  if (!p0) {
+    st.SkipWithError(p0.error().message.c_str());
+    return;
+  }
+  sp::lx::CdProblem p = *p0;
+  if (fraction > 0) p.capacity = std::max<int64_t>(1, sp::lx::cd_seed_footprint(p) / fraction);
+  sp::lx::CdSolution s;
+  for (auto _ : st) {
+    auto r = sp::lx::cd_solve(p, 1.0);
+    if (!r) {
+      st.SkipWithError(r.error().message.c_str());
+      return;
+    }
+    s = *r;
+  }
+  st.counters["buffers"] = static_cast<double>(p.buffers.size());
+  st.counters["hbm_bytes"] = static_cast<double>(s.hbm_bytes);
+  st.counters["seed_hbm_bytes"] = static_cast<double>(s.seed_hbm_bytes);
+  st.counters["lower_bound"] = static_cast<double>(s.lower_bound);
+  st.counters["evaluations"] = static_cast<double>(s.evaluations);
+  st.counters["capacity"] = static_cast<double>(p.capacity);
+}
+
+void BM_LxTransformer(benchmark::State& st) {
+  const int ops = static_cast<int>(st.range(0));
+  auto prog = sp::lx::transformer_program(ops);
+  if (!prog) {
+    st.SkipWithError(prog.error().message.c_str());
+    return;
+  }
+  sp::lx::Options o;
+  o.cores = 32;
+  o.time_limit = 0.8;
+  sp::lx::Plan plan;
+  for (auto _ : st) {
+    auto r = sp::lx::plan_program(*prog, sp::lx::Hardware{}, o);
+    if (!r) {
+      st.SkipWithError(r.error().message.c_str());
+      return;
+    }
+    plan = std::move(*r);
+  }
+  const auto& t = plan.totals;
+  st.counters["ops"] = static_cast<double>(prog->ops.size());
+  st.counters["hbm_bytes"] = static_cast<double>(t.hbm_read + t.hbm_write);
+  st.counters["baseline_hbm_bytes"] = static_cast<double>(t.baseline_hbm);
+  st.counters["lower_bound"] = static_cast<double>(t.lower_bound_hbm);
+  st.counters["split_lower_bound"] = static_cast<double>(t.split_lower_bound_hbm);
+  st.counters["coopt_changes"] = plan.coopt_changes;
+  st.counters["time_us"] = t.time_s * 1e6;
+  st.counters["baseline_time_us"] = t.baseline_time_s * 1e6;
+}
+
+int reg = [] {
+  for (const char* n : {"softmax", "mlp", "swiglu", "sdpa", "rms_norm", "simple_attn", "flash_attention"}) {
+    benchmark::RegisterBenchmark((std::string("BM_LxCapture/") + n).c_str(), BM_LxCapture, std::string(n), 0)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("BM_LxCaptureQuarter/") + n).c_str(), BM_LxCapture, std::string(n), 4)
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RegisterBenchmark("BM_LxTransformer", BM_LxTransformer)->Arg(2000)->Iterations(1)->Unit(benchmark::kMillisecond);
+  return 0;
+}();
+
+}  // namespace

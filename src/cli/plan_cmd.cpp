@@ -1,0 +1,97 @@
+// scratchplan plan PROGRAM.json [--hardware spyre|FILE.json] [--cores N] [--time-limit S] -o PLAN.json
+// [--report] [--svg PICTURE.svg] [--stage 1..4] [--no-<technique>]: LX planning of a whole program.
+#include <iostream>
+
+#include "cli/verbs.h"
+#include "core/atomic_file.h"
+#include "lx/lx.h"
+#include "program/program.h"
+
+namespace sp::cli {
+namespace {
+
+struct PlanArgs {
+  std::string program_path;
+  std::string hardware = "spyre";
+  std::string out_path;
+  std::string svg_path;
+  int cores = -1;
+  double time_limit = 2.0;
+  int stage = 0;  // 0 = everything; 1..4 = the seed's stages
+  bool report = false;
+  bool no_in_place = false, no_clone_inputs = false, no_clone_outputs = false, no_eviction = false;
+  bool no_reorder = false, no_coopt = false;
+  int64_t capacity = -1;
+  double hbm_bandwidth = -1;
+};
+
+int run_plan(const PlanArgs& a) {
+  auto fail = [](const Error& e) {
+    std::cerr << "error: " << e.message << "\n";
+    return exit_code(e);
+  };
+  auto hw = lx::load_hardware(a.hardware);
+  if (!hw) return fail(hw.error());
+  if (a.capacity >= 0) hw->capacity_override = a.capacity;
+  if (a.hbm_bandwidth > 0) hw->hbm_bytes_per_s = a.hbm_bandwidth * 1e9;
+  int cores = a.cores < 0 ? hw->max_cores : a.cores;
+  if (cores < 1 || cores > hw->max_cores)
+    return fail(bad_input("--cores " + std::to_string(cores) + ": hardware '" + hw->name + "' has 1.." +
+                          std::to_string(hw->max_cores) + " cores"));
+  if (a.stage < 0 || a.stage > 4) return fail(bad_input("--stage " + std::to_string(a.stage) + ": expected 1..4"));
+  if (a.time_limit < 0) return fail(bad_input("--time-limit must be >= 0"));
+  auto p = program::read_program(a.program_path);
+  if (!p) return fail(p.error());
+  lx::Options o = a.stage ? lx::stage_options(a.stage) : lx::Options{};
+  o.cores = cores;
+  o.time_limit = a.time_limit;
+  if (a.no_in_place) o.in_place = false;
+  if (a.no_clone_inputs) o.clone_inputs = false;
+  if (a.no_clone_outputs) o.clone_outputs = false;
+  if (a.no_eviction) o.eviction = false;
+  if (a.no_reorder) o.reorder = false;
+  if (a.no_coopt) o.coopt = false;
+  auto plan = lx::plan_program(*p, *hw, o);
+  if (!plan) return fail(plan.error());
+  if (!a.out_path.empty()) {
+    if (Status st = write_file_atomic(a.out_path, lx::plan_to_json(*plan).dump(1) + "\n"); !st) return fail(st.error());
+  }
+  if (!a.svg_path.empty()) {
+    if (Status st = write_file_atomic(a.svg_path, lx::plan_svg(*plan)); !st) return fail(st.error());
+  }
+  if (a.report) {
+    std::cout << lx::plan_report(*plan);
+  } else {
+    const auto& t = plan->totals;
+    std::cout << p->name << ": HBM " << t.hbm_read + t.hbm_write << " B (all-HBM " << t.baseline_hbm << " B, lower bound "
+              << t.lower_bound_hbm << " B), estimated " << t.time_s * 1e6 << " us\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_plan(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand("plan", "LX scratchpad planning of a tensor program (docs/lx.md)");
+  cmd->add_option("program", args->program_path, "Program JSON (docs/program.md)")->required();
+  cmd->add_option("--hardware", args->hardware, "spyre (built-in) or a hardware JSON file");
+  cmd->add_option("--cores", args->cores, "Cores for work division (default: the hardware's maximum)");
+  cmd->add_option("--time-limit", args->time_limit, "Seconds of search (default 2)");
+  cmd->add_option("-o,--output", args->out_path, "Write the plan JSON here");
+  cmd->add_option("--svg", args->svg_path, "Write an SVG of LX address x op index");
+  cmd->add_flag("--report", args->report, "Print a readable summary");
+  cmd->add_option("--stage", args->stage,
+                  "Seed stage only: 1 LX off, 2 reduction outputs pinned, 3 + in-place, 4 + clone inputs");
+  cmd->add_option("--capacity", args->capacity, "Override the usable LX bytes per core");
+  cmd->add_option("--hbm-gbps", args->hbm_bandwidth, "Override the HBM bandwidth (GB/s)");
+  cmd->add_flag("--no-in-place", args->no_in_place, "Disable in-place reuse");
+  cmd->add_flag("--no-clone-inputs", args->no_clone_inputs, "Disable input clones");
+  cmd->add_flag("--no-clone-outputs", args->no_clone_outputs, "Disable output clones");
+  cmd->add_flag("--no-eviction", args->no_eviction, "Disable eviction and reload");
+  cmd->add_flag("--no-reorder", args->no_reorder, "Disable op reordering");
+  cmd->add_flag("--no-coopt", args->no_coopt, "Keep work division's seed splits");
+  cmd->callback([args, &exit_code] { exit_code = run_plan(*args); });
+}
+
+}  // namespace sp::cli

@@ -1,0 +1,373 @@
+// Joint division + placement search for buffer sets with division menus (see coopt.h).
+#include "lx/coopt.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "alloc/solver.h"
+#include "alloc/validator.h"
+#include "core/deadline.h"
+
+namespace sp::lx {
+namespace {
+
+struct Ctx {
+  const CdProblem* p;
+  std::vector<std::vector<int>> children;  // per buffer: buffers listing it as a parent
+};
+
+const std::vector<std::pair<int, int>>* match_list(const CdBuffer& child, int parent) {
+  for (const auto& [q, list] : child.matches)
+    if (q == parent) return &list;
+  return nullptr;
+}
+
+bool gate_ok(const Ctx& c, const std::vector<int>& div, int b) {
+  for (int ch : c.children[b]) {
+    const auto* l = match_list(c.p->buffers[ch], b);
+    if (!l) return false;
+    bool ok = false;
+    for (auto [pd, cd] : *l) ok = ok || (pd == div[b] && cd == div[ch]);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+int64_t cost_of(const CdBuffer& b) { return b.size < 0 ? 0 : b.size * static_cast<int64_t>(b.uses.size()); }
+
+struct Eval {
+  int64_t cost = 0;
+  std::vector<int64_t> address;
+};
+
+// Scores a division assignment: eligible buffers go to the alloc engine's selection objective.
+Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double seconds) {
+  const CdProblem& p = *c.p;
+  const int n = static_cast<int>(p.buffers.size());
+  alloc::Problem ap;
+  ap.capacity = p.capacity;
+  std::vector<int> idx(n, -1), back;
+  for (int b = 0; b < n; ++b) {
+    const CdBuffer& x = p.buffers[b];
+    if (!x.residency_reason.empty() || x.size < 0 || x.uses.empty()) continue;
+    int64_t fp = cd_footprint(x, div[b]);
+    if (fp > p.capacity || !gate_ok(c, div, b)) continue;
+    alloc::Buffer ab;
+    ab.id = x.name;
+    ab.size = fp;
+    ab.start = x.uses.front();
+    ab.end = x.uses.back() + 1;
+    ab.alignment = p.alignment;
+    ab.spill_cost = cost_of(x);
+    idx[b] = static_cast<int>(ap.buffers.size());
+    back.push_back(b);
+    ap.buffers.push_back(std::move(ab));
+  }
+  for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
+    const CdBuffer& ch = p.buffers[back[k]];
+    for (int q : ch.in_place_parents) {
+      if (idx[q] < 0) continue;
+      const alloc::Buffer& pa = ap.buffers[idx[q]];
+      const CdBuffer& qb = p.buffers[q];
+      bool read_after_write = qb.uses.size() >= 2 || qb.first_use_is_read;
+      if (pa.end == ap.buffers[k].start + 1 && ap.buffers[k].size <= pa.size && read_after_write)
+        ap.buffers[k].in_place_parents.push_back(idx[q]);
+    }
+  }
+  Eval e;
+  e.address.assign(n, -1);
+  alloc::Placement pl;
+  if (fast) {
+    alloc::Placement a = alloc::place_first_fit(ap, ap.capacity, true);
+    alloc::Placement b = alloc::place_first_fit(ap, ap.capacity, false);
+    pl = alloc::spilled_cost(ap, a) <= alloc::spilled_cost(ap, b) ? a : b;
+  } else {
+    alloc::SolveOptions so;
+    so.objective = alloc::Objective::kSelect;
+    so.solver = alloc::SolverKind::kAuto;
+    so.time_limit = std::max(0.0, seconds);
+    auto r = alloc::solve(ap, so);
+    if (r) pl = r->placement;
+    else pl = alloc::place_first_fit(ap, ap.capacity, true);
+  }
+  for (std::size_t k = 0; k < ap.buffers.size(); ++k) e.address[back[k]] = pl.offsets[k];
+  for (int b = 0; b < n; ++b)
+    if (e.address[b] < 0) e.cost += cost_of(p.buffers[b]);
+  return e;
+}
+
+// Propagates division d of `anchor` through the match edges (both directions), keeping
+// neighbours that already match and otherwise picking the matching entry with the largest
+// output partition (smallest footprint).
+std::vector<int> recolor(const Ctx& c, const std::vector<int>& cur, int anchor, int d) {
+  const CdProblem& p = *c.p;
+  std::vector<int> a = cur;
+  a[anchor] = d;
+  std::vector<char> seen(p.buffers.size(), 0);
+  std::vector<int> queue{anchor};
+  seen[anchor] = 1;
+  auto pick = [&](int b, const std::vector<int>& options) {
+    if (options.empty()) return -1;
+    if (std::find(options.begin(), options.end(), a[b]) != options.end()) return -1;  // already fine
+    int best = options[0];
+    for (int o : options)
+      if (p.buffers[b].divisions[o].output_partition > p.buffers[b].divisions[best].output_partition) best = o;
+    return best;
+  };
+  for (std::size_t qi = 0; qi < queue.size(); ++qi) {
+    int x = queue[qi];
+    for (int ch : c.children[x]) {
+      if (seen[ch]) continue;
+      const auto* l = match_list(p.buffers[ch], x);
+      if (!l) continue;
+      std::vector<int> opts;
+      for (auto [pd, cd] : *l)
+        if (pd == a[x]) opts.push_back(cd);
+      int v = pick(ch, opts);
+      seen[ch] = 1;
+      if (v >= 0) {
+        a[ch] = v;
+        queue.push_back(ch);
+      }
+    }
+    for (int q : p.buffers[x].parents) {
+      if (seen[q]) continue;
+      const auto* l = match_list(p.buffers[x], q);
+      if (!l) continue;
+      std::vector<int> opts;
+      for (auto [pd, cd] : *l)
+        if (cd == a[x]) opts.push_back(pd);
+      int v = pick(q, opts);
+      seen[q] = 1;
+      if (v >= 0) {
+        a[q] = v;
+        queue.push_back(q);
+      }
+    }
+  }
+  return a;
+}
+
+struct VecHash {
+  std::size_t operator()(const std::vector<int>& v) const {
+    std::size_t h = 1469598103934665603ULL;
+    for (int x : v) h = (h ^ static_cast<std::size_t>(x + 1)) * 1099511628211ULL;
+    return h;
+  }
+};
+
+// Relaxation: every buffer at its smallest footprint, no residency gate, in-place children
+// shortened by their hand-off tick; forced spills charged in full.
+int64_t lower_bound(const CdProblem& p) {
+  alloc::Problem ap;
+  ap.capacity = p.capacity;
+  int64_t forced = 0;
+  for (const CdBuffer& x : p.buffers) {
+    if (!x.residency_reason.empty() || x.size < 0 || x.uses.empty()) {
+      forced += cost_of(x);
+      continue;
+    }
+    int64_t fp = cd_footprint(x, 0);
+    for (std::size_t d = 1; d < x.divisions.size(); ++d) fp = std::min(fp, cd_footprint(x, static_cast<int>(d)));
+    alloc::Buffer ab;
+    ab.id = x.name;
+    ab.size = fp;
+    ab.start = x.uses.front() + (x.in_place_parents.empty() ? 0 : 1);
+    ab.end = x.uses.back() + 1;
+    if (ab.start >= ab.end) continue;  // lives only at its hand-off tick: may share its parent's slot
+    ab.alignment = 1;
+    ab.spill_cost = cost_of(x);
+    ap.buffers.push_back(std::move(ab));
+  }
+  return forced + alloc::selection_lower_bound(ap);
+}
+
+}  // namespace
+
+int64_t cd_footprint(const CdBuffer& b, int d) {
+  if (b.size < 0) return 0;
+  int64_t part = std::max<int64_t>(1, b.divisions.empty() ? 1 : b.divisions[d].output_partition);
+  return (b.size + part - 1) / part;
+}
+
+int64_t cd_seed_footprint(const CdProblem& p) {
+  int64_t t = 0;
+  for (const CdBuffer& b : p.buffers) t += cd_footprint(b, 0);
+  return t;
+}
+
+int64_t cd_hbm_bytes(const CdProblem& p, const std::vector<char>& resident) {
+  int64_t t = 0;
+  for (std::size_t b = 0; b < p.buffers.size(); ++b)
+    if (!resident[b]) t += cost_of(p.buffers[b]);
+  return t;
+}
+
+Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& source, int64_t capacity,
+                                       int64_t alignment) {
+  try {
+    JsonCursor c(buffers, source);
+    CdProblem p;
+    p.capacity = capacity;
+    p.alignment = alignment;
+    std::map<std::string, int> id;
+    auto list = c.elements();
+    for (std::size_t i = 0; i < list.size(); ++i) id[list[i].at("name").as_string()] = static_cast<int>(i);
+    auto ref = [&](const JsonCursor& x) {
+      auto it = id.find(x.as_string());
+      if (it == id.end()) x.fail("expected the name of a buffer in this graph");
+      return it->second;
+    };
+    for (const auto& b : list) {
+      CdBuffer x;
+      x.name = b.at("name").as_string();
+      x.size = b.at("size").as_int_at_least(-1);
+      x.uses = b.at("uses").as_int_array(0);
+      for (std::size_t k = 1; k < x.uses.size(); ++k)
+        if (x.uses[k] <= x.uses[k - 1]) b.at("uses").fail("expected strictly increasing op indices");
+      x.first_use_is_read = b.has("first_use_is_read") && b.at("first_use_is_read").as_bool();
+      if (b.has("in_place_parents"))
+        for (const auto& q : b.at("in_place_parents").elements()) x.in_place_parents.push_back(ref(q));
+      if (b.has("residency_reason")) x.residency_reason = b.at("residency_reason").as_string();
+      if (b.has("parents"))
+        for (const auto& q : b.at("parents").elements()) x.parents.push_back(ref(q));
+      for (const auto& d : b.at("core_divisions").elements()) {
+        CdDivision cd;
+        std::set<int64_t> red;
+        for (const auto& [k, v] : d.at("reduction_splits").node().items()) {
+          cd.reduction_splits.emplace_back(std::stoll(k), v.get<int64_t>());
+          red.insert(std::stoll(k));
+        }
+        for (const auto& [k, v] : d.at("output_splits").node().items()) {
+          cd.output_splits.emplace_back(std::stoll(k), v.get<int64_t>());
+          if (!red.count(std::stoll(k))) cd.output_partition *= std::max<int64_t>(1, v.get<int64_t>());
+        }
+        x.divisions.push_back(std::move(cd));
+      }
+      if (x.divisions.empty()) x.divisions.emplace_back();
+      if (b.has("cd_parent_matches"))
+        for (const auto& [k, v] : b.at("cd_parent_matches").node().items()) {
+          auto it = id.find(k);
+          if (it == id.end()) b.at("cd_parent_matches").fail("unknown parent '" + k + "'");
+          std::vector<std::pair<int, int>> pairs;
+          for (const auto& pr : v) {
+            int pd = pr.at(0).get<int>(), cd = pr.at(1).get<int>();
+            if (cd < 0 || cd >= static_cast<int>(b.at("core_divisions").array_size()))
+              b.at("cd_parent_matches").fail("division index out of range");
+            pairs.emplace_back(pd, cd);
+          }
+          x.matches.emplace_back(it->second, std::move(pairs));
+        }
+      p.buffers.push_back(std::move(x));
+    }
+    return p;
+  } catch (const std::exception& e) {
+    return bad_input(e.what());
+  }
+}
+
+Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address) {
+  const int n = static_cast<int>(p.buffers.size());
+  if (static_cast<int>(division.size()) != n || static_cast<int>(address.size()) != n)
+    return internal_error("co-opt solution has the wrong length");
+  std::vector<std::vector<int>> children(n);
+  for (int b = 0; b < n; ++b)
+    for (int q : p.buffers[b].parents) children[q].push_back(b);
+  for (int b = 0; b < n; ++b)
+    if (division[b] < 0 || division[b] >= static_cast<int>(p.buffers[b].divisions.size()))
+      return internal_error(p.buffers[b].name + ": division index out of its menu");
+  for (int b = 0; b < n; ++b) {
+    const CdBuffer& x = p.buffers[b];
+    if (address[b] < 0) continue;
+    if (!x.residency_reason.empty() || x.size < 0) return internal_error(x.name + " is resident despite a forced spill");
+    int64_t part = 1;
+    std::set<int64_t> red;
+    for (auto [s, f] : x.divisions[division[b]].reduction_splits) red.insert(s);
+    for (auto [s, f] : x.divisions[division[b]].output_splits)
+      if (!red.count(s)) part *= f;
+    int64_t fp = (x.size + part - 1) / part;
+    if (address[b] % p.alignment) return internal_error(x.name + " is not aligned");
+    if (address[b] + fp > p.capacity) return internal_error(x.name + " exceeds the capacity");
+    for (int ch : children[b]) {
+      bool ok = false;
+      for (const auto& [q, list] : p.buffers[ch].matches)
+        if (q == b)
+          for (auto [pd, cd] : list) ok = ok || (pd == division[b] && cd == division[ch]);
+      if (!ok) return internal_error(x.name + " is resident but child " + p.buffers[ch].name + " slices it differently");
+    }
+    for (int o = b + 1; o < n; ++o) {
+      if (address[o] < 0) continue;
+      const CdBuffer& y = p.buffers[o];
+      if (!(x.uses.front() <= y.uses.back() && y.uses.front() <= x.uses.back())) continue;
+      int64_t part2 = 1;
+      std::set<int64_t> red2;
+      for (auto [s, f] : y.divisions[division[o]].reduction_splits) red2.insert(s);
+      for (auto [s, f] : y.divisions[division[o]].output_splits)
+        if (!red2.count(s)) part2 *= f;
+      int64_t fp2 = (y.size + part2 - 1) / part2;
+      if (address[b] + fp <= address[o] || address[o] + fp2 <= address[b]) continue;
+      auto handoff = [&](const CdBuffer& par, const CdBuffer& chd, int pi, int ci) {
+        return address[pi] == address[ci] && par.uses.back() == chd.uses.front() &&
+               std::find(chd.in_place_parents.begin(), chd.in_place_parents.end(), pi) != chd.in_place_parents.end();
+      };
+      if (!handoff(x, y, b, o) && !handoff(y, x, o, b))
+        return internal_error(x.name + " and " + y.name + " overlap on LX while both live");
+    }
+  }
+  return ok_status();
+}
+
+Result<CdSolution> cd_solve(const CdProblem& p, double time_limit) {
+  Deadline dl(time_limit);
+  Ctx c{&p, std::vector<std::vector<int>>(p.buffers.size())};
+  for (std::size_t b = 0; b < p.buffers.size(); ++b)
+    for (int q : p.buffers[b].parents) c.children[q].push_back(static_cast<int>(b));
+  CdSolution s;
+  s.lower_bound = lower_bound(p);
+  std::vector<int> cur(p.buffers.size(), 0);
+  Eval best = evaluate(c, cur, true, 0);
+  std::unordered_set<std::vector<int>, VecHash> seen{cur};
+  s.evaluations = 1;
+  bool improved = true;
+  while (improved && best.cost > s.lower_bound && !dl.expired()) {
+    improved = false;
+    for (int b = 0; b < static_cast<int>(p.buffers.size()) && !improved && !dl.expired(); ++b) {
+      for (int d = 0; d < static_cast<int>(p.buffers[b].divisions.size()) && !improved; ++d) {
+        for (int mode = 0; mode < 2 && !improved; ++mode) {
+          std::vector<int> cand = cur;
+          if (mode == 0) cand[b] = d;
+          else cand = recolor(c, cur, b, d);
+          if (!seen.insert(cand).second) continue;
+          Eval e = evaluate(c, cand, true, 0);
+          ++s.evaluations;
+          if (e.cost < best.cost) {
+            best = std::move(e);
+            cur = std::move(cand);
+            improved = true;
+          }
+        }
+      }
+    }
+  }
+  // Final placement with the full alloc portfolio, for both the seed and the search result.
+  std::vector<int> seed(p.buffers.size(), 0);
+  double left = std::max(0.0, dl.remaining_seconds());
+  Eval seed_full = evaluate(c, seed, false, std::min(left * 0.3, 0.02));
+  Eval final_full = cur == seed ? seed_full : evaluate(c, cur, false, std::min(std::max(0.0, dl.remaining_seconds()), 0.05));
+  if (best.cost < final_full.cost) final_full = best;  // the heuristic placement was better
+  if (seed_full.cost < final_full.cost) {
+    final_full = seed_full;
+    cur = seed;
+  }
+  s.seed_hbm_bytes = seed_full.cost;
+  s.division = cur;
+  s.address = final_full.address;
+  s.hbm_bytes = final_full.cost;
+  s.proven_optimal = s.hbm_bytes <= s.lower_bound;
+  if (Status st = cd_check(p, s.division, s.address); !st) return st.error();
+  return s;
+}
+
+}  // namespace sp::lx

@@ -1,0 +1,181 @@
+// plan_graph: clone insertion and pruning around the placement, then op reordering.
+#include <algorithm>
+
+#include "core/deadline.h"
+#include "lx/lx.h"
+#include "lx/planner_internal.h"
+
+namespace sp::lx {
+
+Graph insert_clones(const Graph& g, const std::vector<char>& keep, Bytes capacity) {
+  Graph out;
+  out.name = g.name;
+  out.tensors = g.tensors;
+  std::vector<int> clone_of(g.tensors.size(), -1);
+  std::vector<int> first_reader(g.tensors.size(), -1);
+  std::vector<GOp> clone_ops(g.tensors.size());
+  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+    const GTensor& ten = g.tensors[t];
+    if (!ten.graph_input || !keep[t]) continue;
+    int reads = 0;
+    const GOperand* first = nullptr;
+    bool ok = true;
+    bool written = false;
+    for (std::size_t i = 0; i < g.ops.size(); ++i) {
+      for (const GOperand& w : g.ops[i].writes) written = written || w.tensor == static_cast<int>(t);
+      for (const GOperand& r : g.ops[i].reads) {
+        if (r.tensor != static_cast<int>(t)) continue;
+        if (written) ok = false;  // redefined input: keep the simple case only
+        ++reads;
+        if (!first) {
+          first = &r;
+          first_reader[t] = static_cast<int>(i);
+        } else if (r.slicing != first->slicing) {
+          ok = false;  // consumers slice it differently: one LX copy cannot serve them all
+        }
+        if (!g.ops[i].lx_capable) ok = false;
+      }
+    }
+    if (!ok || reads < 2 || !first || first->per_core > capacity) continue;
+    GTensor c;
+    c.name = ten.name + ".lx";
+    c.bytes = ten.bytes;
+    c.elements = ten.elements;
+    out.tensors.push_back(c);
+    clone_of[t] = static_cast<int>(out.tensors.size()) - 1;
+    GOp op;
+    op.name = "clone_" + ten.name;
+    op.kind = "clone";
+    op.reads.push_back(GOperand{static_cast<int>(t), "", ten.bytes});
+    op.writes.push_back(GOperand{clone_of[t], first->slicing, first->per_core});
+    op.cores = g.ops[first_reader[t]].cores;
+    op.splits = g.ops[first_reader[t]].splits;
+    clone_ops[t] = op;
+  }
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    for (std::size_t t = 0; t < g.tensors.size(); ++t)
+      if (clone_of[t] >= 0 && first_reader[t] == static_cast<int>(i)) out.ops.push_back(clone_ops[t]);
+    GOp op = g.ops[i];
+    for (GOperand& r : op.reads)
+      if (clone_of[r.tensor] >= 0) r.tensor = clone_of[r.tensor];
+    out.ops.push_back(std::move(op));
+  }
+  return out;
+}
+
+namespace {
+
+Bytes hbm_of(const Plan& p) { return p.totals.hbm_read + p.totals.hbm_write; }
+
+// Plans with clone pruning: a clone whose copy did not get LX is removed and the graph replanned.
+Result<Plan> plan_with_clones(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
+  Deadline dl(seconds);
+  std::vector<char> keep(g.tensors.size(), o.lx && o.clone_inputs ? 1 : 0);
+  Result<Plan> plan = internal_error("no plan");
+  for (int round = 0; round < 6; ++round) {
+    Graph gg = insert_clones(g, keep, lx_capacity(hw));
+    plan = plan_graph_once(gg, hw, o, left(dl) / 2, fast);
+    if (!plan) return plan;
+    bool dropped = false;
+    for (const PlanValue& v : plan->values) {
+      if (!v.clone || !v.lx.empty()) continue;
+      int src = plan->graph.ops[v.def].reads[0].tensor;
+      keep[src] = 0;
+      dropped = true;
+    }
+    if (!dropped) break;
+  }
+  int clones = 0;
+  for (const PlanValue& v : plan->values) clones += v.clone;
+  plan->clones = clones;
+  return plan;
+}
+
+// Ops i and j conflict when they touch a common tensor and one of them writes it.
+bool conflict(const GOp& a, const GOp& b) {
+  auto touches = [](const GOp& op, int t, bool* writes) {
+    bool any = false;
+    for (const GOperand& r : op.reads) any = any || r.tensor == t;
+    for (const GOperand& w : op.writes)
+      if (w.tensor == t) any = *writes = true;
+    return any;
+  };
+  for (const GOp* x : {&a, &b}) {
+    const GOp* y = x == &a ? &b : &a;
+    for (const GOperand& w : x->writes) {
+      bool yw = false;
+      if (touches(*y, w.tensor, &yw)) return true;
+    }
+  }
+  return false;
+}
+
+Graph move_op(const Graph& g, int from, int to) {
+  Graph h = g;
+  GOp op = h.ops[from];
+  h.ops.erase(h.ops.begin() + from);
+  h.ops.insert(h.ops.begin() + to, std::move(op));
+  return h;
+}
+
+}  // namespace
+
+Result<Plan> plan_graph_impl(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
+  Deadline dl(seconds);
+  if (!o.lx || !o.reorder || fast || g.ops.size() > 200)
+    return plan_with_clones(g, hw, o, left(dl), fast);
+  // Reordering: hill-climb over single-op moves to the ends of each op's legal window, scored
+  // by a fast heuristic placement; the final plan is kept only if the full planner agrees.
+  auto base_fast = plan_with_clones(g, hw, o, 0.0, true);
+  if (!base_fast) return base_fast;
+  Graph cur = g;
+  Bytes cur_cost = hbm_of(*base_fast);
+  int moves = 0;
+  std::vector<std::string> notes;
+  const double search_budget = left(dl) * 0.4;
+  Deadline search(search_budget);
+  bool improved = true;
+  while (improved && !search.expired()) {
+    improved = false;
+    const int n = static_cast<int>(cur.ops.size());
+    for (int i = 0; i < n && !search.expired(); ++i) {
+      int lo = i, hi = i;
+      while (lo > 0 && !conflict(cur.ops[lo - 1], cur.ops[i])) --lo;
+      while (hi + 1 < n && !conflict(cur.ops[hi + 1], cur.ops[i])) ++hi;
+      for (int to : {lo, hi}) {
+        if (to == i) continue;
+        Graph h = move_op(cur, i, to);
+        auto p = plan_with_clones(h, hw, o, 0.0, true);
+        if (!p) return p;
+        if (hbm_of(*p) < cur_cost) {
+          notes.push_back("moved op '" + cur.ops[i].name + "' from position " + std::to_string(i) + " to " +
+                          std::to_string(to));
+          cur = std::move(h);
+          cur_cost = hbm_of(*p);
+          ++moves;
+          improved = true;
+          break;
+        }
+      }
+    }
+  }
+  auto plain = plan_with_clones(g, hw, o, moves ? left(dl) / 2 : left(dl), false);
+  if (!plain || moves == 0) return plain;
+  auto reordered = plan_with_clones(cur, hw, o, left(dl), false);
+  if (!reordered) return reordered;
+  if (hbm_of(*reordered) < hbm_of(*plain)) {
+    reordered->reorders = moves;
+    for (auto& s : notes) reordered->notes.push_back(s);
+    return reordered;
+  }
+  return plain;
+}
+
+Result<Plan> plan_graph(const Graph& g, const Hardware& hw, const Options& o) {
+  if (o.cores < 1 || o.cores > hw.max_cores)
+    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
+                     std::to_string(hw.max_cores) + " cores");
+  return plan_graph_impl(g, hw, o, o.time_limit, false);
+}
+
+}  // namespace sp::lx

@@ -1,0 +1,94 @@
+// Hardware descriptions: the built-in spyre numbers and JSON overrides.
+#include <cmath>
+
+#include "lx/lx.h"
+
+namespace sp::lx {
+
+Bytes lx_capacity(const Hardware& h) {
+  if (h.capacity_override >= 0) return h.capacity_override;
+  // NOTES.md §1.4: round_up_128(int((2 MiB - 64 KiB) * (1 - frac))).
+  double usable = static_cast<double>(h.lx_bytes - h.lx_backend_bytes) * (1.0 - h.reserved_fraction);
+  auto raw = static_cast<Bytes>(usable);
+  Bytes a = h.alignment > 0 ? h.alignment : 1;
+  return (raw + a - 1) / a * a;
+}
+
+Result<Hardware> hardware_from_json(const Json& j, const std::string& source) {
+  try {
+    JsonCursor c(j, source);
+    c.require_object();
+    Hardware h;
+    if (c.has("name")) h.name = c.at("name").as_string();
+    if (c.has("lx_bytes")) h.lx_bytes = c.at("lx_bytes").as_int_at_least(0);
+    if (c.has("lx_backend_bytes")) h.lx_backend_bytes = c.at("lx_backend_bytes").as_int_at_least(0);
+    if (c.has("reserved_fraction")) {
+      double f = c.at("reserved_fraction").as_number();
+      if (f < 0 || f > 1) c.at("reserved_fraction").fail("expected a fraction in [0, 1]");
+      h.reserved_fraction = f;
+    }
+    if (c.has("capacity")) h.capacity_override = c.at("capacity").as_int_at_least(0);
+    if (c.has("alignment")) h.alignment = c.at("alignment").as_int_at_least(1);
+    if (c.has("max_cores")) {
+      h.max_cores = static_cast<int>(c.at("max_cores").as_int_at_least(1));
+      if (h.max_cores > 32) c.at("max_cores").fail("expected 1..32 (work division supports at most 32 cores)");
+    }
+    if (c.has("span_limit")) h.span_limit = c.at("span_limit").as_int_at_least(1);
+    auto positive = [&](const char* key, double& out) {
+      if (!c.has(key)) return;
+      double v = c.at(key).as_number();
+      if (!(v > 0)) c.at(key).fail("expected a positive number");
+      out = v;
+    };
+    positive("hbm_bytes_per_s", h.hbm_bytes_per_s);
+    positive("core_flops_per_s", h.core_flops_per_s);
+    if (c.has("op_overhead_s")) {
+      double v = c.at("op_overhead_s").as_number();
+      if (v < 0) c.at("op_overhead_s").fail("expected a non-negative number");
+      h.op_overhead_s = v;
+    }
+    if (h.lx_backend_bytes > h.lx_bytes) c.at("lx_backend_bytes").fail("expected at most lx_bytes");
+    return h;
+  } catch (const std::exception& e) {
+    return bad_input(e.what());
+  }
+}
+
+Result<Hardware> load_hardware(const std::string& name_or_path) {
+  if (name_or_path.empty() || name_or_path == "spyre") return Hardware{};
+  auto j = read_json_file(name_or_path);
+  if (!j) return j.error();
+  return hardware_from_json(*j, name_or_path);
+}
+
+Json hardware_to_json(const Hardware& h) {
+  Json j;
+  j["name"] = h.name;
+  j["lx_bytes"] = h.lx_bytes;
+  j["lx_backend_bytes"] = h.lx_backend_bytes;
+  j["reserved_fraction"] = h.reserved_fraction;
+  if (h.capacity_override >= 0) j["capacity"] = h.capacity_override;
+  j["usable_lx_bytes"] = lx_capacity(h);
+  j["alignment"] = h.alignment;
+  j["max_cores"] = h.max_cores;
+  j["span_limit"] = h.span_limit;
+  j["hbm_bytes_per_s"] = h.hbm_bytes_per_s;
+  j["core_flops_per_s"] = h.core_flops_per_s;
+  j["op_overhead_s"] = h.op_overhead_s;
+  return j;
+}
+
+Options stage_options(int stage) {
+  Options o;
+  o.lx = stage >= 2;
+  o.only_reduction_outputs = stage == 2;
+  o.in_place = stage >= 3;
+  o.clone_inputs = stage >= 4;
+  o.clone_outputs = false;
+  o.eviction = false;
+  o.reorder = false;
+  o.coopt = false;
+  return o;
+}
+
+}  // namespace sp::lx

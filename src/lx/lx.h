@@ -1,0 +1,172 @@
+// LX scratchpad planning of whole programs (issue 6): which values live in each core's LX
+// scratchpad and at which per-core address, which stay in HBM and why, each op's core split,
+// inserted clones, evictions/reloads, and the resulting HBM traffic and roofline time.
+// Pipeline: layouts -> work division -> versioned liveness -> eligibility -> buffers ->
+// placement (alloc engine, selection objective) -> eviction -> cost -> independent check.
+// docs/lx.md documents the plan format, the cost model and every decision.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.h"
+#include "core/result.h"
+#include "program/program.h"
+
+namespace sp::lx {
+
+using Bytes = int64_t;   // byte count
+using OpIndex = int32_t; // position in the planned op order
+using ValueId = int32_t; // one version of a tensor (each write starts a new one)
+
+// Hardware description; every cost-model parameter lives here (docs/lx.md).
+struct Hardware {
+  std::string name = "spyre";          // label
+  Bytes lx_bytes = Bytes{2} << 20;     // LX scratchpad per core
+  Bytes lx_backend_bytes = 64 << 10;   // LX the backend keeps before the reserved fraction applies
+  double reserved_fraction = 0.2;      // DXP_LX_FRAC_AVAIL
+  Bytes capacity_override = -1;        // >= 0: usable LX per core, bypassing the formula
+  Bytes alignment = 128;               // LX address alignment (one stick)
+  int max_cores = 32;                  // SENCORES upper bound
+  Bytes span_limit = Bytes{256} << 20; // per-core HBM span limit
+  double hbm_bytes_per_s = 204.8e9;    // HBM bandwidth shared by all cores
+  double core_flops_per_s = 1.0e12;    // per-core compute throughput (fp16 FLOP/s)
+  double op_overhead_s = 2.0e-6;       // fixed per-op launch/bundle overhead
+};
+
+// round_up(int((lx_bytes - lx_backend_bytes) * (1 - reserved_fraction)), alignment), or the override.
+Bytes lx_capacity(const Hardware& h);
+// "spyre" (built-in) or a JSON file; fields absent from the file keep spyre's values.
+Result<Hardware> load_hardware(const std::string& name_or_path);
+Result<Hardware> hardware_from_json(const Json& j, const std::string& source);
+Json hardware_to_json(const Hardware& h);
+
+// The seed's stages plus the techniques beyond it; each is a named toggle.
+struct Options {
+  bool lx = true;                  // stage 1 off: everything through HBM
+  bool only_reduction_outputs = false;  // stage 2: pin only reduction outputs
+  bool in_place = true;            // stage 3: pointwise outputs may take a dying input's address
+  bool clone_inputs = true;        // stage 4: multi-use graph inputs cloned to LX when it pays
+  bool clone_outputs = true;       // graph outputs read later: computed on LX, written to HBM once
+  bool eviction = true;            // dormant values may be evicted and reloaded when it pays
+  bool reorder = true;             // move independent ops when it lowers HBM traffic
+  bool coopt = true;               // co-optimize core splits with placement
+  int cores = 32;                  // cores available to work division
+  double time_limit = 1.0;         // seconds for the whole plan (anytime)
+  uint64_t seed = 1;               // for any randomized search
+};
+// Options for seed stage 1..4 (1 = LX off, 4 = clone inputs); techniques beyond the seed off.
+Options stage_options(int stage);
+
+// ---- program-independent planning model (programs and the pattern cases both lower to it) ----
+struct GTensor {
+  std::string name;        // tensor name
+  Bytes bytes = 0;         // device bytes (whole tensor, all cores)
+  int64_t elements = 0;    // host elements (for element counts)
+  bool graph_input = false;
+  bool graph_output = false;
+};
+
+struct GOperand {
+  int tensor = -1;         // GTensor index
+  std::string slicing;     // how this op slices the tensor over cores ("" = whole, one core)
+  Bytes per_core = 0;      // bytes one core holds under that slicing (unaligned)
+};
+
+struct GOp {
+  std::string name;            // op name
+  std::string kind;            // pointwise / reduction / matmul / opaque / load / clone
+  std::vector<GOperand> reads; // with multiplicity
+  std::vector<GOperand> writes;
+  bool in_placeable = false;   // output may take a dying input's address
+  bool reduction = false;      // produces a reduction output (stage 2)
+  bool lx_capable = true;      // false: extern/opaque kernel, operands stay in HBM
+  bool reduction_split = false;// partial results are combined through HBM
+  int cores = 1;               // cores it runs on
+  std::string splits;          // readable split, e.g. "d0=4 d1=1"
+  double flops = 0;            // work, for the roofline
+  int source_op = -1;          // program op index (-1 for inserted clones)
+};
+
+struct Graph {
+  std::string name;
+  std::vector<GTensor> tensors;
+  std::vector<GOp> ops;        // in execution order
+};
+
+// ---- the plan ----
+struct Segment {
+  OpIndex start = 0;        // first op of the LX residency (def, clone or reload)
+  OpIndex end = 0;          // last op using it on LX (inclusive)
+  Bytes address = -1;       // per-core LX address
+  bool reload = false;      // starts with a reload from HBM
+};
+
+struct PlanValue {
+  std::string name;         // tensor name, with #k for the k-th redefinition
+  int tensor = -1;          // GTensor index
+  OpIndex def = -1;         // op writing it (-1: graph input)
+  std::vector<OpIndex> uses;// reading ops (with multiplicity)
+  Bytes bytes = 0;          // whole-tensor device bytes
+  Bytes per_core = 0;       // aligned per-core bytes
+  bool clone = false;       // LX copy of a graph input made by an inserted clone op
+  bool output_clone = false;// graph output computed on LX and written to HBM once
+  int in_place_parent = -1; // value whose address it took at hand-off
+  std::vector<Segment> lx;  // LX residency (empty = HBM)
+  std::string reason;       // why it is (partly) in HBM; empty when fully on LX
+  Bytes spill_cost = 0;     // HBM bytes it would save if placed (for "did not fit")
+};
+
+struct Totals {
+  Bytes hbm_read = 0, hbm_write = 0;    // bytes
+  int64_t hbm_elements = 0;             // host elements moved
+  Bytes baseline_hbm = 0;               // all-HBM plan with the same splits
+  int64_t baseline_elements = 0;
+  Bytes saved = 0;                      // baseline - ours
+  Bytes lower_bound_hbm = 0;            // proven lower bound over every split choice (compulsory traffic)
+  Bytes split_lower_bound_hbm = 0;      // proven lower bound for the chosen splits
+  double time_s = 0, baseline_time_s = 0;  // roofline estimate
+};
+
+struct Plan {
+  Graph graph;                  // ops as planned (clones inserted, reordered)
+  Hardware hw;
+  Bytes capacity = 0;           // usable LX per core
+  Options options;
+  std::vector<PlanValue> values;
+  std::vector<Bytes> op_hbm;    // HBM bytes per op
+  Totals totals;
+  std::string solver;           // alloc solver used
+  bool proven_optimal = false;  // placement matched its bound
+  int evictions = 0, clones = 0, reorders = 0, coopt_changes = 0;
+  std::vector<std::string> notes;  // decisions worth showing (co-opt moves, reorders)
+};
+
+// Builds the planning graph of a program under the given per-op split choice (index into each
+// op's candidate menu; empty = seed division).
+struct ProgramModel;  // layouts + division + menus (opaque; planner.cpp)
+
+// Plans a graph (pattern cases, tests). The result passed check_plan.
+Result<Plan> plan_graph(const Graph& g, const Hardware& hw, const Options& o);
+// Plans a program end to end: layouts, work division, co-optimized splits, placement.
+Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o);
+
+// Independent checker: re-derives liveness and HBM traffic from the plan's op list and residency
+// (no planner code), checks addresses (alignment, capacity, no overlap of co-live values except an
+// in-place hand-off at the same base) and that the reported totals match.
+Status check_plan(const Plan& p);
+
+// Output.
+Json plan_to_json(const Plan& p);
+std::string plan_report(const Plan& p);
+std::string plan_svg(const Plan& p);
+
+// A transformer program of exactly num_ops ops: blocks of attention (norm, q/k/v projections,
+// scores, softmax, PV, output projection, residual) and MLP (norm, up, gelu, down, residual).
+Result<program::Program> transformer_program(int num_ops, int64_t seq = 256, int64_t hidden = 512);
+
+// Pattern cases of lx_cases.json: ops with inputs/output names (redefinition allowed).
+Result<Graph> graph_from_pattern(const Json& j, const std::string& source);
+
+}  // namespace sp::lx

@@ -1,0 +1,413 @@
+// Programs -> planning graphs (layouts, work division, per-operand core slicing) and the
+// co-optimization of core splits with placement, scored by the roofline cost model.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <numeric>
+
+#include "core/deadline.h"
+#include "layout/layout.h"
+#include "lx/lx.h"
+#include "lx/planner_internal.h"
+#include "workdiv/workdiv.h"
+
+namespace sp::lx {
+namespace {
+
+struct Model {
+  const program::Program* prog = nullptr;
+  std::vector<Bytes> bytes;          // per tensor: device bytes
+  std::vector<int64_t> elements;     // per tensor: host elements
+  workdiv::Division div;             // seed division + menus
+};
+
+std::string join_splits(const workdiv::OpDivision& od, const std::vector<workdiv::Split>& s) {
+  std::string t;
+  for (std::size_t v = 0; v < s.size(); ++v) t += (v ? " " : "") + od.vars[v].name + "=" + std::to_string(s[v]);
+  return t;
+}
+
+GOperand operand(const Model& m, const program::Op& op, const workdiv::OpDivision& od,
+                 const std::vector<workdiv::Split>& s, int cores, std::size_t slot, program::TensorId t) {
+  GOperand g;
+  g.tensor = t;
+  int64_t parts = 1;
+  if (od.divided && cores > 1) {
+    std::string f;
+    for (program::VarId var : op.indexing_maps[slot]) {
+      int64_t k = var >= 0 ? s[var] : 1;
+      parts *= k;
+      f += (f.empty() ? "" : "x") + std::to_string(k);
+    }
+    g.slicing = f + "/c" + std::to_string(cores);
+  }
+  g.per_core = (m.bytes[t] + parts - 1) / parts;
+  return g;
+}
+
+GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o) {
+  const program::Op& op = m.prog->ops[o];
+  const workdiv::OpDivision& od = m.div.ops[o];
+  GOp x;
+  x.name = op.name;
+  x.kind = program::op_kind_name(op.kind);
+  x.source_op = static_cast<int>(o);
+  x.in_placeable = op.kind == program::OpKind::kPointwise;
+  x.reduction = op.kind == program::OpKind::kReduction;
+  x.lx_capable = op.kind != program::OpKind::kOpaque;
+  std::vector<workdiv::Split> s;
+  if (od.divided) {
+    int c = choice.empty() ? 0 : choice[o];
+    s = c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
+  }
+  int64_t cores = 1;
+  for (auto k : s) cores *= k;
+  x.cores = static_cast<int>(cores);
+  x.splits = od.divided ? join_splits(od, s) : "not divided";
+  for (std::size_t v = 0; v < s.size(); ++v)
+    if (od.vars[v].reduction && s[v] > 1) x.reduction_split = true;
+  double work = 1;
+  for (auto r : op.ranges) work *= static_cast<double>(r);
+  if (op.ranges.empty())
+    for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
+  x.flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
+  for (std::size_t k = 0; k < op.inputs.size(); ++k)
+    x.reads.push_back(operand(m, op, od, s, x.cores, k, op.inputs[k]));
+  for (std::size_t k = 0; k < op.outputs.size(); ++k)
+    x.writes.push_back(operand(m, op, od, s, x.cores, op.inputs.size() + k, op.outputs[k]));
+  return x;
+}
+
+GTensor lower_tensor(const Model& m, program::TensorId t) {
+  const auto& pt = m.prog->tensors[t];
+  return GTensor{pt.name, m.bytes[t], m.elements[t], pt.graph_input, pt.graph_output};
+}
+
+Graph lower(const Model& m, const std::vector<int>& choice) {
+  const program::Program& p = *m.prog;
+  Graph g;
+  g.name = p.name;
+  for (std::size_t t = 0; t < p.tensors.size(); ++t) g.tensors.push_back(lower_tensor(m, static_cast<program::TensorId>(t)));
+  for (std::size_t o = 0; o < p.ops.size(); ++o) g.ops.push_back(lower_op(m, choice, o));
+  return g;
+}
+
+// Ops a..b as a graph of their own: values from earlier ops are inputs, values read after b
+// are outputs. The co-optimizer scores moves on such windows in large programs.
+Graph lower_window(const Model& m, const std::vector<int>& choice, int a, int b) {
+  const program::Program& p = *m.prog;
+  Graph g;
+  g.name = p.name;
+  std::map<program::TensorId, int> tmap;
+  auto tid = [&](program::TensorId t) {
+    auto it = tmap.find(t);
+    if (it != tmap.end()) return it->second;
+    GTensor x = lower_tensor(m, t);
+    x.graph_input = x.graph_input || p.producer[t] < a;
+    for (program::OpId c : p.consumers[t]) x.graph_output = x.graph_output || c > b;
+    g.tensors.push_back(x);
+    return tmap[t] = static_cast<int>(g.tensors.size()) - 1;
+  };
+  for (int o = a; o <= b; ++o) {
+    GOp x = lower_op(m, choice, static_cast<std::size_t>(o));
+    for (auto& r : x.reads) r.tensor = tid(r.tensor);
+    for (auto& w : x.writes) w.tensor = tid(w.tensor);
+    g.ops.push_back(std::move(x));
+  }
+  return g;
+}
+
+// Lexicographic score: roofline time, then HBM bytes.
+bool better(const Plan& a, const Plan& b) {
+  if (a.totals.time_s < b.totals.time_s * (1 - 1e-9)) return true;
+  if (a.totals.time_s > b.totals.time_s * (1 + 1e-9)) return false;
+  return a.totals.hbm_read + a.totals.hbm_write < b.totals.hbm_read + b.totals.hbm_write;
+}
+
+// The read slicing of tensor t by op o under candidate c (or its write slicing).
+std::string slicing_of(const Model& m, int o, int c, program::TensorId t, bool write) {
+  const program::Op& op = m.prog->ops[o];
+  const workdiv::OpDivision& od = m.div.ops[o];
+  if (!od.divided) return "";
+  const auto& s = c > 0 ? od.candidates[c] : od.splits;
+  int64_t cores = 1;
+  for (auto k : s) cores *= k;
+  const auto& list = write ? op.outputs : op.inputs;
+  for (std::size_t k = 0; k < list.size(); ++k)
+    if (list[k] == t)
+      return operand(m, op, od, s, static_cast<int>(cores), write ? op.inputs.size() + k : k, t).slicing;
+  return "";
+}
+
+std::vector<workdiv::Split> splits_of(const Model& m, int o, int c) {
+  const workdiv::OpDivision& od = m.div.ops[o];
+  return c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
+}
+int64_t cores_of(const Model& m, int o, int c) {
+  int64_t k = 1;
+  for (auto x : splits_of(m, o, c)) k *= x;
+  return k;
+}
+bool reduction_split(const Model& m, int o, int c) {
+  const workdiv::OpDivision& od = m.div.ops[o];
+  if (!od.divided) return false;
+  const auto s = splits_of(m, o, c);
+  for (std::size_t v = 0; v < s.size(); ++v)
+    if (od.vars[v].reduction && s[v] > 1) return true;
+  return false;
+}
+
+// Region move: after op `start` changed, neighbours that now disagree on a shared tensor are
+// re-split to agree (most cores first; producers without reduction splits), breadth first.
+std::vector<int> propagate(const Model& m, std::vector<int> ch, int start) {
+  const program::Program& p = *m.prog;
+  std::vector<char> seen(p.ops.size(), 0);
+  std::vector<int> queue{start};
+  seen[start] = 1;
+  for (std::size_t qi = 0; qi < queue.size() && queue.size() < 48; ++qi) {
+    int x = queue[qi];
+    auto fix = [&](int y, program::TensorId t, bool y_writes, const std::string& want) {
+      if (y < 0 || seen[y] || !m.div.ops[y].divided) return;
+      seen[y] = 1;
+      if (slicing_of(m, y, ch[y], t, y_writes) == want && !(y_writes && reduction_split(m, y, ch[y]))) return;
+      int best = -1;
+      for (int c = 0; c < static_cast<int>(m.div.ops[y].candidates.size()); ++c) {
+        if (y_writes && reduction_split(m, y, c)) continue;
+        if (slicing_of(m, y, c, t, y_writes) != want) continue;
+        if (best < 0 || cores_of(m, y, c) > cores_of(m, y, best)) best = c;
+      }
+      if (best >= 0) {
+        ch[y] = best;
+        queue.push_back(y);
+      }
+    };
+    for (program::TensorId t : p.ops[x].inputs)
+      if (p.producer[t] >= 0) fix(p.producer[t], t, true, slicing_of(m, x, ch[x], t, false));
+    for (program::TensorId t : p.ops[x].outputs)
+      for (program::OpId y : p.consumers[t]) fix(y, t, false, slicing_of(m, x, ch[x], t, true));
+  }
+  return ch;
+}
+
+// Bytes every split choice must move: intermediates (not graph I/O, not touched by opaque ops)
+// that no menu entry of the producer (without a reduction split, fitting LX) can hand to every
+// consumer with a matching entry of its own (consumers chosen independently: a relaxation), and
+// values nobody reads. Adds to the compulsory bound of account().
+Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
+  const program::Program& p = *m.prog;
+  if (!o.lx) return 0;
+  std::map<std::pair<int, program::TensorId>, std::set<std::string>> reads;  // (op, tensor) -> slicings
+  auto read_slicings = [&](int op, program::TensorId t) -> const std::set<std::string>& {
+    auto key = std::make_pair(op, t);
+    auto it = reads.find(key);
+    if (it != reads.end()) return it->second;
+    std::set<std::string> sl;
+    const int n = m.div.ops[op].divided ? static_cast<int>(m.div.ops[op].candidates.size()) : 1;
+    for (int c = 0; c < std::max(1, n); ++c) sl.insert(slicing_of(m, op, c, t, false));
+    return reads[key] = std::move(sl);
+  };
+  Bytes forced = 0;
+  for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
+    const auto t = static_cast<program::TensorId>(ti);
+    const int prod = p.producer[t];
+    if (prod < 0 || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
+    bool opaque = p.ops[prod].kind == program::OpKind::kOpaque;
+    for (program::OpId c : p.consumers[t]) opaque = opaque || p.ops[c].kind == program::OpKind::kOpaque;
+    if (opaque) continue;
+    if (o.only_reduction_outputs && p.ops[prod].kind != program::OpKind::kReduction) continue;
+    int nreads = 0;
+    for (program::OpId c : p.consumers[t])
+      for (program::TensorId x : p.ops[c].inputs) nreads += x == t;
+    if (p.consumers[t].empty()) {
+      forced += m.bytes[t];
+      continue;
+    }
+    bool possible = false;
+    const workdiv::OpDivision& pd = m.div.ops[prod];
+    const int n = pd.divided ? static_cast<int>(pd.candidates.size()) : 1;
+    for (int c = 0; c < std::max(1, n) && !possible; ++c) {
+      if (reduction_split(m, prod, c)) continue;
+      const auto s = splits_of(m, prod, c);
+      int64_t cores = 1;
+      for (auto k : s) cores *= k;
+      const program::Op& op = p.ops[prod];
+      std::size_t slot = op.inputs.size();
+      for (std::size_t k = 0; k < op.outputs.size(); ++k)
+        if (op.outputs[k] == t) slot = op.inputs.size() + k;
+      GOperand w = operand(m, op, pd, s, static_cast<int>(cores), slot, t);
+      if (w.per_core > capacity) continue;
+      bool all = true;
+      for (program::OpId u : p.consumers[t]) all = all && read_slicings(u, t).count(w.slicing) > 0;
+      possible = all;
+    }
+    if (!possible) forced += m.bytes[t] * (1 + nreads);
+  }
+  return forced;
+}
+
+}  // namespace
+
+Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
+  Deadline dl(o.time_limit);
+  if (o.cores < 1 || o.cores > hw.max_cores)
+    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
+                     std::to_string(hw.max_cores) + " cores");
+  Model m;
+  m.prog = &p;
+  for (const auto& t : p.tensors) {
+    auto l = program::tensor_layout(t);
+    if (!l) return bad_input(p.name + ": tensor '" + t.name + "': " + l.error().message);
+    m.bytes.push_back(layout::device_bytes(*l));
+    int64_t e = 1;
+    for (auto d : t.shape) e *= d;
+    m.elements.push_back(e);
+  }
+  workdiv::Options wo;
+  wo.max_cores = o.cores;
+  wo.span_limit = hw.span_limit;
+  wo.candidates = o.coopt;
+  wo.max_candidates = 64;
+  auto d = workdiv::divide(p, wo);
+  if (!d) return d.error();
+  m.div = std::move(*d);
+  std::vector<int> choice(p.ops.size(), 0);
+  auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? left(dl) * 0.25 : left(dl), false);
+  if (!seed_plan || !o.coopt || !o.lx) return seed_plan;
+  // Co-optimization: repair core-div mismatches by re-splitting the producer or the consumer,
+  // trying every menu entry that slices the shared tensor alike (this covers dim flips,
+  // multi-dim splits, fewer cores and reduction splits); accept a move when the roofline improves.
+  const bool small = p.ops.size() <= 200;
+  auto fast_eval = [&](const std::vector<int>& ch) { return plan_graph_impl(lower(m, ch), hw, o, 0.0, true); };
+  std::optional<Plan> cur;  // small programs: the current full plan (exact scoring)
+  if (small) {
+    auto c0 = fast_eval(choice);
+    if (!c0) return c0;
+    cur = std::move(*c0);
+  }
+  int changes = 0;
+  std::vector<std::string> notes;
+  const double budget = left(dl) * (small ? 0.5 : 0.6);
+  Deadline search(budget);
+  const int nops = static_cast<int>(p.ops.size());
+  struct Edge { int prod, cons; program::TensorId t; };
+  // Blocked values under a split choice: (producer, consumer, tensor) pairs that slice a value
+  // differently, and (producer, -1, tensor) for reduction-split producers.
+  auto blocked = [&](const std::vector<int>& ch) {
+    std::vector<Edge> edges;
+    for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+      int prod = p.producer[t];
+      if (prod < 0 || !m.div.ops[prod].divided) continue;
+      if (reduction_split(m, prod, ch[prod])) {
+        edges.push_back({prod, -1, static_cast<program::TensorId>(t)});
+        continue;
+      }
+      std::string w = slicing_of(m, prod, ch[prod], static_cast<program::TensorId>(t), true);
+      for (program::OpId c : p.consumers[t])
+        if (m.div.ops[c].divided && slicing_of(m, c, ch[c], static_cast<program::TensorId>(t), false) != w)
+          edges.push_back({prod, c, static_cast<program::TensorId>(t)});
+    }
+    return edges;
+  };
+  bool improved = true;
+  std::set<std::vector<int>> tried;
+  while (improved && !search.expired()) {
+    improved = false;
+    std::vector<Edge> edges = blocked(choice);
+    for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
+      const Edge ed = edges[e];
+      // still blocked under the current choice?
+      if (ed.cons >= 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true) == slicing_of(m, ed.cons, choice[ed.cons], ed.t, false)
+                       : !reduction_split(m, ed.prod, choice[ed.prod]))
+        continue;
+      std::vector<int> best_choice;
+      std::optional<Plan> best_plan;
+      std::optional<Plan> base;  // large programs: the window plan of the current choice
+      int win_a = 0, win_b = nops - 1;
+      auto consider = [&](const std::vector<int>& ch) -> Status {
+        if (!tried.insert(ch).second) return ok_status();
+        if (small) {
+          auto r = fast_eval(ch);
+          if (!r) return r.error();
+          if (better(*r, best_plan ? *best_plan : *cur)) {
+            best_plan = std::move(*r);
+            best_choice = ch;
+          }
+          return ok_status();
+        }
+        int lo = nops, hi = -1;
+        for (int k = 0; k < nops; ++k)
+          if (ch[k] != choice[k]) lo = std::min(lo, k), hi = std::max(hi, k);
+        if (hi < 0 || hi - lo > 120) return ok_status();
+        int a = std::max(0, std::min({lo, ed.prod, ed.cons >= 0 ? ed.cons : ed.prod}) - 8);
+        int b = std::min(nops - 1, std::max({hi, ed.prod, ed.cons}) + 8);
+        if (!base || a != win_a || b != win_b) {
+          auto r0 = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
+          if (!r0) return r0.error();
+          base = std::move(*r0);
+          win_a = a, win_b = b;
+          best_plan.reset();
+          best_choice.clear();
+        }
+        auto r = plan_graph_impl(lower_window(m, ch, a, b), hw, o, 0.0, true);
+        if (!r) return r.error();
+        if (better(*r, best_plan ? *best_plan : *base)) {
+          best_plan = std::move(*r);
+          best_choice = ch;
+        }
+        return ok_status();
+      };
+      for (int side = 0; side < 2; ++side) {
+        if (side == 0 && ed.cons < 0) continue;
+        int op = side == 0 ? ed.cons : ed.prod;
+        std::string want = side == 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true)
+                                     : (ed.cons >= 0 ? slicing_of(m, ed.cons, choice[ed.cons], ed.t, false) : "");
+        const auto& menu = m.div.ops[op].candidates;
+        std::vector<int> matching;
+        for (int c = 0; c < static_cast<int>(menu.size()); ++c) {
+          if (c == choice[op]) continue;
+          if (side == 1 && reduction_split(m, op, c)) continue;
+          if (ed.cons >= 0 && slicing_of(m, op, c, ed.t, side == 1) != want) continue;
+          matching.push_back(c);
+        }
+        // most cores first: region moves only for the first few
+        std::stable_sort(matching.begin(), matching.end(), [&](int a, int b) { return cores_of(m, op, a) > cores_of(m, op, b); });
+        for (std::size_t k = 0; k < matching.size() && !search.expired(); ++k) {
+          std::vector<int> ch = choice;
+          ch[op] = matching[k];
+          if (Status st = consider(ch); !st) return st.error();
+          if (k < 4) {
+            if (Status st = consider(propagate(m, ch, op)); !st) return st.error();
+          }
+        }
+      }
+      if (best_plan) {
+        for (std::size_t k = 0; k < choice.size(); ++k)
+          if (choice[k] != best_choice[k])
+            notes.push_back("co-opt: op '" + p.ops[k].name + "' re-split " + join_splits(m.div.ops[k], m.div.ops[k].splits) +
+                            " -> " + join_splits(m.div.ops[k], m.div.ops[k].candidates[best_choice[k]]));
+        choice = best_choice;
+        if (small) cur = std::move(*best_plan);
+        ++changes;
+        improved = true;
+        if (small) break;
+      }
+    }
+  }
+  Result<Plan> result = seed_plan;
+  if (changes > 0) {
+    auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
+    if (!final_plan) return final_plan;
+    if (better(*final_plan, *seed_plan)) {  // never worse than the seed division
+      final_plan->coopt_changes = changes;
+      for (auto& n : notes) final_plan->notes.push_back(n);
+      result = std::move(final_plan);
+    }
+  }
+  // The bound over every split choice also counts what no menu entry can keep on LX.
+  result->totals.lower_bound_hbm += menu_forced_bytes(m, lx_capacity(hw), o);
+  if (Status st = check_plan(*result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
+  return result;
+}
+
+}  // namespace sp::lx

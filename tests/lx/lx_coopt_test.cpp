@@ -1,0 +1,116 @@
+// Co-optimization captures (../shared/spyre/captures): joint division + placement.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "core/json_reader.h"
+#include "lx/coopt.h"
+
+namespace sp::lx {
+namespace {
+
+const Json& load(const char* file) {
+  static std::map<std::string, Json> cache;
+  auto it = cache.find(file);
+  if (it != cache.end()) return it->second;
+  auto r = read_json_file(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/captures/" + file);
+  EXPECT_TRUE(r.ok());
+  return cache[file] = r.ok() ? *r : Json();
+}
+
+constexpr int64_t kSpyre = 1625344;
+
+TEST(LxCoopt, CapturesAtSpyreCapacityBeatOrMatchTheRecordedSolution) {
+  const Json& all = load("cooptimization_captures.json");
+  ASSERT_EQ(all.size(), 7u);
+  for (const auto& [name, graphs] : all.items()) {
+    const Json& g = graphs[0];
+    auto p = cd_problem_from_json(g["inputs"], name, kSpyre);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    std::vector<char> rec(p->buffers.size(), 0);
+    for (std::size_t b = 0; b < p->buffers.size(); ++b) {
+      ASSERT_EQ(g["solved"][b]["name"], p->buffers[b].name);
+      rec[b] = g["solved"][b]["resident"].get<bool>();
+    }
+    const int64_t recorded = cd_hbm_bytes(*p, rec);
+    auto s = cd_solve(*p, 0.5);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.error().message;
+    EXPECT_TRUE(cd_check(*p, s->division, s->address).ok());
+    std::cout << "  " << name << ": ours " << s->hbm_bytes << " recorded " << recorded << " seed " << s->seed_hbm_bytes
+              << " bound " << s->lower_bound << "\n";
+    EXPECT_LE(s->hbm_bytes, recorded) << name;
+    EXPECT_LE(s->lower_bound, s->hbm_bytes) << name;
+  }
+}
+
+TEST(LxCoopt, CapturesAtTorchSpyreTestCapacitiesAreValidAndNeverWorseThanSeed) {
+  for (const char* file : {"cooptimization_captures.json", "synthetic_cooptimization_graphs.json"}) {
+    const Json& root = load(file);
+    const Json& all = std::string(file).find("synthetic") != std::string::npos ? root["graphs"] : root;
+    for (const auto& [name, v] : all.items()) {
+      const Json& bufs = v.is_array() && !v.empty() && v[0].contains("inputs") ? v[0]["inputs"] : v;
+      auto p0 = cd_problem_from_json(bufs, name, 1);
+      ASSERT_TRUE(p0.ok()) << p0.error().message;
+      const int64_t tot = cd_seed_footprint(*p0);
+      for (int64_t cap : {int64_t{1} << 30, tot, std::max<int64_t>(1, tot / 2), std::max<int64_t>(1, tot / 4)}) {
+        CdProblem p = *p0;
+        p.capacity = cap;
+        auto s = cd_solve(p, 0.2);
+        ASSERT_TRUE(s.ok()) << name << " @" << cap << ": " << s.error().message;
+        EXPECT_TRUE(cd_check(p, s->division, s->address).ok());
+        EXPECT_LE(s->hbm_bytes, s->seed_hbm_bytes) << name << " @" << cap;
+        EXPECT_LE(s->lower_bound, s->hbm_bytes) << name << " @" << cap;
+      }
+    }
+  }
+}
+
+TEST(LxCoopt, SyntheticGoldenResultsMatchedOrBeaten) {
+  const Json& root = load("synthetic_cooptimization_graphs.json");
+  for (const auto& [name, gold] : root["golden"].items()) {
+    auto p = cd_problem_from_json(root["graphs"][name], name, gold["capacity"].get<int64_t>());
+    ASSERT_TRUE(p.ok());
+    ASSERT_EQ(cd_seed_footprint(*p) / gold["capacity_fraction"].get<int64_t>(), gold["capacity"].get<int64_t>());
+    auto s = cd_solve(*p, 0.5);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    // golden score: microseconds x 1e6 of HBM traffic at 204.8 GB/s
+    const double score = static_cast<double>(s->hbm_bytes) / 204.8e9 * 1e12;
+    std::cout << "  " << name << ": score " << score << " golden " << gold["best_score"] << " bound " << s->lower_bound << "\n";
+    EXPECT_LE(score, gold["best_score"].get<double>() + 1e-6) << name;
+    // the golden assignment scores the same under our metric
+    std::vector<char> res;
+    for (const auto& a : gold["address"]) res.push_back(!a.is_null());
+    EXPECT_DOUBLE_EQ(static_cast<double>(cd_hbm_bytes(*p, res)) / 204.8e9 * 1e12, gold["best_score"].get<double>());
+  }
+}
+
+TEST(LxCoopt, CheckerRejectsBrokenSolutionsAndReaderNamesThePath) {
+  const Json& g = load("cooptimization_captures.json")["softmax"][0];
+  auto p = cd_problem_from_json(g["inputs"], "softmax", kSpyre);
+  ASSERT_TRUE(p.ok());
+  auto s = cd_solve(*p, 0.5);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(cd_check(*p, s->division, s->address).ok());
+  auto addr = s->address;
+  addr.back() = 0;  // buf4 is the graph output: forced to HBM
+  EXPECT_FALSE(cd_check(*p, s->division, addr).ok());
+  auto div = s->division;
+  div[0] = 999;
+  EXPECT_FALSE(cd_check(*p, div, s->address).ok());
+  // two co-live residents at the same address
+  addr = s->address;
+  int a = -1, b = -1;
+  for (int i = 0; i + 1 < static_cast<int>(addr.size()); ++i)
+    if (addr[i] >= 0 && addr[i + 1] >= 0 && p->buffers[i + 1].in_place_parents.empty()) a = i, b = i + 1;
+  ASSERT_GE(a, 0);
+  addr[b] = addr[a];
+  EXPECT_FALSE(cd_check(*p, s->division, addr).ok());
+  Json bad = g["inputs"];
+  bad[1]["uses"] = Json::array({3, 2});
+  auto r = cd_problem_from_json(bad, "cap.json", kSpyre);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("cap.json: $[1].uses"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace sp::lx
