@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/xml.h"
+
 namespace sp::alloc {
 namespace {
 
@@ -237,17 +239,7 @@ std::string plan_to_svg(const Problem& p, const Placement& pl, const std::string
   }
   Size h = std::max<Size>(1, height(p, pl));
   if (p.capacity != kUnbounded) h = std::max(h, p.capacity);
-  auto esc = [](const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      if (c == '<') o += "&lt;";
-      else if (c == '>') o += "&gt;";
-      else if (c == '&') o += "&amp;";
-      else if (c == '"') o += "&quot;";
-      else o += c;
-    }
-    return o;
-  };
+  const auto esc = [](const std::string& s) { return xml_escape(s); };
   std::vector<std::string> spilled;
   for (std::size_t i = 0; i < p.buffers.size(); ++i)
     if (pl.offsets[i] == kSpilled) spilled.push_back(p.buffers[i].id);

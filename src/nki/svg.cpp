@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/xml.h"
 #include "nki/check.h"
 
 namespace sp::nki {
@@ -15,17 +16,7 @@ namespace {
 constexpr const char* kEngineColor[kNumEngines] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1"};
 constexpr std::size_t kMaxSpans = 20000;  // per chart; beyond that the picture is unreadable anyway
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return xml_escape(s); }
 
 std::string num(double v) {
   char b[32];
