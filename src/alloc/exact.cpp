@@ -6,6 +6,7 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
+#include <initializer_list>
 #include <numeric>
 #include <unordered_set>
 #include <utility>
@@ -31,6 +32,7 @@ struct Search {
   std::vector<int> s0, s1;              // section range [s0, s1)
   std::vector<std::vector<int>> adj;    // co-live buffers
   std::vector<int> twin;                // previous identical buffer or -1
+  std::vector<Size> total;              // max static load over the buffer's sections (MiniMalloc's "T")
   int n = 0, nsec = 0;
   Size cap = 0;                         // current capacity (minimize lowers it)
   // ---- state ----
@@ -115,6 +117,14 @@ struct Search {
             twin[a] = c;
             break;
           }
+    {
+      std::vector<Size> load(nsec, 0);
+      for (int k = 0; k < n; ++k)
+        for (int s = s0[k]; s < s1[k]; ++s) load[s] += size[k];
+      total.assign(n, 0);
+      for (int k = 0; k < n; ++k)
+        for (int s = s0[k]; s < s1[k]; ++s) total[k] = std::max(total[k], load[s]);
+    }
     mino.assign(n, 0); off.assign(n, kSpilled); blocked.assign(n, -1); st.assign(n, 0);
     floor_.assign(nsec, 0); rem.assign(nsec, 0);
     for (int k = 0; k < n; ++k)
@@ -218,8 +228,20 @@ struct Search {
       case 2: return s1[k] - s0[k] != s1[c] - s0[c] ? s1[k] - s0[k] > s1[c] - s0[c] : size[k] > size[c];
       case 3: return size[k] * (s1[k] - s0[k]) > size[c] * (s1[c] - s0[c]);
       case 4: return prio[k] > prio[c];
+      case 5: return cmp_keys({total[k], width(k), area(k)}, {total[c], width(c), area(c)});  // TWA
+      case 6: return cmp_keys({total[k], area(k), width(k)}, {total[c], area(c), width(c)});  // TAW
+      case 7: return cmp_keys({width(k), area(k), total[k]}, {width(c), area(c), total[c]});  // WAT
       default: return s0[k] < s0[c] || (s0[k] == s0[c] && size[k] > size[c]);
     }
+  }
+  Size width(int k) const { return s1[k] - s0[k]; }
+  Size area(int k) const { return size[k] * (s1[k] - s0[k]); }
+  // Lexicographic, larger first; ties by earlier start (deterministic).
+  bool cmp_keys(std::initializer_list<Size> a, std::initializer_list<Size> b) const {
+    auto i = a.begin(), j = b.begin();
+    for (; i != a.end(); ++i, ++j)
+      if (*i != *j) return *i > *j;
+    return false;
   }
   bool eligible(int k) const {
     if (st[k] != 0 || mino[k] < last || blocked[k] == mino[k]) return false;
@@ -308,14 +330,21 @@ struct Search {
   enum class R { kFound, kFail, kAbort };
 
   Key comp_key(const std::vector<int>& U) const {
-    uint64_t a = mix(static_cast<uint64_t>(last)), b = mix(static_cast<uint64_t>(last) ^ 0x5555);
+    // `last` itself is not part of the key: given the floors (which fix every min offset), the
+    // future depends only on which buffers must still be lifted (blocked here, or passed over).
+    uint64_t a = mix(0x7777), b = mix(0x5555);
     int lo = nsec, hi = 0;
     for (int k : U) {
-      uint64_t v = static_cast<uint64_t>(k) * 2 + (blocked[k] == mino[k] ? 1 : 0);
+      const bool lift = blocked[k] == mino[k] || (tg.memo_lift_key ? mino[k] < last : false);
+      uint64_t v = static_cast<uint64_t>(k) * 2 + (lift ? 1 : 0);
       a += mix(v * 0x10001 + 17);
       b ^= mix(v + 0xABCDEF);
       lo = std::min(lo, s0[k]);
       hi = std::max(hi, s1[k]);
+    }
+    if (!tg.memo_lift_key) {
+      a += mix(static_cast<uint64_t>(last));
+      b ^= mix(static_cast<uint64_t>(last) ^ 0x5555);
     }
     for (int sec = lo; sec < hi; ++sec) {
       uint64_t v = (static_cast<uint64_t>(sec) << 40) ^ static_cast<uint64_t>(floor_[sec]);
@@ -368,6 +397,20 @@ struct Search {
     }
     if (level == kUnbounded) return R::kFail;
     if (tg.dominance && level > lowest) return R::kFail;
+    // Lift check: under dominance a buffer blocked at this level must be lifted by a co-live
+    // buffer placed at this level; if no unplaced co-live buffer can still go here, fail now
+    // rather than after exploring every placement of the buffers it does not overlap.
+    if (tg.dominance && tg.lift_check)
+      for (int k : U) {
+        if (blocked[k] != mino[k] || mino[k] != level) continue;
+        bool liftable = false;
+        for (int j : adj[k])
+          if (st[j] == 0 && mino[j] == level && blocked[j] != level) {
+            liftable = true;
+            break;
+          }
+        if (!liftable) return R::kFail;
+      }
     // Fail first: the hole at this level with the least slack, then the fewest candidates that
     // can fill it (most constrained first); branch on the best candidate covering it.
     if (tg.fail_first && tg.section_bound) {
@@ -414,7 +457,18 @@ struct Search {
         std::vector<std::vector<int>> parts;
         split(rest, parts);
         const Offset at_split = last;
+        // Any part already known to fail (or over its bound) fails the node: check them all
+        // before spending search on the others.
+        if (parts.size() > 1 && tg.memo)
+          for (auto& part : parts) {
+            set(last, at_split);
+            if (!comp_bound_ok(part) || failed.count(comp_key(part))) {
+              r = R::kFail;
+              break;
+            }
+          }
         for (auto& part : parts) {
+          if (r != R::kFound) break;
           set(last, at_split);  // parts are independent: each starts from the split's level
           r = dfs_pack(part);
           if (r != R::kFound) break;
@@ -515,21 +569,27 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       std::sort(all.begin(), all.end(), [&](int a, int b) { return s.s0[a] < s.s0[b]; });
       s.low_.assign(s.nsec, kUnbounded);
       s.cnt_.assign(s.nsec, 0);
-      // Restarts: static preorders tried round-robin with a node budget doubling every round
-      // (MiniMalloc's portfolio of orders); failed states stay valid across restarts.
-      const int kModes[] = {0, 3, 1, 2};
-      int64_t budget = t.restarts ? std::max<int64_t>(1000, 4 * static_cast<int64_t>(s.n)) : INT64_MAX;  // a dive needs >= n nodes
+      // Restarts: static preorders (MiniMalloc's TWA, TAW, WAT first), then randomized ones, with
+      // a growing node budget; failed states stay valid across restarts.
+      const int kModes[] = {5, 6, 7, 0, 3, 1, 2};
+      const int nmodes = static_cast<int>(sizeof(kModes) / sizeof(kModes[0]));
+      // Short attempts first (0.7 n nodes, less than one full dive): many randomized dives that
+      // share the failure memo beat few long ones on the challenging set (A 6.8 s -> 0.9 s); the
+      // budget grows, so a full dive (>= n nodes) soon fits and the search stays complete.
+      int64_t budget = t.restarts ? std::max<int64_t>(50, static_cast<int64_t>(s.n * 0.7)) : INT64_MAX;
       const double grow = 1.1;
       const int every = 8;
       int attempt = 0;
       while (true) {
         std::size_t mark = s.trail.size();
-        s.mode = attempt < 4 && seed == 0 ? kModes[attempt] : 4;
+        s.mode = attempt < nmodes && seed == 0 ? kModes[attempt] : 4;
         if (s.mode == 4) {
           Rng rng(0x5EED + seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(attempt));
           s.prio.resize(s.n);
-          for (int k = 0; k < s.n; ++k)  // random order biased to large areas
-            s.prio[k] = static_cast<uint64_t>(static_cast<double>(s.size[k] * (s.s1[k] - s.s0[k])) * (0.5 + rng.uniform()));
+          for (int k = 0; k < s.n; ++k) {  // random order biased to large areas; scaled: few ties
+            const double w = static_cast<double>(s.size[k] * (s.s1[k] - s.s0[k]));
+            s.prio[k] = static_cast<uint64_t>(std::min(w * (0.5 + rng.uniform()) * 1e6, 1e19));
+          }
         }
         s.node_limit = budget == INT64_MAX ? INT64_MAX : s.nodes + budget;
         auto res = s.dfs_pack(all);

@@ -38,6 +38,8 @@ struct ExactToggles {
   bool fail_first = true;     // branch on the buffer covering the tightest section first
   bool restarts = true;       // round-robin static preorders with growing node budgets
   bool memo = true;           // remember failed search states (placement-order independent)
+  bool memo_lift_key = true;  // memo key: floors + must-be-lifted flags, not the current level
+  bool lift_check = true;     // with dominance: fail as soon as a blocked buffer has no co-live lifter left
 };
 
 struct SolveOptions {
