@@ -445,6 +445,15 @@ struct Search {
       key = comp_key(U);
       if (failed.count(key)) return R::kFail;
     }
+    // A placement that lifts no unplaced buffer dominates every higher one for c (c could be
+    // moved down to it in any plan): if it fails, blocking c cannot succeed either.
+    bool free_place = tg.free_place;
+    if (free_place)
+      for (int j : adj[c])
+        if (st[j] == 0 && mino[j] < mino[c] + size[c]) {
+          free_place = false;
+          break;
+        }
     std::size_t mark = trail.size();
     int saved = unplaced;
     if (place(c)) {
@@ -483,6 +492,10 @@ struct Search {
     } else {
       undo(mark);
       unplaced = saved;
+    }
+    if (free_place) {
+      if (tg.memo && failed.size() < 30'000'000) failed.insert(key);
+      return R::kFail;
     }
     set(blocked[c], mino[c]);
     R r = dfs_pack(U);

@@ -39,7 +39,8 @@ struct ExactToggles {
   bool restarts = true;       // round-robin static preorders with growing node budgets
   bool memo = true;           // remember failed search states (placement-order independent)
   bool memo_lift_key = true;  // memo key: floors + must-be-lifted flags, not the current level
-  bool lift_check = true;     // with dominance: fail as soon as a blocked buffer has no co-live lifter left
+  bool lift_check = true;
+  bool free_place = true;     // a placement that lifts no unplaced buffer is not branched on     // with dominance: fail as soon as a blocked buffer has no co-live lifter left
 };
 
 struct SolveOptions {
