@@ -412,7 +412,8 @@ struct Search {
         if (!liftable) return R::kFail;
       }
     // Fail first: the hole at this level with the least slack, then the fewest candidates that
-    // can fill it (most constrained first); branch on the best candidate covering it.
+    // can fill it (most constrained first); branch on the best candidate covering it. With
+    // tight_holes: zero-slack holes first, then the fewest candidates, then the least slack.
     if (tg.fail_first && tg.section_bound) {
       for (int k : U)
         if (mino[k] == level && eligible(k))
@@ -427,7 +428,14 @@ struct Search {
         for (int sec = s0[k]; sec < s1[k]; ++sec) {
           if (low_[sec] != level) continue;
           Size sl = cap - low_[sec] - rem[sec];
-          if (hole < 0 || sl < hole_slack || (sl == hole_slack && cnt_[sec] < cnt_[hole])) {
+          bool take = hole < 0;
+          if (!take && tg.tight_holes)  // a zero-slack hole must be filled exactly here: first
+            take = (sl == 0) > (hole_slack == 0) ||
+                   ((sl == 0) == (hole_slack == 0) &&
+                    (cnt_[sec] < cnt_[hole] || (cnt_[sec] == cnt_[hole] && sl < hole_slack)));
+          else if (!take)
+            take = sl < hole_slack || (sl == hole_slack && cnt_[sec] < cnt_[hole]);
+          if (take) {
             hole = sec;
             hole_slack = sl;
           }
