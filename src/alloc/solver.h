@@ -38,6 +38,10 @@ struct ExactToggles {
   bool fail_first = true;     // branch on the buffer covering the tightest section first
   bool restarts = true;       // round-robin static preorders with growing node budgets
   bool memo = true;           // remember failed search states (placement-order independent)
+  bool memo_lift_key = true;  // memo key: floors + must-be-lifted flags, not the current level
+  bool lift_check = true;
+  bool tight_holes = true;    // fail_first: zero-slack holes first, then fewest candidates (I: 10 s -> 0.01 s)
+  bool free_place = true;     // a placement that lifts no unplaced buffer is not branched on     // with dominance: fail as soon as a blocked buffer has no co-live lifter left
 };
 
 struct SolveOptions {

@@ -56,6 +56,10 @@ int run_alloc(const AllocArgs& a) {
     else if (t == "lb_probe") o.exact.lb_probe = false;
     else if (t == "fail_first") o.exact.fail_first = false;
     else if (t == "memo") o.exact.memo = false;
+    else if (t == "lift_check") o.exact.lift_check = false;
+    else if (t == "memo_lift_key") o.exact.memo_lift_key = false;
+    else if (t == "free_place") o.exact.free_place = false;
+    else if (t == "tight_holes") o.exact.tight_holes = false;
     else if (t == "restarts") o.exact.restarts = false;
     else {
       std::cerr << "error: unknown exact technique '" << t << "'\n";
@@ -127,7 +131,7 @@ void register_alloc(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "Annealing seed");
   cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)");
   cmd->add_option("--exact-off", a->exact_off,
-                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts");
+                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes");
   cmd->add_option("-o,--output", a->output, "Plan output (.csv: MiniMalloc CSV with offsets; else JSON)")->required();
   cmd->add_option("--svg", a->svg, "Write an address x time picture");
   cmd->callback([a, &exit_code] { exit_code = run_alloc(*a); });

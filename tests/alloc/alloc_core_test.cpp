@@ -195,13 +195,17 @@ TEST(AllocSolvers, ExactMinimizeMatchesBruteForce) {
     Problem p = random_problem(rng, static_cast<int>(rng.range(3, 6)), 6, 6);
     p.capacity = 1000;
     Size want = brute_force_height(p);
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 7; ++variant) {
       SolveOptions o;
       o.solver = SolverKind::kExact;
       o.minimize = true;
       o.exact.memo = variant != 1;
       o.exact.decompose = variant != 2;
       o.exact.lb_probe = variant == 0;
+      o.exact.lift_check = variant != 3;
+      o.exact.memo_lift_key = variant != 4;
+      o.exact.free_place = variant != 5;
+      o.exact.tight_holes = variant != 6;
       auto r = solve(p, o);
       ASSERT_TRUE(r.ok());
       EXPECT_EQ(r->height, want) << "trial " << trial << " variant " << variant;
