@@ -13,6 +13,7 @@ section when the markers are missing.
 import argparse
 import datetime
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -34,6 +35,21 @@ class Context:
 
     def run(self, args, **kw):
         return subprocess.run(args, capture_output=True, text=True, **kw)
+
+    def gbench(self, pattern, repetitions):
+        """Runs the Google Benchmark binary; returns {run_name: [one dict per repetition]}."""
+        r = self.run([self.bench, f"--benchmark_filter={pattern}", "--benchmark_format=json",
+                      f"--benchmark_repetitions={repetitions}", "--benchmark_report_aggregates_only=false"])
+        rows = {}
+        for b in json.loads(r.stdout)["benchmarks"]:
+            if b.get("run_type") == "iteration":
+                rows.setdefault(b["run_name"], []).append(b)
+        return rows
+
+
+def to_ms(b, key="real_time"):
+    """A Google Benchmark time field in milliseconds."""
+    return b[key] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
 
 
 def machine_line():

@@ -7,6 +7,8 @@ import re
 import statistics
 import tempfile
 
+from run import to_ms
+
 MINIMALLOC_S = {"A": 5.09, "B": 3.49, "C": 0.58, "D": 2.36, "E": 3.17, "F": 5.69, "G": 0.94, "H": 1.65,
                 "I": 3.98, "J": 1.00, "K": 0.66}
 KNOWN_MIN = {"A": 1048576, "B": 1048576, "C": 1039360, "E": 1048576, "F": 1048576, "G": 1048576,
@@ -98,16 +100,10 @@ def idealloc(ctx, limit):
 
 
 def bench_rows(ctx, filt, reps):
-    r = ctx.run([ctx.bench, f"--benchmark_filter={filt}", "--benchmark_format=json", f"--benchmark_repetitions={reps}"])
-    rows = {}
-    for b in json.loads(r.stdout)["benchmarks"]:
-        if b.get("run_type") == "iteration":
-            rows.setdefault(b["run_name"], []).append(b)
-    return rows
+    return ctx.gbench(filt, reps)
 
 
-def ms(b):
-    return b["real_time"] * {"ms": 1, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
+ms = to_ms
 
 
 def scale(ctx):

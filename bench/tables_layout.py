@@ -1,23 +1,13 @@
 """Layouts + work division speed table for docs/benchmarks.md (issue 5's 100 ms target)."""
-import json
 import statistics
+
+from run import to_ms
 
 
 def tables(ctx):
     reps = max(ctx.repetitions, 3)
-    r = ctx.run([ctx.bench, "--benchmark_filter=BM_Divide|BM_DefaultLayout|BM_DmaDescriptors",
-                 "--benchmark_format=json", f"--benchmark_repetitions={reps}",
-                 "--benchmark_report_aggregates_only=false"])
-    data = json.loads(r.stdout)
-    rows = {}
-    for b in data["benchmarks"]:
-        if b.get("run_type") != "iteration":
-            continue
-        rows.setdefault(b["run_name"], []).append(b)
-
-    def ms(b, key):
-        scale = {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
-        return b[key] * scale
+    rows = ctx.gbench("BM_Divide|BM_DefaultLayout|BM_DmaDescriptors", reps)
+    ms = to_ms
 
     out = ["## Layouts and work division speed", "",
            "Target (issue 5): device layouts of every tensor plus work division (both passes and the "

@@ -1,23 +1,14 @@
 """LX planning tables for docs/benchmarks.md (issue 6's targets: every co-optimization capture
 planned in under 50 ms; a generated 2,000-op transformer on 32 cores in under 1 s with a bound)."""
-import json
 import statistics
+
+from run import to_ms
 
 
 def tables(ctx):
     reps = max(ctx.repetitions, 3)
-    r = ctx.run([ctx.bench, "--benchmark_filter=BM_Lx", "--benchmark_format=json",
-                 f"--benchmark_repetitions={reps}", "--benchmark_report_aggregates_only=false"])
-    data = json.loads(r.stdout)
-    rows = {}
-    for b in data["benchmarks"]:
-        if b.get("run_type") != "iteration":
-            continue
-        rows.setdefault(b["run_name"], []).append(b)
-
-    def ms(b):
-        scale = {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
-        return b["real_time"] * scale
+    rows = ctx.gbench("BM_Lx", reps)
+    ms = to_ms
 
     out = ["## LX planning", "",
            "Co-optimization captures (`../shared/spyre/captures/cooptimization_captures.json`): joint "

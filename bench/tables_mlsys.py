@@ -1,29 +1,18 @@
 """MLSys evaluator speed table for docs/benchmarks.md."""
-import json
 import statistics
+
+from run import to_ms
 
 
 def tables(ctx):
     reps = ctx.repetitions
-    r = ctx.run([ctx.bench, "--benchmark_filter=BM_Evaluate_", "--benchmark_format=json",
-                 f"--benchmark_repetitions={max(reps, 3)}", "--benchmark_report_aggregates_only=false"])
-    data = json.loads(r.stdout)
-    rows = {}
-    for b in data["benchmarks"]:
-        if b.get("run_type") != "iteration":
-            continue
-        rows.setdefault(b["run_name"], []).append(b)
+    rows = ctx.gbench("BM_Evaluate_", max(reps, 3))
     out = ["## MLSys 2026 evaluator speed", "",
            "Target (issue 2): evaluating a 100-subgraph schedule of mlsys-2026-17 in under 5 ms.", "",
            "| case | subgraphs | steps | valid | median time (ms) | target | met |",
            "|---|---:|---:|---|---:|---:|---|"]
     for name, runs in rows.items():
-        ms = statistics.median(x["real_time"] for x in runs)
-        unit = runs[0]["time_unit"]
-        if unit == "us":
-            ms /= 1000.0
-        elif unit == "ns":
-            ms /= 1e6
+        ms = statistics.median(to_ms(x) for x in runs)
         c = runs[0]
         out.append(f"| {name} | {int(c['subgraphs'])} | {int(c['steps'])} | {'yes' if c['valid'] else 'no'} | "
                    f"{ms:.3f} | 5 | {'yes' if ms < 5 else 'no'} |")

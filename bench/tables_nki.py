@@ -4,21 +4,15 @@ import json
 import os
 import statistics
 
+from run import to_ms
 
-def _ms(b):
-    t = b["real_time"]
-    return {"ns": t / 1e6, "us": t / 1e3, "ms": t, "s": t * 1e3}[b["time_unit"]]
+
+_ms = to_ms
 
 
 def tables(ctx):
     reps = max(ctx.repetitions, 3)
-    r = ctx.run([ctx.bench, "--benchmark_filter=BM_Nki", "--benchmark_format=json",
-                 f"--benchmark_repetitions={reps}", "--benchmark_report_aggregates_only=false"])
-    data = json.loads(r.stdout)
-    rows = {}
-    for b in data["benchmarks"]:
-        if b.get("run_type") == "iteration":
-            rows.setdefault(b["run_name"], []).append(b)
+    rows = ctx.gbench("BM_Nki", reps)
     out = ["## NKI allocation: checker and planner speed", "",
            "Target (issue 7): a generated kernel of 50 tensors and 10 loops checked and planned in under 100 ms.", "",
            "| case | tensors | loops | max trip | executions | median time (ms) | plan speedup | target | met |",
