@@ -46,7 +46,7 @@ Graph insert_clones(const Graph& g, const std::vector<char>& keep, Bytes capacit
     GOp op;
     op.name = "clone_" + ten.name;
     op.kind = "clone";
-    op.reads.push_back(GOperand{static_cast<int>(t), "", ten.bytes});
+    op.reads.push_back(GOperand{static_cast<int>(t), first->slicing, first->per_core});  // each core reads its own slice
     op.writes.push_back(GOperand{clone_of[t], first->slicing, first->per_core});
     op.cores = g.ops[first_reader[t]].cores;
     op.splits = g.ops[first_reader[t]].splits;
