@@ -38,7 +38,7 @@ struct SchedulerOptions {
 
 struct LowerBounds {
   double compute = 0;   // every op's cheapest compute, with no padding beyond the unavoidable
-  double memory = 0;    // graph inputs loaded once and graph outputs stored once
+  double memory = 0;    // graph inputs loaded (large MatMul operands streamed), graph outputs stored
   double combined = 0;  // max of the two (subgraphs are serialized: latency >= both)
 };
 

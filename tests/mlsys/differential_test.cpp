@@ -4,11 +4,13 @@
 // reference verdicts; the file is cached under build/ and regenerated when the script changes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
 #include "mlsys/evaluator.h"
+#include "mlsys/scheduler.h"
 
 namespace sp::mlsys {
 namespace {
@@ -44,6 +46,7 @@ TEST(MlsysDifferential, AgreesWithReferenceEvaluator) {
     problems.push_back(std::move(*p));
   }
   int compared = 0, valid_seen = 0, invalid_seen = 0, mixed = 0;
+  double tightest = 1e300;  // smallest total / lower bound over valid schedules
   for (const Json& c : (*doc)["cases"]) {
     const Problem& problem = problems.at(c["problem"].get<std::size_t>());
     auto sol = solution_from_json(c["solution"], problem, "generated solution");
@@ -65,6 +68,12 @@ TEST(MlsysDifferential, AgreesWithReferenceEvaluator) {
       EXPECT_TRUE(rel_close(ev.total, ref_total))
           << "case " << compared << " (" << mode << "): ours " << ev.total << ", reference " << ref_total;
       (ref_valid ? valid_seen : invalid_seen)++;
+      // The lower bounds hold for every valid schedule, not only for the scheduler's own.
+      if (ev.valid) {
+        const LowerBounds lb = lower_bounds(problem, rules);
+        EXPECT_GE(ev.total, lb.combined * (1 - 1e-9)) << "case " << compared << " (" << mode << "): bound above a valid schedule";
+        if (lb.combined > 0) tightest = std::min(tightest, ev.total / lb.combined);
+      }
     }
     ++compared;
   }
@@ -73,8 +82,8 @@ TEST(MlsysDifferential, AgreesWithReferenceEvaluator) {
   EXPECT_GE(invalid_seen, 1000);
   RecordProperty("compared", compared);
   RecordProperty("mixed_sinks_skipped", mixed);
-  std::printf("differential: %d schedules compared in 2 modes (%d valid, %d invalid verdicts), %d with mixed sinks\n",
-              compared, valid_seen, invalid_seen, mixed);
+  std::printf("differential: %d schedules compared in 2 modes (%d valid, %d invalid verdicts), %d with mixed sinks; "
+              "smallest total / lower bound %.4f\n", compared, valid_seen, invalid_seen, mixed, tightest);
 }
 
 }  // namespace

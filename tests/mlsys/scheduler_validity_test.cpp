@@ -99,6 +99,27 @@ TEST(SchedBounds, LowerBoundsOfExampleOne) {
   EXPECT_DOUBLE_EQ(b.combined, 3276.8);
 }
 
+// Both operands of a MatMul with K = 4 x native are graph inputs larger than the fast memory:
+// every k-step needs a new k-slice of each, so each tile re-reads a K-long strip of both.
+TEST(SchedBounds, LargeMatMulOperandsAreStreamedOncePerTile) {
+  Problem p;
+  p.tensors = {{512, 256}, {256, 512}, {256, 256}};  // A: 256 rows x K=512, B: 512 x 256, C: 256 x 256
+  p.ops = {{OpKind::kMatMul, {0, 1}, {2}, 100}};
+  p.fast_memory_capacity = 100000;  // below either operand (131072 elements)
+  p.slow_memory_bandwidth = 10;
+  p.native_w = p.native_h = p.native_k = 128;
+  ASSERT_TRUE(finalize(p).ok());
+  LowerBounds b = lower_bounds(p, {});
+  // A: 512 x 256 rows x 2 tile columns; B: 512 x 256 cols x 2 tile rows; C stored once.
+  EXPECT_DOUBLE_EQ(b.memory, (512.0 * 256 * 2 + 512.0 * 256 * 2 + 256 * 256) / 10);
+  auto r = schedule(p, quick_options());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->stats.total, b.combined);  // 128 x 128 tiles reach it: the bound is tight here
+  RuleOptions loose;
+  loose.allow_super_native = true;  // k = K would read each operand strip once per tile, no bound
+  EXPECT_DOUBLE_EQ(lower_bounds(p, loose).memory, (131072.0 * 2 + 65536) / 10);
+}
+
 TEST(SchedInfeasible, OpTooLargeIsBadInputNamingTheOp) {
   Problem p;
   p.tensors = {{4, 4}, {4, 4}, {4, 4}, {4, 4}};
