@@ -598,8 +598,7 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       s.cnt_.assign(s.nsec, 0);
       // Restarts: static preorders (start, area, size, width, then MiniMalloc's TWA, TAW, WAT),
       // then randomized ones, with a growing node budget; failed states stay valid across restarts.
-      // MiniMalloc's own search (plain branching in TWA order) ends the static list with a double
-      // budget: plain dives backtrack chronologically and need more nodes than fail-first ones.
+      // MiniMalloc's own search (plain branching in TWA order) ends the static list.
       struct Attempt { int mode; bool plain; };
       std::vector<Attempt> kModes = {{0, false}, {3, false}, {1, false}, {2, false}, {5, false}, {6, false}, {7, false}};
       if (t.minimalloc_dives) kModes.push_back({5, true});
@@ -641,7 +640,8 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
             s.prio[k] = static_cast<uint64_t>(std::min(w * (0.5 + rng.uniform()) * 1e6, 1e19));
           }
         }
-        const int64_t this_budget = fixed ? std::max(budget, (s.plain ? 2 : 1) * static_budget) : budget;
+        // Plain dives backtrack chronologically near the bottom and need more nodes than others.
+        const int64_t this_budget = s.plain ? std::max(budget, 2 * static_budget) : fixed ? std::max(budget, static_budget) : budget;
         s.node_limit = this_budget == INT64_MAX ? INT64_MAX : s.nodes + this_budget;
         auto res = s.dfs_pack(all);
         if (res == Search::R::kFound) {
