@@ -41,7 +41,7 @@ struct ExactToggles {
   bool memo_lift_key = true;  // memo key: floors + must-be-lifted flags, not the current level
   bool lift_check = true;     // with dominance: fail as soon as a blocked buffer has no co-live lifter left
   bool tight_holes = true;    // fail_first: zero-slack holes first, then fewest candidates (I: 10 s -> 0.01 s)
-  bool minimalloc_dives = true;  // restarts: also MiniMalloc's own branching in (perturbed) TWA order (K: > 10 s -> 0.07 s)
+  bool minimalloc_dives = true;  // restarts: also MiniMalloc's own branching in (perturbed) TWA order (K: > 10 s -> 0.03 s)
   bool free_place = true;     // a placement that lifts no unplaced buffer is not branched on
 };
 
