@@ -33,6 +33,7 @@ struct Search {
   std::vector<std::vector<int>> adj;    // co-live buffers
   std::vector<int> twin;                // previous identical buffer or -1
   std::vector<Size> total;              // max static load over the buffer's sections (MiniMalloc's "T")
+  std::vector<Size> tw;                 // lifetime length (end - start)
   int n = 0, nsec = 0;
   Size cap = 0;                         // current capacity (minimize lowers it)
   // ---- state ----
@@ -96,8 +97,10 @@ struct Search {
     times.erase(std::unique(times.begin(), times.end()), times.end());
     nsec = std::max<int>(0, static_cast<int>(times.size()) - 1);
     size.resize(n); align.resize(n); cost.resize(n); s0.resize(n); s1.resize(n); adj.assign(n, {}); twin.assign(n, -1);
+    tw.resize(n);
     for (int k = 0; k < n; ++k) {
       const Buffer& b = p.buffers[ids[k]];
+      tw[k] = b.end - b.start;
       size[k] = b.size;
       align[k] = b.alignment;
       cost[k] = spill_cost(b);
@@ -220,6 +223,7 @@ struct Search {
   }
 
   int mode = 0;                  // static preorder used to break ties between candidates
+  bool plain = false;            // this attempt branches as MiniMalloc does: lowest offset, preorder (no fail_first)
   std::vector<uint64_t> prio;    // mode 4: random priorities (deterministic per attempt)
   int64_t node_limit = INT64_MAX;  // restart budget for the current attempt
   bool better(int k, int c) const {
@@ -228,14 +232,16 @@ struct Search {
       case 2: return s1[k] - s0[k] != s1[c] - s0[c] ? s1[k] - s0[k] > s1[c] - s0[c] : size[k] > size[c];
       case 3: return size[k] * (s1[k] - s0[k]) > size[c] * (s1[c] - s0[c]);
       case 4: return prio[k] > prio[c];
+      case 8: return cmp_keys({total[k], static_cast<Size>(prio[k]), area(k)},  // TWA, noisy width
+                              {total[c], static_cast<Size>(prio[c]), area(c)});
       case 5: return cmp_keys({total[k], width(k), area(k)}, {total[c], width(c), area(c)});  // TWA
       case 6: return cmp_keys({total[k], area(k), width(k)}, {total[c], area(c), width(c)});  // TAW
       case 7: return cmp_keys({width(k), area(k), total[k]}, {width(c), area(c), total[c]});  // WAT
       default: return s0[k] < s0[c] || (s0[k] == s0[c] && size[k] > size[c]);
     }
   }
-  Size width(int k) const { return s1[k] - s0[k]; }
-  Size area(int k) const { return size[k] * (s1[k] - s0[k]); }
+  Size width(int k) const { return tw[k]; }  // lifetime length in time units, as MiniMalloc
+  Size area(int k) const { return size[k] * tw[k]; }
   // Lexicographic, larger first; ties by earlier start (deterministic).
   bool cmp_keys(std::initializer_list<Size> a, std::initializer_list<Size> b) const {
     auto i = a.begin(), j = b.begin();
@@ -414,7 +420,7 @@ struct Search {
     // Fail first: the hole at this level with the least slack, then the fewest candidates that
     // can fill it (most constrained first); branch on the best candidate covering it. With
     // tight_holes: zero-slack holes first, then the fewest candidates, then the least slack.
-    if (tg.fail_first && tg.section_bound) {
+    if (tg.fail_first && tg.section_bound && !plain) {
       for (int k : U)
         if (mino[k] == level && eligible(k))
           for (int sec = s0[k]; sec < s1[k]; ++sec) cnt_[sec] = 0;
@@ -592,8 +598,11 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       s.cnt_.assign(s.nsec, 0);
       // Restarts: static preorders (start, area, size, width, then MiniMalloc's TWA, TAW, WAT),
       // then randomized ones, with a growing node budget; failed states stay valid across restarts.
-      const int kModes[] = {0, 3, 1, 2, 5, 6, 7};
-      const int nmodes = static_cast<int>(sizeof(kModes) / sizeof(kModes[0]));
+      // MiniMalloc's own search (plain branching in TWA order) ends the static list.
+      struct Attempt { int mode; bool plain; };
+      std::vector<Attempt> kModes = {{0, false}, {3, false}, {1, false}, {2, false}, {5, false}, {6, false}, {7, false}};
+      if (t.minimalloc_dives) kModes.push_back({5, true});
+      const int nmodes = static_cast<int>(kModes.size());
       // Static orders get a few dives' worth of nodes (easy instances end there); randomized
       // attempts start at n nodes, about one dive: many short randomized dives that share the
       // failure memo beat few long ones on the challenging set (A 6.8 s -> 1.4 s, E 8.2 s -> 1.0 s).
@@ -602,10 +611,27 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
       int64_t budget = t.restarts ? std::max<int64_t>(50, s.n) : INT64_MAX;
       const double grow = 1.1;
       const int every = 8;
-      int attempt = 0;
+      int attempt = 0, mm_dives = 0;
+      bool mm_next = false;  // the next attempt is a MiniMalloc dive (not counted as an attempt)
+      // MiniMalloc dives: every 8th randomized attempt is followed by a plain dive in TWA order
+      // with the lifetime lengths perturbed by up to 10 % (K: unsolved in 10 s before, solved by
+      // the first such dive on most seeds). They get their own seeds and attempt counter, so the
+      // randomized attempts keep their orders and budgets.
+      const double noise = 0.1;
+      const int mm_every = t.minimalloc_dives ? 8 : 0;
       while (true) {
         std::size_t mark = s.trail.size();
-        s.mode = attempt < nmodes && seed == 0 ? kModes[attempt] : 4;
+        const bool fixed = attempt < nmodes && seed == 0;
+        s.mode = fixed ? kModes[attempt].mode : 4;
+        s.plain = fixed && kModes[attempt].plain;
+        if (mm_next) {
+          s.mode = 8;
+          s.plain = true;
+          Rng rng(0x3A11C + seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(mm_dives));
+          s.prio.resize(s.n);
+          for (int k = 0; k < s.n; ++k)
+            s.prio[k] = static_cast<uint64_t>(static_cast<double>(s.tw[k]) * (1 - noise + 2 * noise * rng.uniform()));
+        }
         if (s.mode == 4) {
           Rng rng(0x5EED + seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(attempt));
           s.prio.resize(s.n);
@@ -614,7 +640,8 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
             s.prio[k] = static_cast<uint64_t>(std::min(w * (0.5 + rng.uniform()) * 1e6, 1e19));
           }
         }
-        const int64_t this_budget = s.mode != 4 ? std::max(budget, static_budget) : budget;
+        // Plain dives backtrack chronologically near the bottom and need more nodes than others.
+        const int64_t this_budget = s.plain ? std::max(budget, 2 * static_budget) : fixed ? std::max(budget, static_budget) : budget;
         s.node_limit = this_budget == INT64_MAX ? INT64_MAX : s.nodes + this_budget;
         auto res = s.dfs_pack(all);
         if (res == Search::R::kFound) {
@@ -633,8 +660,14 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
         s.undo(mark);
         s.unplaced = s.n;
         if (res == Search::R::kAbort && !deadline.expired() && !(stop && stop->load())) {
+          if (mm_next) {
+            mm_next = false;
+            ++mm_dives;
+            continue;
+          }
           ++attempt;
           if (attempt % every == 0 && budget < INT64_MAX / 4) budget = static_cast<int64_t>(budget * grow);
+          if (mm_every > 0 && attempt >= (seed == 0 ? nmodes : 0) && attempt % mm_every == 0) mm_next = true;
           continue;
         }
         s.aborted = res == Search::R::kAbort;

@@ -39,9 +39,10 @@ struct ExactToggles {
   bool restarts = true;       // round-robin static preorders with growing node budgets
   bool memo = true;           // remember failed search states (placement-order independent)
   bool memo_lift_key = true;  // memo key: floors + must-be-lifted flags, not the current level
-  bool lift_check = true;
+  bool lift_check = true;     // with dominance: fail as soon as a blocked buffer has no co-live lifter left
   bool tight_holes = true;    // fail_first: zero-slack holes first, then fewest candidates (I: 10 s -> 0.01 s)
-  bool free_place = true;     // a placement that lifts no unplaced buffer is not branched on     // with dominance: fail as soon as a blocked buffer has no co-live lifter left
+  bool minimalloc_dives = true;  // restarts: also MiniMalloc's own branching in (perturbed) TWA order (K: > 10 s -> 0.03 s)
+  bool free_place = true;     // a placement that lifts no unplaced buffer is not branched on
 };
 
 struct SolveOptions {

@@ -61,6 +61,7 @@ int run_alloc(const AllocArgs& a) {
     else if (t == "free_place") o.exact.free_place = false;
     else if (t == "tight_holes") o.exact.tight_holes = false;
     else if (t == "restarts") o.exact.restarts = false;
+    else if (t == "minimalloc_dives") o.exact.minimalloc_dives = false;
     else {
       std::cerr << "error: unknown exact technique '" << t << "'\n";
       return kExitBadInput;
@@ -131,7 +132,7 @@ void register_alloc(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "Annealing seed");
   cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)");
   cmd->add_option("--exact-off", a->exact_off,
-                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes");
+                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes minimalloc_dives");
   cmd->add_option("-o,--output", a->output, "Plan output (.csv: MiniMalloc CSV with offsets; else JSON)")->required();
   cmd->add_option("--svg", a->svg, "Write an address x time picture");
   cmd->callback([a, &exit_code] { exit_code = run_alloc(*a); });
