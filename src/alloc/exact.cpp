@@ -224,6 +224,7 @@ struct Search {
 
   int mode = 0;                  // static preorder used to break ties between candidates
   bool plain = false;            // this attempt branches as MiniMalloc does: lowest offset, preorder (no fail_first)
+  bool tight = true;             // this attempt's hole rule: tight_holes (else least slack first)
   std::vector<uint64_t> prio;    // mode 4: random priorities (deterministic per attempt)
   int64_t node_limit = INT64_MAX;  // restart budget for the current attempt
   bool better(int k, int c) const {
@@ -435,7 +436,7 @@ struct Search {
           if (low_[sec] != level) continue;
           Size sl = cap - low_[sec] - rem[sec];
           bool take = hole < 0;
-          if (!take && tg.tight_holes)  // a zero-slack hole must be filled exactly here: first
+          if (!take && tight)  // a zero-slack hole must be filled exactly here: first
             take = (sl == 0) > (hole_slack == 0) ||
                    ((sl == 0) == (hole_slack == 0) &&
                     (cnt_[sec] < cnt_[hole] || (cnt_[sec] == cnt_[hole] && sl < hole_slack)));
@@ -624,6 +625,9 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
         const bool fixed = attempt < nmodes && seed == 0;
         s.mode = fixed ? kModes[attempt].mode : 4;
         s.plain = fixed && kModes[attempt].plain;
+        // Randomized attempts alternate the two hole rules: each solves instances the other
+        // does not (tight holes: challenging A and I; least slack: idealloc somas_tiny_bert).
+        s.tight = t.tight_holes && attempt % 2 == 0;
         if (mm_next) {
           s.mode = 8;
           s.plain = true;
