@@ -32,42 +32,129 @@ std::vector<std::pair<OpId, int>> chain_consumers(const Problem& p, OpId o) {
   return found;
 }
 
-// Elements of graph input `x` that any valid schedule loads. Where `x` is larger than the fast
-// memory (never whole-resident; graph inputs cannot be retained), feeds exactly one op `o`, a
-// MatMul with K above native_k, no step can reuse a slice of it: k <= native_k forces at least
-// two k-steps per tile and each step asks for a new k-slice (the last slice of one tile differs
-// from the first of the next). So every execution of `o` pays a full stream of `x`:
-// - `o` k-looped: each tile re-reads its K-long strip of x, tiles are at most native in size;
-// - `o` a chain head of a k-looped MatMul m (K_m > native_k) whose k-slices cut x's free
-//   dimension: each step of m reads a new K_o × k strip of x, over every tile of m;
-// - any other chain head: at least all of x once.
-double graph_input_traffic(const Problem& p, TensorId x, const RuleOptions& rules) {
-  const double size = static_cast<double>(p.tensors[x].size());
-  const auto& cons = p.consumers[x];
-  if (rules.allow_super_native || p.tensors[x].size() <= p.fast_memory_capacity || cons.size() != 1) return size;
-  const OpId o = cons[0].op;
-  const int slot = cons[0].slot;
-  const int64_t k_o = p.reduction(o);
-  if (!p.is_matmul(o) || k_o <= p.native_k) return size;
-  const Tensor& out = p.tensors[p.ops[o].outputs[0]];
-  // k-looped: LHS strips are re-read once per tile column, RHS strips once per tile row.
-  double best = slot == 0 ? static_cast<double>(k_o) * static_cast<double>(out.height) * ceil_div(out.width, p.native_w)
-                          : static_cast<double>(k_o) * static_cast<double>(out.width) * ceil_div(out.height, p.native_h);
-  for (const auto& [m, m_slot] : chain_consumers(p, o)) {
-    const int64_t k_m = p.reduction(m);
-    const Tensor& m_out = p.tensors[p.ops[m].outputs[0]];
-    // The requested strip is rows x k-slice (as m's LHS) or k-slice x cols (as m's RHS); it moves
-    // x's window only when it cuts x's free dimension (RHS columns, LHS rows).
-    // (Were m a chain head itself, it would ask for its whole reduction range, which here spans
-    // x's free dimension: all of x in fast memory at once, more than fits.)
-    const bool streams = k_m > p.native_k && slot != m_slot;
-    const double chain = streams ? static_cast<double>(k_o) * static_cast<double>(k_m) *
-                                       ceil_div(m_out.height, p.native_h) * ceil_div(m_out.width, p.native_w)
-                                 : size;
-    best = std::min(best, chain);
+// Traffic floor: elements any valid schedule loads or stores, summed over disjoint trees.
+//
+// A tensor with exactly one consumer belongs to the tree of the first tensor downstream of it
+// that has several consumers or none (its root); trees share no tensor, so their loads and
+// stores add up. Inside a tree, each tensor is supplied to its consumer either from slow memory
+// (loaded; if produced, it was also stored and produced once elsewhere) or by running its
+// producer in the consumer's subgraph, and the floor takes the cheaper. Roots count only their
+// production (and a graph output's store): their loads may be shared by several consumers.
+//
+// Streams: a MatMul with K above native_k ("long") run k-looped has at least two k-steps per
+// tile (k <= native_k) and asks for a new k-slice of each operand at every step; slices are
+// reused only between adjacent steps when identical, so an operand that cannot be resident
+// (larger than the fast memory) is re-read at every step: K·H·⌈N/nw⌉ elements as LHS,
+// K·N·⌈H/nh⌉ as RHS. Pointwise producers pass the same stream to their inputs; a chain head
+// (a MatMul feeding the long MatMul in its subgraph) turns it into a stream of K_head-long
+// strips of the operand whose free dimension the k-slices cut, over every tile of the long one.
+class TrafficFloor {
+ public:
+  TrafficFloor(const Problem& p, const RuleOptions& rules) : p_(p), rules_(rules), prod_(p.num_tensors(), -1) {}
+
+  double total() {
+    double sum = 0;
+    for (TensorId t = 0; t < p_.num_tensors(); ++t) {
+      if (single(t)) continue;
+      if (p_.is_graph_input[t]) {
+        if (!p_.consumers[t].empty()) sum += size(t);  // graph inputs cannot be retained: loaded once
+      } else {
+        sum += production(t);
+        if (p_.is_graph_output[t]) sum += size(t);
+      }
+    }
+    return sum;
   }
-  return std::max(size, best);
-}
+
+ private:
+  struct Stream {
+    double elements;  // elements asked for over all steps
+    bool along_cols;  // the k-slices move along the tensor's columns (an LHS-side region)
+    double per_step;  // K_c x tiles of the long MatMul c that drives the stream
+  };
+
+  double size(TensorId t) const { return static_cast<double>(p_.tensors[t].size()); }
+  bool single(TensorId t) const { return p_.consumers[t].size() == 1; }
+  bool is_long(OpId o) const { return p_.is_matmul(o) && !rules_.allow_super_native && p_.reduction(o) > p_.native_k; }
+  double tiles(OpId o) const {
+    const Tensor& out = p_.tensors[p_.ops[o].outputs[0]];
+    return ceil_div(out.height, p_.native_h) * ceil_div(out.width, p_.native_w);
+  }
+  // The streams a long MatMul run k-looped asks of its operands.
+  Stream operand_stream(OpId o, int slot) const {
+    const Tensor& out = p_.tensors[p_.ops[o].outputs[0]];
+    const double k = static_cast<double>(p_.reduction(o));
+    if (slot == 0) return {k * static_cast<double>(out.height) * ceil_div(out.width, p_.native_w), true, k * tiles(o)};
+    return {k * static_cast<double>(out.width) * ceil_div(out.height, p_.native_h), false, k * tiles(o)};
+  }
+
+  // Tensor t needed at least once where its (single) consumer runs.
+  double once(TensorId t) {
+    if (!single(t)) return 0;  // a root: counted on its own
+    return p_.is_graph_input[t] ? size(t) : production(t);
+  }
+
+  // Tensor t asked for as stream s by its single consumer.
+  double stream(TensorId t, const Stream& s) {
+    if (!single(t)) return 0;
+    if (p_.tensors[t].size() <= p_.fast_memory_capacity) return once(t);  // could sit in fast memory
+    if (p_.is_graph_input[t]) return s.elements;
+    const double loaded = s.elements + size(t) + production(t);  // stored, produced once, re-read
+    const OpId q = p_.producer[t];
+    if (p_.ops[q].outputs.size() != 1) return 0;  // its production may serve another tree
+    double here = 0;  // run the producer in the consumer's subgraph
+    const Op& op = p_.ops[q];
+    if (!p_.is_matmul(q)) {
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) here += stream(op.inputs[i], s);
+    } else {
+      // Chain head: the operand sharing the moving dimension streams K_q-long strips.
+      const double k = static_cast<double>(p_.reduction(q));
+      const int moving = s.along_cols ? 1 : 0;
+      here = stream(op.inputs[moving], Stream{k * s.per_step, s.along_cols, s.per_step}) + once(op.inputs[1 - moving]);
+    }
+    return std::min(loaded, here);
+  }
+
+  // Elements loaded, inside t's tree, to produce t at least once (any subgraph, any mode).
+  double production(TensorId t) {
+    if (prod_[t] >= 0) return prod_[t];
+    const OpId q = p_.producer[t];
+    const Op& op = p_.ops[q];
+    double best = 0;
+    if (op.outputs.size() == 1) {  // several outputs would share their production: count none
+      if (!is_long(q)) {
+        for (TensorId u : op.inputs) best += once(u);
+      } else {
+        best = stream(op.inputs[0], operand_stream(q, 0)) + stream(op.inputs[1], operand_stream(q, 1));  // k-looped
+        for (const auto& [m, m_slot] : chain_consumers(p_, q)) {  // or a chain head of m
+          double head = once(op.inputs[0]) + once(op.inputs[1]);
+          if (is_long(m)) {
+            // m's k-slices move along the columns of what it reads as LHS, the rows of its RHS.
+            const bool along_cols = m_slot == 0;
+            const int moving = along_cols ? 1 : 0;
+            const double per_step = static_cast<double>(p_.reduction(m)) * tiles(m);
+            head = stream(op.inputs[moving], Stream{static_cast<double>(p_.reduction(q)) * per_step, along_cols, per_step}) +
+                   once(op.inputs[1 - moving]);
+            // m a chain head itself asks for its whole reduction range, so all of the moving
+            // operand at once: impossible for a graph input larger than the fast memory (it is
+            // loaded, not produced in the subgraph); otherwise each operand at least once.
+            const TensorId u = op.inputs[moving];
+            const bool whole_impossible = p_.is_graph_input[u] && p_.tensors[u].size() > p_.fast_memory_capacity;
+            if (!chain_consumers(p_, m).empty() && !whole_impossible)
+              head = std::min(head, once(op.inputs[0]) + once(op.inputs[1]));
+          }
+          best = std::min(best, head);
+        }
+      }
+    }
+    prod_[t] = best;
+    return best;
+  }
+
+  const Problem& p_;
+  const RuleOptions& rules_;
+  std::vector<double> prod_;  // memo of production(t); -1 = not computed
+};
 
 }  // namespace
 
@@ -86,15 +173,7 @@ LowerBounds lower_bounds(const Problem& p, const RuleOptions& rules) {
       b.compute += c;
     }
   }
-  // Graph inputs start in slow memory and cannot be retained, so each used one is loaded at
-  // least once (large MatMul operands many times, above); each produced graph output is stored
-  // at least once. The terms count loads of different tensors, so they add up.
-  double traffic = 0;
-  for (int t = 0; t < p.num_tensors(); ++t) {
-    if (p.is_graph_input[t] && !p.consumers[t].empty()) traffic += graph_input_traffic(p, t, rules);
-    if (p.is_graph_output[t] && p.producer[t] >= 0) traffic += static_cast<double>(p.tensors[t].size());
-  }
-  b.memory = traffic / p.slow_memory_bandwidth;
+  b.memory = TrafficFloor(p, rules).total() / p.slow_memory_bandwidth;
   // Subgraphs run one after another and each step takes max(compute, memory), so the total is
   // at least each sum.
   b.combined = std::max(b.compute, b.memory);
