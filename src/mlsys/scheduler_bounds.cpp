@@ -50,12 +50,16 @@ std::vector<std::pair<OpId, int>> chain_consumers(const Problem& p, OpId o) {
 // strips of the operand whose free dimension the k-slices cut, over every tile of the long one.
 class TrafficFloor {
  public:
-  TrafficFloor(const Problem& p, const RuleOptions& rules) : p_(p), rules_(rules), prod_(p.num_tensors(), -1) {}
+  TrafficFloor(const Problem& p, const RuleOptions& rules) : p_(p), rules_(rules), prod_(p.num_tensors(), -1) {
+    owner_.assign(p.num_tensors(), -1);
+    for (TensorId t = 0; t < p.num_tensors(); ++t)
+      owner_[t] = single(t) ? p.consumers[t][0].op : designated_consumer(t);
+  }
 
   double total() {
     double sum = 0;
     for (TensorId t = 0; t < p_.num_tensors(); ++t) {
-      if (single(t)) continue;
+      if (owner_[t] >= 0) continue;
       if (p_.is_graph_input[t]) {
         if (!p_.consumers[t].empty()) sum += size(t);  // graph inputs cannot be retained: loaded once
       } else {
@@ -88,16 +92,16 @@ class TrafficFloor {
     return {k * static_cast<double>(out.width) * ceil_div(out.height, p_.native_h), false, k * tiles(o)};
   }
 
-  // Tensor t needed at least once where its (single) consumer runs.
-  double once(TensorId t) {
-    if (!single(t)) return 0;  // a root: counted on its own
+  // Tensor t needed at least once where its consumer `by` runs.
+  double once(TensorId t, OpId by) {
+    if (owner_[t] != by) return 0;  // a root, or another consumer's: counted elsewhere
     return p_.is_graph_input[t] ? size(t) : production(t);
   }
 
-  // Tensor t asked for as stream s by its single consumer.
-  double stream(TensorId t, const Stream& s) {
-    if (!single(t)) return 0;
-    if (p_.tensors[t].size() <= p_.fast_memory_capacity) return once(t);  // could sit in fast memory
+  // Tensor t asked for as stream s by its consumer `by`.
+  double stream(TensorId t, const Stream& s, OpId by) {
+    if (owner_[t] != by) return 0;
+    if (p_.tensors[t].size() <= p_.fast_memory_capacity) return once(t, by);  // could sit in fast memory
     if (p_.is_graph_input[t]) return s.elements;
     const double loaded = s.elements + size(t) + production(t);  // stored, produced once, re-read
     const OpId q = p_.producer[t];
@@ -105,12 +109,12 @@ class TrafficFloor {
     double here = 0;  // run the producer in the consumer's subgraph
     const Op& op = p_.ops[q];
     if (!p_.is_matmul(q)) {
-      for (std::size_t i = 0; i < op.inputs.size(); ++i) here += stream(op.inputs[i], s);
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) here += stream(op.inputs[i], s, q);
     } else {
       // Chain head: the operand sharing the moving dimension streams K_q-long strips.
       const double k = static_cast<double>(p_.reduction(q));
       const int moving = s.along_cols ? 1 : 0;
-      here = stream(op.inputs[moving], Stream{k * s.per_step, s.along_cols, s.per_step}) + once(op.inputs[1 - moving]);
+      here = moving_stream(q, moving, Stream{k * s.per_step, s.along_cols, s.per_step}) + once(op.inputs[1 - moving], q);
     }
     return std::min(loaded, here);
   }
@@ -123,25 +127,25 @@ class TrafficFloor {
     double best = 0;
     if (op.outputs.size() == 1) {  // several outputs would share their production: count none
       if (!is_long(q)) {
-        for (TensorId u : op.inputs) best += once(u);
+        for (TensorId u : op.inputs) best += once(u, q);
       } else {
-        best = stream(op.inputs[0], operand_stream(q, 0)) + stream(op.inputs[1], operand_stream(q, 1));  // k-looped
+        best = stream(op.inputs[0], operand_stream(q, 0), q) + stream(op.inputs[1], operand_stream(q, 1), q);  // k-looped
         for (const auto& [m, m_slot] : chain_consumers(p_, q)) {  // or a chain head of m
-          double head = once(op.inputs[0]) + once(op.inputs[1]);
+          double head = once(op.inputs[0], q) + once(op.inputs[1], q);
           if (is_long(m)) {
             // m's k-slices move along the columns of what it reads as LHS, the rows of its RHS.
             const bool along_cols = m_slot == 0;
             const int moving = along_cols ? 1 : 0;
             const double per_step = static_cast<double>(p_.reduction(m)) * tiles(m);
-            head = stream(op.inputs[moving], Stream{static_cast<double>(p_.reduction(q)) * per_step, along_cols, per_step}) +
-                   once(op.inputs[1 - moving]);
+            head = moving_stream(q, moving, Stream{static_cast<double>(p_.reduction(q)) * per_step, along_cols, per_step}) +
+                   once(op.inputs[1 - moving], q);
             // m a chain head itself asks for its whole reduction range, so all of the moving
             // operand at once: impossible for a graph input larger than the fast memory (it is
             // loaded, not produced in the subgraph); otherwise each operand at least once.
             const TensorId u = op.inputs[moving];
             const bool whole_impossible = p_.is_graph_input[u] && p_.tensors[u].size() > p_.fast_memory_capacity;
             if (!chain_consumers(p_, m).empty() && !whole_impossible)
-              head = std::min(head, once(op.inputs[0]) + once(op.inputs[1]));
+              head = std::min(head, once(op.inputs[0], q) + once(op.inputs[1], q));
           }
           best = std::min(best, head);
         }
@@ -151,9 +155,55 @@ class TrafficFloor {
     return best;
   }
 
+  // A chain head's moving operand. Shared with other consumers, its loads could serve theirs
+  // in the same steps (the k-looped argument below does not cover chain heads): count it once.
+  double moving_stream(OpId q, int slot, const Stream& s) {
+    const TensorId u = p_.ops[q].inputs[slot];
+    return single(u) ? stream(u, s, q) : once(u, q);
+  }
+
+  // A tensor with several consumers still belongs to a long MatMul c among them when every
+  // other consumer is "shielded": downstream of c, and reached from it only through paths with
+  // a MatMul on them. Then in c's first subgraph, if c runs k-looped there, no other consumer is
+  // present (it would need each op on its paths from c in that subgraph, and the first MatMul
+  // on such a path would make c a chain head), so c's stream of the tensor is loaded for c
+  // alone; if c runs as a chain head there, its own tree pays the chain head. Returns c or -1.
+  OpId designated_consumer(TensorId t) const {
+    if (p_.tensors[t].size() <= p_.fast_memory_capacity || p_.consumers[t].size() < 2) return -1;
+    for (const Consumer& cand : p_.consumers[t]) {
+      if (!is_long(cand.op)) continue;
+      std::vector<char> below(p_.num_ops(), 0), pointwise_path(p_.num_ops(), 0);
+      mark_below(cand.op, below, pointwise_path);
+      bool ok = true;
+      for (const Consumer& other : p_.consumers[t]) {
+        if (&other == &cand) continue;
+        if (other.op == cand.op || !below[other.op] || pointwise_path[other.op]) ok = false;  // c reads t twice, or not shielded
+      }
+      if (ok) return cand.op;
+    }
+    return -1;
+  }
+  // below: ops downstream of c; pointwise_path: pointwise ops reached from c through pointwise ops only.
+  void mark_below(OpId c, std::vector<char>& below, std::vector<char>& pointwise_path) const {
+    std::vector<std::pair<OpId, bool>> stack{{c, true}};
+    while (!stack.empty()) {
+      auto [o, via_pointwise] = stack.back();
+      stack.pop_back();
+      for (TensorId t : p_.ops[o].outputs)
+        for (const Consumer& u : p_.consumers[t]) {
+          const bool pw = via_pointwise && !p_.is_matmul(u.op);
+          if (below[u.op] && (!pw || pointwise_path[u.op])) continue;
+          below[u.op] = 1;
+          if (pw) pointwise_path[u.op] = 1;
+          stack.emplace_back(u.op, pw);
+        }
+    }
+  }
+
   const Problem& p_;
   const RuleOptions& rules_;
-  std::vector<double> prod_;  // memo of production(t); -1 = not computed
+  std::vector<double> prod_;   // memo of production(t); -1 = not computed
+  std::vector<OpId> owner_;    // the consumer whose tree t belongs to; -1 for roots
 };
 
 }  // namespace
