@@ -66,7 +66,9 @@ def tables(ctx):
            "The organizer best is inferred from published points rounded to 0.01 (points = organizer best / "
            "winner latency), so the column is known only to ±0.005 points (about ±0.6%). The points "
            "columns compare at that resolution: `ours ≤ organizer` says `tie` when our latency is above "
-           "the column's midpoint but would have been awarded the same rounded points.", "",
+           "the column's midpoint but would have been awarded the same rounded points, and `optimal` when "
+           "our plan meets our lower bound and the column lies below that bound (no valid schedule "
+           "reaches the column under these rules; see docs/scheduler.md, Lower bounds).", "",
            "| benchmark | ours (median) | Track A winner | inferred organizer best | ours / winner | organizer points | "
            "ours ≤ organizer | vs winner | lower bound | gap to bound | first valid (s) | final (s) | valid runs |",
            "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
@@ -86,6 +88,8 @@ def tables(ctx):
         points = organizer / winner
         if total <= organizer:
             verdict = "yes"
+        elif lb >= organizer:
+            verdict = ("optimal; " if total <= lb * (1 + 1e-9) else "") + "column below our lower bound"
         elif round(total / winner, 2) <= round(points, 2):
             verdict = "tie"
         else:

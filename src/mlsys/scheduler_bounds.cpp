@@ -130,6 +130,10 @@ class TrafficFloor {
         for (TensorId u : op.inputs) best += once(u, q);
       } else {
         best = stream(op.inputs[0], operand_stream(q, 0), q) + stream(op.inputs[1], operand_stream(q, 1), q);  // k-looped
+        // A designated operand's other consumers run outside q's first subgraph and outside the
+        // one that produced what q loaded, so they read it again or recompute it.
+        for (TensorId u : op.inputs)
+          if (owner_[u] == q && !single(u)) best += p_.is_graph_input[u] ? size(u) : std::min(size(u), production(u));
         for (const auto& [m, m_slot] : chain_consumers(p_, q)) {  // or a chain head of m
           double head = once(op.inputs[0], q) + once(op.inputs[1], q);
           if (is_long(m)) {
