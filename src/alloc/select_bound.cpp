@@ -27,6 +27,7 @@ struct Relax {
   std::vector<Size> r;                    // residual need
   std::vector<Size> avail;                // free size in the constraint
   Cost fixed_cost = 0;
+  Cost all_cost = 0;                      // cost of spilling every buffer (a feasible solution)
   Cost best = 0;                          // incumbent (only solutions < best are recorded)
   bool have = false;
   std::vector<signed char> best_y;
@@ -62,6 +63,7 @@ struct Relax {
     int stall = 0;
     std::vector<double> g(m);
     for (int it = 0; it < iters; ++it) {
+      if (dl->expired()) break;  // large root ascents must respect the time limit too
       double v = lagrange(u);
       if (v > bv + 1e-9) {
         bv = v;
@@ -114,14 +116,14 @@ struct Relax {
 
   void dfs(std::vector<double> u, int iters) {
     if (aborted) return;
-    if (++nodes > node_limit || ((nodes & 63) == 0 && dl->expired())) {
+    if (++nodes > node_limit || dl->expired()) {  // a node costs far more than a clock read
       aborted = true;
       return;
     }
     for (int s = 0; s < m; ++s)
       if (r[s] > avail[s]) return;  // cannot be covered any more
     if (fixed_cost >= best) return;
-    double lb = ascend(u, iters, static_cast<double>(best));
+    double lb = ascend(u, iters, static_cast<double>(std::min(best, all_cost + 1)));
     if (ceil_cost(lb) >= best) return;
     // Branch: the constraint most violated by the Lagrangian solution; its free buffer that is
     // closest to being spilled (smallest reduced cost), spilled first.
@@ -212,6 +214,12 @@ LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int
   std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
   std::vector<std::vector<int>> sets;
+  // Too large to build (and to search): report only the forced spills, not complete.
+  if (static_cast<double>(times.size()) * static_cast<double>(R.n) > 5e7) {
+    out.bound = out.root_bound = std::min(forced, upper);
+    return out;
+  }
+  std::size_t nnz = 0;
   for (Time t : times) {
     std::vector<int> live;
     Size load = 0;
@@ -223,6 +231,11 @@ LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int
     if (load <= p.capacity) continue;
     // Skip a constraint equal to the previous one (same live set).
     if (!sets.empty() && sets.back() == live) continue;
+    nnz += live.size();
+    if (nnz > 4'000'000) {
+      out.bound = out.root_bound = std::min(forced, upper);
+      return out;
+    }
     sets.push_back(live);
     R.need.push_back(load - p.capacity);
   }
@@ -241,6 +254,11 @@ LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int
   R.node_limit = node_limit;
   const Cost up = upper - forced;  // search for relaxed solutions strictly below this
   R.best = up;
+  // Spilling every buffer is feasible: a finite target for the ascent's step sizes even when
+  // no upper limit is given.
+  Cost all = 0;
+  for (Cost c : R.cost) all += c;
+  R.all_cost = all;
   std::vector<double> u(R.m, 0.0);
   // Start each multiplier at the cheapest cost per byte in its constraint.
   for (int s = 0; s < R.m; ++s) {
@@ -248,7 +266,7 @@ LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int
     for (int k : sets[s]) lo = std::min(lo, static_cast<double>(R.cost[k]) / static_cast<double>(R.size[k]));
     u[s] = lo == 1e300 ? 0 : lo / 2;
   }
-  double root = R.ascend(u, 400, static_cast<double>(up));
+  double root = R.ascend(u, 400, static_cast<double>(std::min(up, all + 1)));
   out.root_bound = forced + std::max<Cost>(0, Relax::ceil_cost(root));
   R.dfs(u, 10);  // a few ascent steps per node, warm-started from the parent's multipliers
   out.nodes = R.nodes;
