@@ -125,8 +125,8 @@ struct Relax {
     if (fixed_cost >= best) return;
     double lb = ascend(u, iters, static_cast<double>(std::min(best, all_cost + 1)));
     if (ceil_cost(lb) >= best) return;
-    // Branch: the constraint most violated by the Lagrangian solution; its free buffer that is
-    // closest to being spilled (smallest reduced cost), spilled first.
+    // Branch: the constraint most violated by the Lagrangian solution, on its largest free
+    // buffer not spilled by the Lagrangian solution, spilled first.
     int worst = -1;
     double worst_gap = 0;
     for (int s = 0; s < m; ++s) {
