@@ -264,6 +264,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       }
       return;
     }
+    Placement relax_plan;
     if (o.exact.load_bound) {
       // Load relaxation (addresses ignored): its optimum is a lower bound. If its optimal set
       // packs at the capacity, that plan meets the bound and is optimal.
@@ -277,16 +278,17 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       if (lr.found) {
         Problem q = p;
         for (std::size_t i = 0; i < q.buffers.size(); ++i)
-          if (lr.spill[i] && q.buffers[i].residency_reason.empty()) q.buffers[i].residency_reason = "spilled by exact selection";
+          if (lr.spill[i] && q.buffers[i].residency_reason.empty())
+            q.buffers[i].residency_reason = q.buffers[i].size > p.capacity
+                                                ? "larger than capacity " + std::to_string(p.capacity)
+                                                : "spilled by exact selection";
         ExactResult e = exact_search(q, Objective::kPack, false, o.exact, 0.25 * std::max(0.0, dl.remaining_seconds()), nullptr);
         res.nodes += e.nodes;
-        if (e.found) {
-          for (std::size_t i = 0; i < p.buffers.size(); ++i)
-            if (e.placement.offsets[i] == kSpilled && p.buffers[i].residency_reason.empty())
-              e.placement.spill_reasons[i] = "spilled by exact selection";
+        if (e.found) {  // (spill reasons: the ones set on q)
           consider(cands, p, obj, e.placement, "exact");
           if (spilled_cost(p, e.placement) <= exact_lb) return;
-          inc = &cands.back().pl;
+          relax_plan = e.placement;  // (a copy: cands may reallocate)
+          inc = &relax_plan;
         }
       }
     }
