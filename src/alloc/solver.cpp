@@ -264,6 +264,34 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       }
       return;
     }
+    Placement relax_plan;
+    if (o.exact.load_bound) {
+      // Load relaxation (addresses ignored): its optimum is a lower bound. If its optimal set
+      // packs at the capacity, that plan meets the bound and is optimal.
+      const Cost upper = inc ? score(p, *inc, obj) : kUnbounded;
+      LoadRelaxation lr = load_relaxation(p, upper, 0.25 * std::max(0.0, dl.remaining_seconds()));
+      exact_lb = std::max<int64_t>(exact_lb, lr.bound);
+      if (lr.bound >= upper) {  // the incumbent is optimal
+        if (inc) consider(cands, p, obj, *inc, "exact");  // (kExact has no other candidate)
+        return;
+      }
+      if (lr.found) {
+        Problem q = p;
+        for (std::size_t i = 0; i < q.buffers.size(); ++i)
+          if (lr.spill[i] && q.buffers[i].residency_reason.empty())
+            q.buffers[i].residency_reason = q.buffers[i].size > p.capacity
+                                                ? "larger than capacity " + std::to_string(p.capacity)
+                                                : "spilled by exact selection";
+        ExactResult e = exact_search(q, Objective::kPack, false, o.exact, 0.25 * std::max(0.0, dl.remaining_seconds()), nullptr);
+        res.nodes += e.nodes;
+        if (e.found) {  // (spill reasons: the ones set on q)
+          consider(cands, p, obj, e.placement, "exact");
+          if (spilled_cost(p, e.placement) <= exact_lb) return;
+          relax_plan = e.placement;  // (a copy: cands may reallocate)
+          inc = &relax_plan;
+        }
+      }
+    }
     inc = anneal_pass(inc);
     ExactResult e = par_exact(p, false, std::max(0.0, dl.remaining_seconds()) * share, inc);
     res.nodes += e.nodes;

@@ -43,6 +43,7 @@ struct ExactToggles {
   bool tight_holes = true;    // fail_first: zero-slack holes first, then fewest candidates (I: 10 s -> 0.01 s)
   bool minimalloc_dives = true;  // restarts: also MiniMalloc's own branching in (perturbed) TWA order (K: > 10 s -> 0.03 s)
   bool free_place = true;     // a placement that lifts no unplaced buffer is not branched on
+  bool load_bound = true;     // select: exact load relaxation (knapsack B&B) as lower bound; pack its optimal set first
 };
 
 struct SolveOptions {
@@ -91,6 +92,20 @@ int in_place_handoffs(const Problem& p, const Placement& pl);
 std::vector<int> first_fit_order(const Problem& p);
 // Selection lower bound: forced spills plus, per instant, the cheapest fractional removal of the excess load.
 Cost selection_lower_bound(const Problem& p);
+
+// Load relaxation of selection: spill a set so that at every instant the placed load fits under
+// the capacity (addresses ignored; in-place parents end at their children's start). Its optimum
+// is a lower bound on the spill cost of every valid plan. Exact branch and bound with a
+// Lagrangian (LP) bound, looking only for relaxed solutions cheaper than `upper`.
+struct LoadRelaxation {
+  Cost bound = 0;          // proven lower bound on the spill cost (<= upper)
+  Cost root_bound = 0;     // Lagrangian bound at the root (forced spills included)
+  bool complete = false;   // the search finished: bound is the relaxation optimum (or upper)
+  bool found = false;      // complete and a relaxed solution below `upper` exists: `spill` is optimal
+  std::vector<char> spill; // per buffer, 1 = spilled in the optimal relaxed solution (forced ones too)
+  int64_t nodes = 0;
+};
+LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int64_t node_limit = INT64_MAX);
 
 struct ExactResult {
   Placement placement;     // best plan found (empty offsets if none)

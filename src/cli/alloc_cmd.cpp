@@ -59,6 +59,7 @@ int run_alloc(const AllocArgs& a) {
     else if (t == "lift_check") o.exact.lift_check = false;
     else if (t == "memo_lift_key") o.exact.memo_lift_key = false;
     else if (t == "free_place") o.exact.free_place = false;
+    else if (t == "load_bound") o.exact.load_bound = false;
     else if (t == "tight_holes") o.exact.tight_holes = false;
     else if (t == "restarts") o.exact.restarts = false;
     else if (t == "minimalloc_dives") o.exact.minimalloc_dives = false;
@@ -132,7 +133,7 @@ void register_alloc(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "Annealing seed");
   cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)");
   cmd->add_option("--exact-off", a->exact_off,
-                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes minimalloc_dives");
+                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes minimalloc_dives load_bound");
   cmd->add_option("-o,--output", a->output, "Plan output (.csv: MiniMalloc CSV with offsets; else JSON)")->required();
   cmd->add_option("--svg", a->svg, "Write an address x time picture");
   cmd->callback([a, &exit_code] { exit_code = run_alloc(*a); });

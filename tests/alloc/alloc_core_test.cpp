@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "alloc/generate.h"
 #include "alloc/io.h"
 #include "alloc/problem.h"
 #include "alloc/solver.h"
@@ -248,15 +249,78 @@ TEST(AllocSolvers, ExactSelectionMatchesBruteForce) {
     Problem p = random_problem(rng, static_cast<int>(rng.range(3, 6)), 5, 8);
     for (auto& b : p.buffers) b.reads = static_cast<int>(rng.range(1, 3));
     p.capacity = std::max<Size>(1, max_load(p) * 2 / 3);
-    SolveOptions o;
-    o.solver = SolverKind::kExact;
-    o.objective = Objective::kSelect;
-    auto r = solve(p, o);
-    ASSERT_TRUE(r.ok());
-    EXPECT_EQ(r->spill_cost, brute_force_selection(p)) << "trial " << trial;
-    EXPECT_TRUE(r->proven_optimal);
-    EXPECT_TRUE(validate(p, r->placement).ok());
+    const Cost want = brute_force_selection(p);
+    for (bool load_bound : {true, false}) {
+      SolveOptions o;
+      o.solver = SolverKind::kExact;
+      o.objective = Objective::kSelect;
+      o.exact.load_bound = load_bound;
+      auto r = solve(p, o);
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(r->spill_cost, want) << "trial " << trial << " load_bound " << load_bound;
+      EXPECT_TRUE(r->proven_optimal);
+      EXPECT_TRUE(validate(p, r->placement).ok());
+    }
   }
+}
+
+// The load relaxation is a lower bound: never above the brute-force optimum, whatever the
+// upper limit it searches below; complete searches report a spill set of exactly that cost.
+TEST(AllocSolvers, LoadRelaxationBoundIsBelowBruteForce) {
+  Rng rng(23);
+  for (int trial = 0; trial < 40; ++trial) {
+    Problem p = random_problem(rng, static_cast<int>(rng.range(3, 7)), 5, 8);
+    for (auto& b : p.buffers) b.reads = static_cast<int>(rng.range(1, 3));
+    p.capacity = std::max<Size>(1, max_load(p) * static_cast<Size>(rng.range(3, 9)) / 10);
+    const Cost want = brute_force_selection(p);
+    EXPECT_LE(selection_lower_bound(p), want) << "trial " << trial;
+    for (Cost upper : {want + 1, want, kUnbounded}) {
+      LoadRelaxation lr = load_relaxation(p, upper, 10.0);
+      ASSERT_TRUE(lr.complete);
+      EXPECT_LE(lr.bound, want) << "trial " << trial << " upper " << upper;
+      EXPECT_LE(lr.root_bound, want) << "trial " << trial;
+      if (lr.found) {
+        Cost c = 0;
+        for (std::size_t i = 0; i < p.buffers.size(); ++i)
+          if (lr.spill[i]) c += spill_cost(p.buffers[i]);
+        EXPECT_EQ(c, lr.bound);
+      }
+    }
+  }
+}
+
+// In-place hand-off: the child shares its parent's bytes at the hand-off tick, so the load
+// relaxation must not count both there (capacity = one buffer, nothing has to be spilled).
+TEST(AllocSolvers, LoadRelaxationHonoursInPlaceHandOff) {
+  Problem p;
+  p.capacity = 64;
+  p.buffers.push_back(buf("parent", 64, 0, 2));
+  p.buffers.push_back(buf("child", 64, 1, 3));
+  p.buffers[1].in_place_parents = {0};
+  ASSERT_TRUE(check_problem(p).ok());
+  EXPECT_EQ(load_relaxation(p, kUnbounded, 1.0).bound, 0);
+  SolveOptions o;
+  o.objective = Objective::kSelect;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->spill_cost, 0);
+  EXPECT_EQ(r->lower_bound, 0);
+}
+
+// The benchmark's Stream/25 selection (generated stream, 60 % of the max load) is proven optimal.
+TEST(AllocSolvers, SelectStream25IsProvenOptimal) {
+  Problem p = generate_stream(25, 7, 2);
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) p.buffers[i].reads = 1 + static_cast<int>(i % 3);
+  p.capacity = max_load(p) * 6 / 10;
+  SolveOptions o;
+  o.objective = Objective::kSelect;
+  o.time_limit = 1.0;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->proven_optimal);
+  EXPECT_EQ(r->spill_cost, r->lower_bound);
+  EXPECT_EQ(r->spill_cost, 923520);
+  EXPECT_TRUE(validate(p, r->placement).ok());
 }
 
 TEST(AllocSolvers, AnnealingIsDeterministicForSeedAndBudget) {
