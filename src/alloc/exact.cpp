@@ -626,9 +626,10 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
         const bool fixed = attempt < nmodes && seed == 0;
         s.mode = fixed ? kModes[attempt].mode : 4;
         s.plain = fixed && kModes[attempt].plain;
-        // Randomized attempts alternate the two hole rules: each solves instances the other
-        // does not (tight holes: challenging A and I; least slack: idealloc somas_tiny_bert).
-        s.tight = t.tight_holes && attempt % 2 == 0;
+        // At a fixed capacity, attempts alternate the two hole rules: each solves instances the
+        // other does not (tight holes: challenging A and I; least slack: somas_tiny_bert at its
+        // bound). The downward search of --minimize keeps tight holes (D and J pack lower).
+        s.tight = t.tight_holes && (minimize || attempt % 2 == 0);
         if (mm_next) {
           s.mode = 8;
           s.plain = true;
