@@ -25,8 +25,12 @@ std::string cases_path() {
   const std::string cache = kRoot + "/build/differential_cases.json";
   bool fresh = fs::exists(cache) && fs::last_write_time(cache) >= fs::last_write_time(script);
   if (!fresh) {
+    // Tests run in parallel: one generator at a time (flock), written aside and renamed so a
+    // reader never sees a partial file; a test that waited for the lock finds the cache fresh.
     fs::create_directories(kRoot + "/build");
-    std::string cmd = "python3 " + script + " --out " + cache + " --count 2400 --seed 1";
+    std::string cmd = "flock '" + cache + ".lock' sh -c '[ \"" + cache + "\" -nt \"" + script + "\" ] || { python3 \"" +
+                      script + "\" --out \"" + cache + ".tmp\" --count 2400 --seed 1 && mv \"" + cache + ".tmp\" \"" + cache +
+                      "\"; }'";
     if (std::system(cmd.c_str()) != 0) return "";
   }
   return cache;
