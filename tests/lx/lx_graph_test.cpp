@@ -89,7 +89,9 @@ TEST(LxGraph, ReorderingIndependentOpsShortensOverlappingLifetimes) {
   EXPECT_GE(moved->reorders, 1);
   EXPECT_LT(moved->totals.hbm_read + moved->totals.hbm_write, fixed->totals.hbm_read + fixed->totals.hbm_write);
   for (const auto& v : moved->values)
-    if (v.name == "T" || v.name == "U") EXPECT_FALSE(v.lx.empty()) << v.name;
+    if (v.name == "T" || v.name == "U") {
+      EXPECT_FALSE(v.lx.empty()) << v.name;
+    }
 }
 
 TEST(LxGraph, EveryHbmValueHasAReason) {
@@ -104,11 +106,21 @@ TEST(LxGraph, EveryHbmValueHasAReason) {
   auto plan = plan_graph(b.g, hw, plain());
   ASSERT_TRUE(plan.ok());
   for (const auto& v : plan->values) {
-    if (v.lx.empty()) EXPECT_FALSE(v.reason.empty()) << v.name;
-    if (v.name == "m") EXPECT_EQ(v.reason.rfind("core-div mismatch", 0), 0u) << v.reason;
-    if (v.name == "dead") EXPECT_EQ(v.reason, "no consumer reads it from LX");
-    if (v.name == "x") EXPECT_EQ(v.reason, "graph input (no clone)");
-    if (v.name == "y") EXPECT_EQ(v.reason, "graph output (no clone)");
+    if (v.lx.empty()) {
+      EXPECT_FALSE(v.reason.empty()) << v.name;
+    }
+    if (v.name == "m") {
+      EXPECT_EQ(v.reason.rfind("core-div mismatch", 0), 0u) << v.reason;
+    }
+    if (v.name == "dead") {
+      EXPECT_EQ(v.reason, "no consumer reads it from LX");
+    }
+    if (v.name == "x") {
+      EXPECT_EQ(v.reason, "graph input (no clone)");
+    }
+    if (v.name == "y") {
+      EXPECT_EQ(v.reason, "graph output (no clone)");
+    }
   }
 }
 

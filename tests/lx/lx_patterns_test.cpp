@@ -87,8 +87,9 @@ void run_cases(const char* key) {
     ASSERT_TRUE(base.ok());
     EXPECT_GT(good - good_planned + base->totals.hbm_read + base->totals.hbm_write - io_bytes(*g), good) << name;
     // where our inferred I/O sizes reproduce the bar, the full metric matches too
-    if (io_bytes(*g) + good_planned == good)
+    if (io_bytes(*g) + good_planned == good) {
       EXPECT_LE(plan->totals.hbm_read + plan->totals.hbm_write, good) << name;
+    }
   }
 }
 
