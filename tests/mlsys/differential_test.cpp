@@ -36,13 +36,18 @@ std::string cases_path() {
   return cache;
 }
 
+// The generated cases (problems, schedules, reference verdicts), generated first if stale.
+Result<Json> load_cases() {
+  const std::string path = cases_path();
+  if (path.empty()) return Error{ErrorKind::kInternal, "differential case generator failed"};
+  return read_json_file(path);
+}
+
 bool rel_close(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)}); }
 
 TEST(MlsysDifferential, AgreesWithReferenceEvaluator) {
   if (!fs::exists(std::string(SCRATCHPLAN_SHARED_DIR) + "/mlsys2026/evaluate.py")) GTEST_SKIP() << "../shared not found";
-  const std::string path = cases_path();
-  ASSERT_FALSE(path.empty()) << "generator failed";
-  auto doc = read_json_file(path);
+  auto doc = load_cases();
   ASSERT_TRUE(doc.ok()) << doc.error().message;
   std::vector<Problem> problems;
   for (const Json& pj : (*doc)["problems"]) {
@@ -97,9 +102,7 @@ TEST(MlsysDifferential, AgreesWithReferenceEvaluator) {
 // valid generated schedule passed when this test was written.
 TEST(MlsysDifferential, SchedulerBeatsEveryValidGeneratedSchedule) {
   if (!fs::exists(std::string(SCRATCHPLAN_SHARED_DIR) + "/mlsys2026/evaluate.py")) GTEST_SKIP() << "../shared not found";
-  const std::string path = cases_path();
-  ASSERT_FALSE(path.empty()) << "generator failed";
-  auto doc = read_json_file(path);
+  auto doc = load_cases();
   ASSERT_TRUE(doc.ok()) << doc.error().message;
   const Json& problems = (*doc)["problems"];
   std::map<std::size_t, double> best;  // problem -> best valid generated total (opk)
