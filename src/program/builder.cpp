@@ -180,21 +180,7 @@ Result<Program> softmax_lastdim() {
   return b.build("example softmax_lastdim");
 }
 
-Result<Program> softmax_dim0() {
-  // Softmax over axis 0 of [4096, 1024]: the reduction runs across rows, not along sticks, so the
-  // reduced [1, 1024] tensors stay dense.
-  Builder b("softmax_dim0");
-  TensorId x = b.input("x", {4096, 1024});
-  TensorId mx = b.tensor("max", {1, 1024}), xs = b.tensor("shifted", {4096, 1024}), e = b.tensor("exp", {4096, 1024});
-  TensorId sum = b.tensor("sum", {1, 1024}), y = b.tensor("out", {4096, 1024});
-  b.reduce("col_max", "max", x, {0}, mx);
-  b.pointwise("sub_max", "sub", {x, mx}, xs);
-  b.pointwise("exp", "exp", {xs}, e);
-  b.reduce("col_sum", "sum", e, {0}, sum);
-  b.pointwise("normalize", "div", {e, sum}, y);
-  b.output(y);
-  return b.build("example softmax_dim0");
-}
+Result<Program> softmax_dim0() { return softmax_dim0_program(4096, 1024); }
 
 Result<Program> layernorm() {
   Builder b("layernorm");
@@ -335,6 +321,21 @@ Result<Program> moe_mlp() {
 }
 
 }  // namespace
+
+Result<Program> softmax_dim0_program(int64_t rows, int64_t cols) {
+  // The reduction runs across rows, not along sticks, so the reduced [1, cols] tensors stay dense.
+  Builder b("softmax_dim0");
+  TensorId x = b.input("x", {rows, cols});
+  TensorId mx = b.tensor("max", {1, cols}), xs = b.tensor("shifted", {rows, cols}), e = b.tensor("exp", {rows, cols});
+  TensorId sum = b.tensor("sum", {1, cols}), y = b.tensor("out", {rows, cols});
+  b.reduce("col_max", "max", x, {0}, mx);
+  b.pointwise("sub_max", "sub", {x, mx}, xs);
+  b.pointwise("exp", "exp", {xs}, e);
+  b.reduce("col_sum", "sum", e, {0}, sum);
+  b.pointwise("normalize", "div", {e, sum}, y);
+  b.output(y);
+  return b.build("example softmax_dim0");
+}
 
 std::vector<std::string> example_names() {
   return {"softmax_lastdim", "softmax_dim0", "layernorm", "rmsnorm", "matmul", "bmm",

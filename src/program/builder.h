@@ -46,6 +46,8 @@ class Builder {
 // Bundled examples (examples/programs/<name>.json are these, written by the example test).
 std::vector<std::string> example_names();
 Result<Program> example_program(const std::string& name);
+// Softmax over axis 0 of [rows, cols] (the softmax_dim0 example is 4096 x 1024).
+Result<Program> softmax_dim0_program(int64_t rows, int64_t cols);
 
 // A synthetic chain of `num_ops` ops (transformer-like blocks: matmuls, norms, softmax,
 // pointwise) for benchmarks and scale tests; deterministic for a seed.

@@ -11,17 +11,7 @@ using program::Builder;
 using program::TensorId;
 
 program::Program softmax_dim0(int64_t m, int64_t n) {
-  Builder b("softmax_dim0");
-  TensorId x = b.input("x", {m, n});
-  TensorId mx = b.tensor("max", {1, n}), xs = b.tensor("shifted", {m, n}), e = b.tensor("exp", {m, n});
-  TensorId sum = b.tensor("sum", {1, n}), y = b.tensor("out", {m, n});
-  b.reduce("col_max", "max", x, {0}, mx);
-  b.pointwise("sub_max", "sub", {x, mx}, xs);
-  b.pointwise("exp", "exp", {xs}, e);
-  b.reduce("col_sum", "sum", e, {0}, sum);
-  b.pointwise("normalize", "div", {e, sum}, y);
-  b.output(y);
-  auto p = b.build("test softmax");
+  auto p = program::softmax_dim0_program(m, n);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
   return *p;
 }
