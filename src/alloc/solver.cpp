@@ -24,6 +24,21 @@ Result<SolverKind> parse_solver_kind(const std::string& name) {
   return bad_input("unknown solver '" + name + "' (greedy, firstfit, bestfit, greedy-by-size, sweep, annealing, exact, auto)");
 }
 
+Status disable_exact_technique(ExactToggles& t, const std::string& name) {
+  const std::pair<const char*, bool*> kToggles[] = {
+      {"section_bound", &t.section_bound}, {"symmetry", &t.symmetry},       {"decompose", &t.decompose},
+      {"dominance", &t.dominance},         {"lb_probe", &t.lb_probe},       {"fail_first", &t.fail_first},
+      {"memo", &t.memo},                   {"lift_check", &t.lift_check},   {"memo_lift_key", &t.memo_lift_key},
+      {"free_place", &t.free_place},       {"load_bound", &t.load_bound},   {"tight_holes", &t.tight_holes},
+      {"restarts", &t.restarts},           {"minimalloc_dives", &t.minimalloc_dives}};
+  for (auto& [n, flag] : kToggles)
+    if (name == n) {
+      *flag = false;
+      return ok_status();
+    }
+  return bad_input("unknown exact technique '" + name + "'");
+}
+
 const char* solver_kind_name(SolverKind k) {
   switch (k) {
     case SolverKind::kGreedy: return "greedy";
@@ -177,7 +192,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     std::vector<ExactResult> rs(T);
     std::vector<std::thread> ws;
     for (int t = 0; t < T; ++t)
-      ws.emplace_back([&, t] {
+      ws.emplace_back([&, t, cancel = CancelScope::current()] {
+        CancelScope scope(cancel);  // Ctrl-C from Python reaches the workers' deadlines too
         rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop);
         if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
       });

@@ -71,6 +71,9 @@ struct SolveResult {
 };
 
 Result<SolverKind> parse_solver_kind(const std::string& name);
+// Switches off the exact-search technique named like its ExactToggles field (--exact-off);
+// bad_input "unknown exact technique 'x'" for any other name.
+Status disable_exact_technique(ExactToggles& t, const std::string& name);
 const char* solver_kind_name(SolverKind k);
 
 // Validates the problem, runs the solver, validates the result with the independent checker.

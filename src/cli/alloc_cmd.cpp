@@ -49,22 +49,8 @@ int run_alloc(const AllocArgs& a) {
   o.seed = a.seed;
   o.iterations = a.iterations;
   for (const auto& t : a.exact_off) {
-    if (t == "section_bound") o.exact.section_bound = false;
-    else if (t == "symmetry") o.exact.symmetry = false;
-    else if (t == "decompose") o.exact.decompose = false;
-    else if (t == "dominance") o.exact.dominance = false;
-    else if (t == "lb_probe") o.exact.lb_probe = false;
-    else if (t == "fail_first") o.exact.fail_first = false;
-    else if (t == "memo") o.exact.memo = false;
-    else if (t == "lift_check") o.exact.lift_check = false;
-    else if (t == "memo_lift_key") o.exact.memo_lift_key = false;
-    else if (t == "free_place") o.exact.free_place = false;
-    else if (t == "load_bound") o.exact.load_bound = false;
-    else if (t == "tight_holes") o.exact.tight_holes = false;
-    else if (t == "restarts") o.exact.restarts = false;
-    else if (t == "minimalloc_dives") o.exact.minimalloc_dives = false;
-    else {
-      std::cerr << "error: unknown exact technique '" << t << "'\n";
+    if (Status st = alloc::disable_exact_technique(o.exact, t); !st) {
+      std::cerr << "error: " << st.error().message << "\n";
       return kExitBadInput;
     }
   }

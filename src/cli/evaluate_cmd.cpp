@@ -1,10 +1,10 @@
 // scratchplan evaluate PROBLEM.json SOLUTION.json: scores an MLSys 2026 schedule.
 // Exit: 0 valid (and, with --check-reported, every claim matches), 2 invalid or bad input.
-#include <cstdio>
 #include <iostream>
 
 #include "cli/verbs.h"
 #include "mlsys/evaluator.h"
+#include "mlsys/report.h"
 
 namespace sp::cli {
 namespace {
@@ -19,12 +19,6 @@ struct EvaluateArgs {
   mlsys::RuleOptions rules;
 };
 
-std::string fmt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6f", v);
-  return buf;
-}
-
 int run_evaluate(EvaluateArgs& a) {
   auto problem = mlsys::read_problem(a.problem_path);
   if (!problem) {
@@ -38,67 +32,11 @@ int run_evaluate(EvaluateArgs& a) {
   }
   a.rules.mm_compute = a.mm_compute == "native" ? mlsys::MatMulCompute::kNative : mlsys::MatMulCompute::kOpK;
   mlsys::Evaluation ev = mlsys::evaluate(*problem, *solution, a.rules);
-  std::vector<int> mismatches;
-  double claimed_total = 0;
-  for (std::size_t i = 0; i < ev.subgraphs.size(); ++i) {
-    const auto& s = ev.subgraphs[i];
-    claimed_total += s.reported_latency;
-    if (a.check_reported && (!s.evaluated || !mlsys::latency_close(s.latency, s.reported_latency)))
-      mismatches.push_back(static_cast<int>(i));
-  }
-  if (a.json) {
-    Json out;
-    out["valid"] = ev.valid;
-    out["total"] = ev.total;
-    out["claimed_total"] = claimed_total;
-    out["mm_compute"] = a.mm_compute;
-    out["errors"] = ev.errors;
-    out["warnings"] = ev.warnings;
-    Json subs = Json::array();
-    for (std::size_t i = 0; i < ev.subgraphs.size(); ++i) {
-      const auto& s = ev.subgraphs[i];
-      Json js;
-      js["index"] = i;
-      js["latency"] = s.evaluated ? Json(s.latency) : Json(nullptr);
-      js["reported"] = s.reported_latency;
-      js["peak_working_set"] = s.peak_working_set;
-      if (a.verbose) {
-        js["tiles"] = s.tiles;
-        js["k_steps"] = s.k_steps;
-        js["load_elements"] = s.load_elements;
-        js["store_elements"] = s.store_elements;
-        js["compute"] = s.compute;
-        js["granularity"] = {s.granularity.w, s.granularity.h, s.granularity.k};
-      }
-      subs.push_back(js);
-    }
-    out["subgraphs"] = subs;
-    if (a.check_reported) out["reported_mismatches"] = mismatches;
-    std::cout << out.dump(1) << "\n";
-  } else {
-    std::cout << "total latency: " << fmt(ev.total) << "\n";
-    std::cout << "claimed total: " << fmt(claimed_total) << "\n";
-    std::cout << "valid: " << (ev.valid ? "yes" : "no") << "\n";
-    for (std::size_t i = 0; i < ev.subgraphs.size(); ++i) {
-      const auto& s = ev.subgraphs[i];
-      std::cout << "subgraph " << i << ": latency " << (s.evaluated ? fmt(s.latency) : std::string("n/a"))
-                << ", working-set peak " << s.peak_working_set;
-      if (a.verbose)
-        std::cout << ", granularity [" << s.granularity.w << "," << s.granularity.h << "," << s.granularity.k << "], "
-                  << s.tiles << " tiles x " << s.k_steps << " k-steps, loaded " << s.load_elements << ", stored "
-                  << s.store_elements << ", compute " << fmt(s.compute);
-      std::cout << "\n";
-    }
-    for (const auto& e : ev.errors) std::cout << "ERROR: " << e << "\n";
-    for (const auto& w : ev.warnings) std::cout << "WARNING: " << w << "\n";
-    if (a.check_reported) {
-      std::cout << "reported latencies that differ from the recomputed ones: " << mismatches.size() << " of "
-                << ev.subgraphs.size() << "\n";
-      for (int i : mismatches)
-        std::cout << "  subgraph " << i << ": reported " << fmt(ev.subgraphs[i].reported_latency) << ", recomputed "
-                  << (ev.subgraphs[i].evaluated ? fmt(ev.subgraphs[i].latency) : std::string("n/a")) << "\n";
-    }
-  }
+  const std::vector<int> mismatches = a.check_reported ? mlsys::reported_mismatches(ev) : std::vector<int>{};
+  if (a.json)
+    std::cout << mlsys::evaluation_report_json(ev, a.mm_compute, a.verbose, a.check_reported).dump(1) << "\n";
+  else
+    std::cout << mlsys::evaluation_report_text(ev, a.verbose, a.check_reported);
   return ev.valid && mismatches.empty() ? kExitOk : kExitBadInput;
 }
 

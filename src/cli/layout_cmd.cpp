@@ -7,6 +7,7 @@
 #include "core/json_reader.h"
 #include "layout/dma.h"
 #include "layout/layout.h"
+#include "layout/report.h"
 
 namespace sp::cli {
 namespace {
@@ -71,43 +72,10 @@ int run_layout(const LayoutArgs& a) {
     h2d = std::move(*x);
     d2h = std::move(*y);
   }
-  if (a.json) {
-    Json j;
-    j["host_size"] = l->host_size;
-    j["host_strides"] = l->host_strides;
-    j["dtype"] = layout::dtype_name(l->dtype);
-    j["elems_per_stick"] = layout::elems_per_stick(l->dtype);
-    j["device_size"] = l->device_size;
-    j["stride_map"] = l->stride_map;
-    j["device_strides"] = layout::device_strides(*l);
-    j["device_bytes"] = layout::device_bytes(*l);
-    j["stick_host_dim"] = layout::stick_host_dim(*l);
-    if (a.dma) {
-      for (auto* dir : {&h2d, &d2h}) {
-        Json arr = Json::array();
-        for (const auto& d : *dir)
-          arr.push_back({{"host_offset", d.host_offset},
-                         {"device_offset", d.device_offset},
-                         {"ranges", d.ranges},
-                         {"device_strides", d.device_strides},
-                         {"host_strides", d.host_strides}});
-        j[dir == &h2d ? "dma_host_to_device" : "dma_device_to_host"] = arr;
-      }
-    }
-    std::cout << j.dump(1) << "\n";
-    return kExitOk;
-  }
-  std::cout << layout::to_string(*l) << "\n";
-  std::cout << "host size " << layout::format_dims(l->host_size) << ", strides " << layout::format_dims(l->host_strides)
-            << "; " << layout::elems_per_stick(l->dtype) << " elements per stick\n";
-  std::cout << "device strides " << layout::format_dims(layout::device_strides(*l)) << "; "
-            << layout::device_bytes(*l) << " bytes on device\n";
-  if (a.dma) {
-    std::cout << "DMA host->device ((ranges), (device strides), (host strides)):\n";
-    for (const auto& d : h2d) std::cout << "  " << layout::to_string(d) << "\n";
-    std::cout << "DMA device->host:\n";
-    for (const auto& d : d2h) std::cout << "  " << layout::to_string(d) << "\n";
-  }
+  if (a.json)
+    std::cout << layout::layout_report_json(*l, a.dma, h2d, d2h).dump(1) << "\n";
+  else
+    std::cout << layout::layout_report_text(*l, a.dma, h2d, d2h);
   return kExitOk;
 }
 

@@ -1,13 +1,13 @@
 // scratchplan nki check KERNEL.json | nki plan KERNEL.json: NeuronCore SBUF/PSUM allocation.
 // check exits 0 when the kernel is clean, 2 when it has violations or is malformed;
 // plan exits 0 with a validated plan, 2 for bad input or a kernel that cannot fit.
-#include <cstdio>
 #include <iostream>
 
 #include "cli/verbs.h"
 #include "core/atomic_file.h"
 #include "nki/check.h"
 #include "nki/plan.h"
+#include "nki/report.h"
 #include "nki/svg.h"
 
 namespace sp::cli {
@@ -38,12 +38,6 @@ Result<nki::Kernel> load(const NkiArgs& a) {
   return nki::read_kernel(a.kernel_path, &*hw);
 }
 
-std::string pct(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f%%", 100 * v);
-  return b;
-}
-
 int run_check(const NkiArgs& a) {
   auto k = load(a);
   if (!k) return fail(k.error());
@@ -53,36 +47,10 @@ int run_check(const NkiArgs& a) {
     auto st = write_file_atomic(a.svg_path, nki::check_svg(*k, *rep));
     if (!st) return fail(st.error());
   }
-  if (a.json) {
-    Json out;
-    out["kernel"] = a.kernel_path;
-    out["hardware"] = k->hw.name;
-    out["clean"] = rep->clean();
-    out["executions"] = rep->executions;
-    out["distinct_violations"] = rep->distinct_violations;
-    Json vs = Json::array();
-    for (const auto& v : rep->violations) {
-      Json vj = {{"kind", nki::violation_kind_name(v.kind)}, {"tensor", v.tensor}, {"block", v.block},
-                 {"instruction", v.instruction}, {"iteration", v.iteration}, {"occurrences", v.occurrences},
-                 {"message", v.message}};
-      if (!v.by_tensor.empty()) vj["overwritten_by"] = {{"tensor", v.by_tensor}, {"block", v.by_block}};
-      vs.push_back(vj);
-    }
-    out["violations"] = vs;
-    std::cout << out.dump(1) << "\n";
-  } else {
-    std::cout << "kernel: " << a.kernel_path << " (" << k->hw.name << "), " << k->tensors.size() << " tensors, "
-              << k->loops.size() << " loops, " << rep->executions << " instruction executions simulated\n";
-    int automatic = 0;
-    for (const auto& t : k->tensors)
-      automatic += t.buffer != nki::Buffer::kHbm && t.alloc.kind == nki::AllocKind::kAuto;
-    if (automatic > 0)
-      std::cout << automatic << " tensors use automatic allocation: their addresses are the compiler's, not checked\n";
-    std::cout << "violations: " << rep->distinct_violations << "\n";
-    for (const auto& v : rep->violations) std::cout << "  " << v.message << "\n";
-    if (static_cast<int64_t>(rep->violations.size()) < rep->distinct_violations)
-      std::cout << "  ... " << rep->distinct_violations - static_cast<int64_t>(rep->violations.size()) << " more\n";
-  }
+  if (a.json)
+    std::cout << nki::check_report_to_json(a.kernel_path, *k, *rep).dump(1) << "\n";
+  else
+    std::cout << nki::check_report_text(a.kernel_path, *k, *rep);
   return rep->clean() ? kExitOk : kExitBadInput;
 }
 
@@ -106,69 +74,10 @@ int run_plan(const NkiArgs& a) {
     auto st = write_file_atomic(a.svg_path, nki::plan_svg(p));
     if (!st) return fail(st.error());
   }
-  const double speedup = p.planned.makespan ? static_cast<double>(p.baseline.makespan) / p.planned.makespan : 1.0;
-  if (a.json) {
-    Json out;
-    out["kernel"] = a.kernel_path;
-    out["hardware"] = k->hw.name;
-    out["simulated_cycles"] = p.planned.makespan;
-    out["single_buffered_cycles"] = p.baseline.makespan;
-    out["speedup"] = speedup;
-    out["sbuf_bytes_per_partition"] = p.sbuf_bytes;
-    out["psum_banks"] = p.psum_banks;
-    out["evaluations"] = p.evaluations;
-    out["timeline"] = p.scheduler == nki::Scheduler::kInOrder ? "in-order" : "dataflow";
-    out["input_allocation_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
-    Json util;
-    for (int e = 0; e < nki::kNumEngines; ++e)
-      util[nki::engine_name(static_cast<nki::Engine>(e))] = {{"planned", p.planned.utilization(e)},
-                                                             {"single_buffered", p.baseline.utilization(e)}};
-    out["utilization"] = util;
-    Json ts = Json::array();
-    const Json planned = nki::kernel_to_json(p.kernel);
-    for (const auto& tp : p.plans) {
-      const auto& t = p.kernel.tensors[tp.tensor];
-      ts.push_back({{"tensor", t.name}, {"buffer", nki::buffer_name(t.buffer)}, {"tiles", tp.tiles},
-                    {"min_tiles", tp.min_tiles}, {"kept", tp.kept}, {"partition", tp.partition}, {"base", tp.base}, {"stride", tp.stride},
-                    {"alloc", planned["tensors"][tp.tensor]["alloc"]}});
-    }
-    out["tensors"] = ts;
-    std::cout << out.dump(1) << "\n";
-    return kExitOk;
-  }
-  std::cout << "kernel: " << a.kernel_path << " (" << k->hw.name << ")\n";
-  std::printf("%-16s %-5s %6s %6s %10s  %s\n", "tensor", "buf", "tiles", "min", "tile size", "allocation");
-  for (const auto& tp : p.plans) {
-    const auto& t = p.kernel.tensors[tp.tensor];
-    const auto& al = t.alloc;
-    const bool psum = t.buffer == nki::Buffer::kPsum;
-    std::string how;
-    if (tp.kept)
-      how = std::string("kept: ") + nki::alloc_kind_name(al.kind) + " (" + std::to_string(tp.tiles) + " physical tiles)";
-    else if (al.kind == nki::AllocKind::kModAlloc)
-      how = psum ? "mod_alloc(base_bank=" + std::to_string(al.base_bank) + ", num_bank_tiles=(" + std::to_string(tp.tiles) + ",))"
-                 : "mod_alloc(base_addr=" + std::to_string(al.base_addr) + ", base_partition=" +
-                       std::to_string(al.base_partition) + ", num_free_tiles=(" + std::to_string(tp.tiles) + ",))";
-    else
-      how = "table: block b -> " + std::string(psum ? "bank " : "byte ") + std::to_string(tp.base) + " + (b mod " +
-            std::to_string(tp.tiles) + ")" + (psum ? "" : " * " + std::to_string(tp.stride)) + ", partition " + std::to_string(tp.partition);
-    std::printf("%-16s %-5s %6d %6d %10s  %s\n", t.name.c_str(), nki::buffer_name(t.buffer), tp.tiles, tp.min_tiles,
-                (std::to_string(t.fbytes()) + " B").c_str(), how.c_str());
-  }
-  std::printf("SBUF used: %lld of %lld bytes per partition; PSUM banks used: %lld of %d\n",
-              static_cast<long long>(p.sbuf_bytes), static_cast<long long>(k->hw.sbuf_usable()),
-              static_cast<long long>(p.psum_banks), k->hw.psum_banks);
-  std::printf("simulated time: %lld cycles (all single-buffered: %lld cycles, speedup %.3fx; %s timeline)\n",
-              static_cast<long long>(p.planned.makespan), static_cast<long long>(p.baseline.makespan), speedup,
-              p.scheduler == nki::Scheduler::kInOrder ? "in-order" : "dataflow");
-  if (p.has_input)
-    std::printf("the kernel's own allocation: %lld cycles\n", static_cast<long long>(p.input.makespan));
-  std::cout << "engine utilization (planned / single-buffered):";
-  for (int e = 0; e < nki::kNumEngines; ++e)
-    if (p.planned.busy[e] > 0)
-      std::cout << " " << nki::engine_name(static_cast<nki::Engine>(e)) << " " << pct(p.planned.utilization(e)) << " / "
-                << pct(p.baseline.utilization(e));
-  std::cout << "\nvalidated by nki check: clean\n";
+  if (a.json)
+    std::cout << nki::plan_result_to_json(a.kernel_path, p).dump(1) << "\n";
+  else
+    std::cout << nki::plan_result_text(a.kernel_path, p);
   return kExitOk;
 }
 

@@ -1,24 +1,49 @@
-// Time budgets for anytime search: a Deadline answers "is time up?" cheaply.
+// Time budgets for anytime search: a Deadline answers "is time up?" cheaply. It also answers
+// "was the search cancelled?": a caller (the Python bindings on Ctrl-C) installs a cancellation
+// flag for its thread with CancelScope; every Deadline created under it expires once the flag
+// is set, so all anytime engines stop through the one mechanism they already observe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <limits>
 
 namespace sp {
 
+// Installs `flag` as the calling thread's cancellation flag for the scope's lifetime (nested
+// scopes restore the previous one). Threads an engine starts inherit it via CancelScope(current()).
+class CancelScope {
+ public:
+  explicit CancelScope(const std::atomic<bool>* flag) : prev_(slot()) { slot() = flag; }
+  ~CancelScope() { slot() = prev_; }
+  CancelScope(const CancelScope&) = delete;
+  CancelScope& operator=(const CancelScope&) = delete;
+  static const std::atomic<bool>* current() { return slot(); }
+
+ private:
+  static const std::atomic<bool>*& slot() {
+    static thread_local const std::atomic<bool>* flag = nullptr;
+    return flag;
+  }
+  const std::atomic<bool>* prev_;
+};
+
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
-  // A deadline `seconds` from now; a negative or infinite value means no limit.
-  explicit Deadline(double seconds = -1.0) : start_(Clock::now()) {
+  // A deadline `seconds` from now; a negative or infinite value means no limit. It also expires
+  // when the thread's cancellation flag (CancelScope) is set.
+  explicit Deadline(double seconds = -1.0) : start_(Clock::now()), cancel_(CancelScope::current()) {
     if (seconds >= 0 && seconds < 1e9)
       end_ = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     else
       end_ = Clock::time_point::max();
   }
-  bool expired() const { return Clock::now() >= end_; }
+  bool cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
+  bool expired() const { return cancelled() || Clock::now() >= end_; }
   double elapsed_seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   double remaining_seconds() const {
+    if (cancelled()) return 0.0;
     if (end_ == Clock::time_point::max()) return std::numeric_limits<double>::infinity();
     return std::chrono::duration<double>(end_ - Clock::now()).count();
   }
@@ -26,6 +51,7 @@ class Deadline {
  private:
   Clock::time_point start_;
   Clock::time_point end_;
+  const std::atomic<bool>* cancel_;  // set by the caller to stop the search early; may be null
 };
 
 }  // namespace sp

@@ -333,7 +333,11 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
         moves_total += out.moves;
       };
       std::vector<std::thread> pool;
-      for (int t = 1; t < threads; ++t) pool.emplace_back(run_chain, t);
+      for (int t = 1; t < threads; ++t)
+        pool.emplace_back([&run_chain, t, cancel = CancelScope::current()] {
+          CancelScope scope(cancel);
+          run_chain(t);
+        });
       run_chain(0);
       for (std::thread& th : pool) th.join();
       // Deterministic pick: lowest total, then lowest thread index.

@@ -117,7 +117,8 @@ void Partitioner::prefetch(const std::vector<OpId>& order, const std::vector<Con
   });
   std::vector<std::thread> pool;
   for (std::size_t t = 0; t < searchers.size(); ++t)
-    pool.emplace_back([&, t] {
+    pool.emplace_back([&, t, cancel = CancelScope::current()] {
+      CancelScope scope(cancel);
       for (std::size_t i = t; i < jobs.size() && !deadline.expired(); i += searchers.size())
         searchers[t]->best(jobs[i].ops, {}, jobs[i].retain);
     });

@@ -1,0 +1,185 @@
+// scratchplan.alloc: the allocation engine (src/alloc) over numpy arrays or problem files.
+// Arrays cross without a Python object per buffer; the solve runs with the GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "alloc/io.h"
+#include "alloc/solver.h"
+#include "alloc/validator.h"
+#include "common.h"
+
+namespace sp::bindings {
+namespace {
+
+using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// A solved problem: the problem (for SVG/CSV/JSON output), the options and the result.
+struct AllocResult {
+  alloc::Problem problem;
+  alloc::SolveOptions options;
+  alloc::SolveResult result;
+  std::string title;  // SVG title: the input name
+};
+
+struct AllocOptions {
+  int64_t capacity = -1;  // -1: from the problem (JSON) or none
+  bool minimize = false;
+  std::string objective = "pack";
+  std::string solver = "auto";
+  double time_limit = 10.0;
+  int threads = 1;
+  uint64_t seed = 1;
+  int64_t iterations = 0;
+  std::vector<std::string> exact_off;
+};
+
+// The CLI's `alloc` verb after reading: option checks, solve, independent validation.
+AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& input) {
+  if (a.objective != "pack" && a.objective != "select")
+    throw BadInputError("objective '" + a.objective + "': expected pack or select");
+  if (a.time_limit < 0) throw BadInputError("time_limit must be >= 0");
+  if (a.threads < 1 || a.threads > 256) throw BadInputError("threads " + std::to_string(a.threads) + ": expected 1..256");
+  if (a.capacity >= 0) p.capacity = a.capacity;
+  if (p.capacity == alloc::kUnbounded && !(a.minimize && a.objective == "pack"))
+    throw BadInputError(input + ": no capacity (give --capacity N)");
+  alloc::SolveOptions o;
+  o.solver = take(alloc::parse_solver_kind(a.solver));
+  o.objective = a.objective == "select" ? alloc::Objective::kSelect : alloc::Objective::kPack;
+  o.minimize = a.minimize;
+  o.time_limit = a.time_limit;
+  o.threads = a.threads;
+  o.seed = a.seed;
+  o.iterations = a.iterations;
+  for (const auto& t : a.exact_off) check(alloc::disable_exact_technique(o.exact, t));
+  AllocResult out{std::move(p), o, {}, input};
+  out.result = run_cancellable([&] { return take(alloc::solve(out.problem, o)); });
+  const bool pack = o.objective == alloc::Objective::kPack;
+  const alloc::SolveResult& r = out.result;
+  if (pack && !r.feasible)
+    throw BadInputError("infeasible: no plan within capacity " + std::to_string(out.problem.capacity) +
+                        (r.proven_infeasible ? " (proven" : " (not proven") + "; lower bound " +
+                        std::to_string(r.lower_bound) + ")");
+  // Independent check of what is returned (the library already validated it), as the CLI does.
+  alloc::Problem judged = out.problem;
+  auto rep = alloc::validate(judged, r.placement, pack);
+  if (!rep.ok()) throw std::runtime_error("invalid plan: " + rep.issues[0].message);
+  return out;
+}
+
+alloc::Problem from_arrays(const I64Array& sizes, const I64Array& starts, const I64Array& ends,
+                           const std::optional<I64Array>& alignment, const std::optional<I64Array>& fixed,
+                           const std::optional<I64Array>& costs) {
+  const py::ssize_t n = sizes.size();
+  auto same = [n](const I64Array& a, const char* what) {
+    if (a.ndim() != 1 || a.size() != n)
+      throw BadInputError(std::string(what) + ": expected a 1-d array of " + std::to_string(n) + " values (as sizes), got " +
+                          std::to_string(a.size()));
+  };
+  if (sizes.ndim() != 1) throw BadInputError("sizes: expected a 1-d array");
+  same(starts, "starts");
+  same(ends, "ends");
+  if (alignment) same(*alignment, "alignment");
+  if (fixed) same(*fixed, "fixed_offsets");
+  if (costs) same(*costs, "spill_costs");
+  alloc::Problem p;
+  p.buffers.resize(static_cast<std::size_t>(n));
+  const int64_t* s = sizes.data();
+  const int64_t* b = starts.data();
+  const int64_t* e = ends.data();
+  const int64_t* al = alignment ? alignment->data() : nullptr;
+  const int64_t* fx = fixed ? fixed->data() : nullptr;
+  const int64_t* c = costs ? costs->data() : nullptr;
+  for (py::ssize_t i = 0; i < n; ++i) {
+    alloc::Buffer& x = p.buffers[static_cast<std::size_t>(i)];
+    x.id = std::to_string(i);
+    x.size = s[i];
+    x.start = b[i];
+    x.end = e[i];
+    if (al) x.alignment = al[i];
+    if (fx) x.fixed_offset = fx[i] < 0 ? alloc::kNoFixedOffset : fx[i];
+    if (c) {
+      if (c[i] < 0) throw BadInputError("spill_costs[" + std::to_string(i) + "]: expected a cost >= 0, got " + std::to_string(c[i]));
+      x.spill_cost = c[i];
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+void bind_alloc(py::module_& m) {
+  py::class_<AllocResult>(m, "AllocResult")
+      .def_property_readonly("offsets",
+                             [](const AllocResult& r) {
+                               const auto& off = r.result.placement.offsets;
+                               py::array_t<int64_t> a(static_cast<py::ssize_t>(off.size()));
+                               std::copy(off.begin(), off.end(), a.mutable_data());
+                               return a;
+                             })
+      .def_property_readonly("height", [](const AllocResult& r) { return r.result.height; })
+      .def_property_readonly("lower_bound", [](const AllocResult& r) { return r.result.lower_bound; })
+      .def_property_readonly("proven", [](const AllocResult& r) { return r.result.proven_optimal; })
+      .def_property_readonly("feasible", [](const AllocResult& r) { return r.result.feasible; })
+      .def_property_readonly("spill_cost", [](const AllocResult& r) { return r.result.spill_cost; })
+      .def_property_readonly("solver", [](const AllocResult& r) { return r.result.solver; })
+      .def_property_readonly("seconds", [](const AllocResult& r) { return r.result.seconds; })
+      .def_property_readonly("nodes", [](const AllocResult& r) { return r.result.nodes; })
+      .def_property_readonly("capacity", [](const AllocResult& r) {
+        return r.problem.capacity == alloc::kUnbounded ? py::object(py::none()) : py::object(py::int_(r.problem.capacity));
+      })
+      .def_property_readonly("ids", [](const AllocResult& r) {
+        std::vector<std::string> ids;
+        for (const auto& b : r.problem.buffers) ids.push_back(b.id);
+        return ids;
+      })
+      .def_property_readonly("spill_reasons", [](const AllocResult& r) { return r.result.placement.spill_reasons; })
+      .def("to_json", [](const AllocResult& r) { return alloc::result_to_json(r.problem, r.result, r.options).dump(1) + "\n"; })
+      .def("to_csv", [](const AllocResult& r) { return alloc::plan_to_csv(r.problem, r.result.placement); })
+      .def("svg", [](const AllocResult& r) {
+        return alloc::plan_to_svg(r.problem, r.result.placement, r.title + " (" + r.result.solver + ")");
+      });
+
+  auto opts = [](int64_t capacity, bool minimize, std::string objective, std::string solver, double time_limit,
+                 int threads, uint64_t seed, int64_t iterations, std::vector<std::string> exact_off) {
+    return AllocOptions{capacity, minimize, std::move(objective), std::move(solver), time_limit, threads,
+                        seed, iterations, std::move(exact_off)};
+  };
+  m.def(
+      "alloc_arrays",
+      [opts](const I64Array& sizes, const I64Array& starts, const I64Array& ends, std::optional<I64Array> alignment,
+             std::optional<I64Array> fixed, std::optional<I64Array> costs, int64_t capacity, bool minimize,
+             std::string objective, std::string solver, double time_limit, int threads, uint64_t seed, int64_t iterations,
+             std::vector<std::string> exact_off) {
+        alloc::Problem p = from_arrays(sizes, starts, ends, alignment, fixed, costs);
+        return solve(std::move(p),
+                     opts(capacity, minimize, std::move(objective), std::move(solver), time_limit, threads, seed,
+                          iterations, std::move(exact_off)),
+                     "<arrays>");
+      },
+      py::arg("sizes"), py::arg("starts"), py::arg("ends"), py::arg("alignment"), py::arg("fixed_offsets"),
+      py::arg("spill_costs"), py::arg("capacity"), py::arg("minimize"), py::arg("objective"), py::arg("solver"),
+      py::arg("time_limit"), py::arg("threads"), py::arg("seed"), py::arg("iterations"), py::arg("exact_off"));
+  m.def(
+      "alloc_doc",
+      [opts](const Doc& d, int64_t capacity, bool minimize, std::string objective, std::string solver, double time_limit,
+             int threads, uint64_t seed, int64_t iterations, std::vector<std::string> exact_off) {
+        alloc::Problem p;
+        {
+          py::gil_scoped_release nogil;
+          if (d.is_path) {
+            p = take(alloc::read_problem(d.data));
+          } else {
+            Json j = take(parse_json_text(d.data, d.source));
+            p = take(alloc::problem_from_json(j, d.source));
+          }
+        }
+        return solve(std::move(p),
+                     opts(capacity, minimize, std::move(objective), std::move(solver), time_limit, threads, seed,
+                          iterations, std::move(exact_off)),
+                     d.name());
+      },
+      py::arg("doc"), py::arg("capacity"), py::arg("minimize"), py::arg("objective"), py::arg("solver"),
+      py::arg("time_limit"), py::arg("threads"), py::arg("seed"), py::arg("iterations"), py::arg("exact_off"));
+}
+
+}  // namespace sp::bindings

@@ -1,0 +1,128 @@
+// Shared by every bindings file: errors (Result -> scratchplan.BadInput / RuntimeError), JSON
+// documents that arrive as a path or as JSON text from a dict, and running a long call on a
+// worker thread with the GIL released while the caller's thread watches for Ctrl-C.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "core/deadline.h"
+#include "core/json_reader.h"
+#include "core/result.h"
+
+namespace sp::bindings {
+
+namespace py = pybind11;
+
+// Translated to scratchplan.BadInput (a ValueError) with the CLI's one-line message.
+struct BadInputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] inline void raise(const Error& e) {
+  if (e.kind == ErrorKind::kBadInput) throw BadInputError(e.message);
+  throw std::runtime_error(e.message);  // RuntimeError: an internal error
+}
+
+template <class T>
+T take(Result<T>&& r) {
+  if (!r) raise(r.error());
+  return std::move(r).value();
+}
+
+inline void check(const Status& s) {
+  if (!s) raise(s.error());
+}
+
+// A JSON document from Python: a path (read with the CLI's reader, so errors name the file) or
+// JSON text produced by json.dumps of a dict, named `source` in messages ("<program>").
+struct Doc {
+  std::string data;    // path or JSON text
+  std::string source;  // name in error messages when data is text
+  bool is_path = false;
+  const std::string& name() const { return is_path ? data : source; }
+};
+
+inline Result<Json> load_json(const Doc& d) {
+  return d.is_path ? read_json_file(d.data) : parse_json_text(d.data, d.source);
+}
+
+// Runs f() on a worker thread while the calling thread waits with the GIL released, waking every
+// 20 ms to run Python's signal handlers. When one raises (Ctrl-C -> KeyboardInterrupt) the worker's
+// cancellation flag is set -- every Deadline the engines create under it expires -- the worker is
+// joined and the Python exception propagates. Exceptions of f() are rethrown here.
+template <class F>
+auto run_cancellable(F&& f) -> decltype(f()) {
+  using R = decltype(f());
+  std::atomic<bool> cancel{false};
+  std::optional<R> out;
+  std::exception_ptr err;
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread worker([&] {
+    CancelScope scope(&cancel);
+    try {
+      out.emplace(f());
+    } catch (...) {
+      err = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
+    cv.notify_all();
+  });
+  bool interrupted = false;
+  for (;;) {
+    bool finished;
+    {
+      py::gil_scoped_release nogil;
+      std::unique_lock<std::mutex> lock(m);
+      finished = cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; });
+    }
+    if (finished) break;
+    if (PyErr_CheckSignals() != 0) {
+      interrupted = true;
+      cancel = true;
+      break;
+    }
+  }
+  {
+    py::gil_scoped_release nogil;
+    worker.join();
+  }
+  if (interrupted) throw py::error_already_set();
+  if (err) std::rethrow_exception(err);
+  return std::move(*out);
+}
+
+
+}  // namespace sp::bindings
+
+namespace sp::program {
+struct Program;
+}
+
+namespace sp::bindings {
+
+// A program from a path or JSON text (program.cpp), with the CLI's reader and messages.
+program::Program load_program_doc(const Doc& d);
+
+void bind_alloc(py::module_& m);
+void bind_lx(py::module_& m);
+void bind_nki(py::module_& m);
+void bind_program(py::module_& m);
+void bind_layout(py::module_& m);
+void bind_workdiv(py::module_& m);
+void bind_mlsys(py::module_& m);
+
+}  // namespace sp::bindings

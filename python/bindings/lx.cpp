@@ -1,0 +1,95 @@
+// scratchplan.lx: LX scratchpad planning of whole programs (src/lx), the `plan` verb.
+#include <pybind11/stl.h>
+
+#include <sstream>
+
+#include "common.h"
+#include "lx/lx.h"
+#include "program/program.h"
+
+namespace sp::bindings {
+namespace {
+
+struct LxArgs {
+  int cores = -1;
+  double time_limit = 2.0;
+  int stage = 0;
+  int64_t capacity = -1;
+  double hbm_gbps = -1;
+  bool in_place = true, clone_inputs = true, clone_outputs = true, eviction = true, reorder = true, coopt = true;
+};
+
+lx::Hardware load_lx_hardware(const Doc& hw) {
+  if (hw.is_path) return take(lx::load_hardware(hw.data));  // "spyre" or a file, as the CLI
+  Json j = take(parse_json_text(hw.data, hw.source));
+  return take(lx::hardware_from_json(j, hw.source));
+}
+
+// The CLI's `plan` verb: same checks in the same order, same messages.
+lx::Plan plan(const Doc& prog, const Doc& hwdoc, const LxArgs& a) {
+  lx::Hardware hw;
+  program::Program p;
+  lx::Options o;
+  {
+    py::gil_scoped_release nogil;
+    hw = load_lx_hardware(hwdoc);
+    if (a.capacity >= 0) hw.capacity_override = a.capacity;
+    if (a.hbm_gbps > 0) hw.hbm_bytes_per_s = a.hbm_gbps * 1e9;
+    int cores = a.cores < 0 ? hw.max_cores : a.cores;
+    if (cores < 1 || cores > hw.max_cores)
+      throw BadInputError("--cores " + std::to_string(cores) + ": hardware '" + hw.name + "' has 1.." +
+                          std::to_string(hw.max_cores) + " cores");
+    if (a.stage < 0 || a.stage > 4) throw BadInputError("--stage " + std::to_string(a.stage) + ": expected 1..4");
+    if (a.time_limit < 0) throw BadInputError("--time-limit must be >= 0");
+    p = load_program_doc(prog);
+    o = a.stage ? lx::stage_options(a.stage) : lx::Options{};
+    o.cores = cores;
+    o.time_limit = a.time_limit;
+    if (!a.in_place) o.in_place = false;
+    if (!a.clone_inputs) o.clone_inputs = false;
+    if (!a.clone_outputs) o.clone_outputs = false;
+    if (!a.eviction) o.eviction = false;
+    if (!a.reorder) o.reorder = false;
+    if (!a.coopt) o.coopt = false;
+  }
+  return run_cancellable([&] { return take(lx::plan_program(p, hw, o)); });
+}
+
+}  // namespace
+
+void bind_lx(py::module_& m) {
+  py::class_<lx::Plan>(m, "LxPlan")
+      .def_property_readonly("name", [](const lx::Plan& p) { return p.graph.name; })
+      .def_property_readonly("capacity", [](const lx::Plan& p) { return p.capacity; })
+      .def_property_readonly("solver", [](const lx::Plan& p) { return p.solver; })
+      .def_property_readonly("proven_optimal", [](const lx::Plan& p) { return p.proven_optimal; })
+      .def_property_readonly("hbm_bytes", [](const lx::Plan& p) { return p.totals.hbm_read + p.totals.hbm_write; })
+      .def_property_readonly("baseline_hbm_bytes", [](const lx::Plan& p) { return p.totals.baseline_hbm; })
+      .def_property_readonly("lower_bound_hbm_bytes", [](const lx::Plan& p) { return p.totals.lower_bound_hbm; })
+      .def_property_readonly("time_s", [](const lx::Plan& p) { return p.totals.time_s; })
+      .def("summary", [](const lx::Plan& p) {
+        const auto& t = p.totals;
+        std::ostringstream os;
+        os << p.graph.name << ": HBM " << t.hbm_read + t.hbm_write << " B (all-HBM " << t.baseline_hbm << " B, lower bound "
+           << t.lower_bound_hbm << " B), estimated " << t.time_s * 1e6 << " us\n";
+        return os.str();
+      })
+      .def("to_json", [](const lx::Plan& p) { return lx::plan_to_json(p).dump(1) + "\n"; })
+      .def("report", [](const lx::Plan& p) { return lx::plan_report(p); })
+      .def("svg", [](const lx::Plan& p) { return lx::plan_svg(p); })
+      .def("check", [](const lx::Plan& p) { check(lx::check_plan(p)); });
+
+  m.def(
+      "lx_plan",
+      [](const Doc& prog, const Doc& hw, int cores, double time_limit, int stage, int64_t capacity, double hbm_gbps,
+         bool in_place, bool clone_inputs, bool clone_outputs, bool eviction, bool reorder, bool coopt) {
+        return plan(prog, hw,
+                    LxArgs{cores, time_limit, stage, capacity, hbm_gbps, in_place, clone_inputs, clone_outputs, eviction,
+                           reorder, coopt});
+      },
+      py::arg("program"), py::arg("hardware"), py::arg("cores"), py::arg("time_limit"), py::arg("stage"),
+      py::arg("capacity"), py::arg("hbm_gbps"), py::arg("in_place"), py::arg("clone_inputs"), py::arg("clone_outputs"),
+      py::arg("eviction"), py::arg("reorder"), py::arg("coopt"));
+}
+
+}  // namespace sp::bindings

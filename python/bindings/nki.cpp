@@ -1,0 +1,88 @@
+// scratchplan.nki: NeuronCore SBUF/PSUM kernels (src/nki), the `nki check` and `nki plan` verbs.
+#include <pybind11/stl.h>
+
+#include "common.h"
+#include "nki/check.h"
+#include "nki/plan.h"
+#include "nki/report.h"
+#include "nki/svg.h"
+
+namespace sp::bindings {
+namespace {
+
+struct NkiCheck {
+  std::string label;  // kernel path or "<kernel>"
+  nki::Kernel kernel;
+  nki::CheckReport report;
+};
+
+struct NkiPlan {
+  std::string label;
+  nki::PlanResult result;
+};
+
+// The CLI's load(): an optional hardware document, then the kernel read against it.
+nki::Kernel load_kernel(const Doc& k, const std::optional<Doc>& hwdoc) {
+  py::gil_scoped_release nogil;
+  std::optional<nki::Hardware> hw;
+  if (hwdoc) {
+    if (hwdoc->is_path) {
+      hw = take(nki::read_hardware_file(hwdoc->data));
+    } else {
+      Json j = take(parse_json_text(hwdoc->data, hwdoc->source));
+      hw = take(nki::hardware_from_json(JsonCursor(j, hwdoc->source)));
+    }
+  }
+  if (k.is_path) return take(nki::read_kernel(k.data, hw ? &*hw : nullptr));
+  Json j = take(parse_json_text(k.data, k.source));
+  return take(nki::kernel_from_json(j, k.source, hw ? &*hw : nullptr));
+}
+
+}  // namespace
+
+void bind_nki(py::module_& m) {
+  py::class_<NkiCheck>(m, "NkiCheck")
+      .def_property_readonly("clean", [](const NkiCheck& c) { return c.report.clean(); })
+      .def_property_readonly("distinct_violations", [](const NkiCheck& c) { return c.report.distinct_violations; })
+      .def_property_readonly("executions", [](const NkiCheck& c) { return c.report.executions; })
+      .def("to_json", [](const NkiCheck& c) { return nki::check_report_to_json(c.label, c.kernel, c.report).dump(1) + "\n"; })
+      .def("report", [](const NkiCheck& c) { return nki::check_report_text(c.label, c.kernel, c.report); })
+      .def("svg", [](const NkiCheck& c) { return nki::check_svg(c.kernel, c.report); });
+  py::class_<NkiPlan>(m, "NkiPlan")
+      .def_property_readonly("simulated_cycles", [](const NkiPlan& p) { return p.result.planned.makespan; })
+      .def_property_readonly("single_buffered_cycles", [](const NkiPlan& p) { return p.result.baseline.makespan; })
+      .def("to_json", [](const NkiPlan& p) { return nki::plan_result_to_json(p.label, p.result).dump(1) + "\n"; })
+      .def("kernel_json", [](const NkiPlan& p) { return nki::kernel_to_json(p.result.kernel).dump(1) + "\n"; })
+      .def("report", [](const NkiPlan& p) { return nki::plan_result_text(p.label, p.result); })
+      .def("svg", [](const NkiPlan& p) { return nki::plan_svg(p.result); });
+
+  m.def(
+      "nki_check",
+      [](const Doc& k, std::optional<Doc> hw) {
+        nki::Kernel kernel = load_kernel(k, hw);
+        nki::CheckReport rep = run_cancellable([&] { return take(nki::check_kernel(kernel)); });
+        return NkiCheck{k.name(), std::move(kernel), std::move(rep)};
+      },
+      py::arg("kernel"), py::arg("hardware"));
+  m.def(
+      "nki_plan",
+      [](const Doc& k, std::optional<Doc> hw, int max_buffers, bool single, bool in_order, bool keep_direct,
+         double time_limit) {
+        if (max_buffers < 1 || max_buffers > 1024)
+          throw BadInputError("--max-buffers: Value " + std::to_string(max_buffers) + " not in range [1 - 1024]");
+        if (time_limit < 0) throw BadInputError("--time-limit: Value " + std::to_string(time_limit) + " should be a non-negative number");
+        nki::Kernel kernel = load_kernel(k, hw);
+        nki::PlanOptions opt;
+        opt.max_buffers = max_buffers;
+        opt.multi_buffer = !single;
+        opt.time_limit_s = time_limit;
+        opt.scheduler = in_order ? nki::Scheduler::kInOrder : nki::Scheduler::kDataflow;
+        opt.keep_direct = keep_direct;
+        nki::PlanResult r = run_cancellable([&] { return take(nki::plan_kernel(kernel, opt)); });
+        return NkiPlan{k.name(), std::move(r)};
+      },
+      py::arg("kernel"), py::arg("hardware"), py::arg("max_buffers"), py::arg("single"), py::arg("in_order"),
+      py::arg("keep_direct"), py::arg("time_limit"));
+}
+
+}  // namespace sp::bindings

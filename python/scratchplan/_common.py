@@ -1,0 +1,60 @@
+"""Helpers shared by the submodules: documents (dict or path) and result objects."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Union
+
+from . import _core
+
+BadInput = _core.BadInput
+
+Document = Union[str, "os.PathLike[str]", dict, list, Any]
+
+
+def doc(x: Any, what: str) -> "_core.Doc":
+    """A JSON document for the engines: a path (read by the CLI's reader, so errors name the
+    file) or a dict / list / object with ``to_dict()``, sent as JSON text named ``<what>``."""
+    if isinstance(x, (str, os.PathLike)):
+        return _core.Doc(os.fspath(x), "", True)
+    if hasattr(x, "to_dict") and not isinstance(x, (dict, list)):
+        x = x.to_dict()
+    if not isinstance(x, (dict, list)):
+        raise BadInput(f"<{what}>: expected a dict in the documented JSON format or a path, got {type(x).__name__}")
+    try:
+        text = json.dumps(x, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise BadInput(f"<{what}>: not JSON: {e}") from None
+    return _core.Doc(text, f"<{what}>", False)
+
+
+class Result:
+    """Base of every result object: ``to_dict()``, ``to_json()``, ``svg()`` and the notebook
+    picture ``_repr_svg_()``. Subclasses hold the C++ result in ``_r``."""
+
+    __slots__ = ("_r", "_dict")
+
+    def __init__(self, r: Any) -> None:
+        self._r = r
+        self._dict = None
+
+    def to_json(self) -> str:
+        """The JSON text the CLI writes for the same input."""
+        return self._r.to_json()
+
+    def to_dict(self) -> dict:
+        """The CLI's JSON output as a dict (a fresh copy each call)."""
+        if self._dict is None:
+            self._dict = self._r.to_json()
+        return json.loads(self._dict)
+
+    def svg(self, path: "str | os.PathLike[str] | None" = None) -> str:
+        """The SVG picture (also written to ``path`` when given)."""
+        s = self._r.svg()
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(s)
+        return s
+
+    def _repr_svg_(self) -> str:
+        return self.svg()

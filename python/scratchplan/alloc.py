@@ -1,0 +1,164 @@
+"""Buffer allocation: scratchpad offsets for buffers with lifetimes (the ``alloc`` verb; docs/alloc.md).
+
+Arrays go in and come out as numpy arrays (int64) without a Python object per buffer.
+Lifetimes are half-open: buffer i is live at ticks ``starts[i] <= t < ends[i]``.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from . import _core
+from ._common import BadInput, Result, doc
+
+__all__ = ["AllocResult", "pack", "select", "alloc", "SOLVERS"]
+
+SOLVERS = ("greedy", "firstfit", "bestfit", "greedy-by-size", "sweep", "annealing", "exact", "auto")
+
+
+class AllocResult(Result):
+    """A validated allocation. ``offsets[i]`` is buffer i's address, -1 when spilled (select).
+    ``to_dict()`` equals the JSON ``scratchplan alloc -o plan.json`` writes."""
+
+    __slots__ = ("_offsets",)
+
+    def __init__(self, r: Any) -> None:
+        super().__init__(r)
+        self._offsets = None
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64 array, one address per buffer (-1 = spilled)."""
+        if self._offsets is None:
+            self._offsets = self._r.offsets
+            self._offsets.flags.writeable = False
+        return self._offsets
+
+    @property
+    def height(self) -> int:
+        """Highest placed offset + size."""
+        return self._r.height
+
+    @property
+    def lower_bound(self) -> int:
+        """pack: proven height lower bound; select: proven spill-cost lower bound."""
+        return self._r.lower_bound
+
+    @property
+    def proven(self) -> bool:
+        """The objective value equals a proven bound: the plan is optimal."""
+        return self._r.proven
+
+    @property
+    def feasible(self) -> bool:
+        """pack: every buffer placed within the capacity."""
+        return self._r.feasible
+
+    @property
+    def spill_cost(self) -> int:
+        """select: total spill cost of the spilled buffers."""
+        return self._r.spill_cost
+
+    @property
+    def spilled(self) -> np.ndarray:
+        """Boolean mask of spilled buffers."""
+        return self.offsets < 0
+
+    @property
+    def solver(self) -> str:
+        """The solver that produced the plan."""
+        return self._r.solver
+
+    @property
+    def seconds(self) -> float:
+        """Solver wall time (what the CLI prints as ``time:``)."""
+        return self._r.seconds
+
+    @property
+    def capacity(self) -> Optional[int]:
+        return self._r.capacity
+
+    def to_csv(self) -> str:
+        """MiniMalloc CSV with an offset column (empty = spilled)."""
+        return self._r.to_csv()
+
+    def __repr__(self) -> str:
+        return (f"<scratchplan.alloc.AllocResult {len(self.offsets)} buffers, height {self.height}, "
+                f"lower bound {self.lower_bound}{', proven' if self.proven else ''}, solver {self.solver}>")
+
+
+def _ints(x: Any, what: str, n: Optional[int] = None) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype == object or (a.size and a.dtype.kind not in "iub"):
+        raise BadInput(f"{what}: expected integers, got dtype {a.dtype}")
+    if a.ndim != 1:
+        raise BadInput(f"{what}: expected a 1-d array, got {a.ndim} dimensions")
+    if n is not None and a.shape[0] != n:
+        raise BadInput(f"{what}: expected {n} values (as sizes), got {a.shape[0]}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise BadInput(f"{what}: value {int(a.max())} does not fit in int64")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _opt(x: Any, what: str, n: int) -> Optional[np.ndarray]:
+    if x is None:
+        return None
+    if np.isscalar(x):
+        return np.full(n, int(x), dtype=np.int64)
+    return _ints(x, what, n)
+
+
+def _arrays(sizes, starts, ends, alignment, fixed_offsets, spill_costs):
+    s = _ints(sizes, "sizes")
+    n = s.shape[0]
+    return (s, _ints(starts, "starts", n), _ints(ends, "ends", n), _opt(alignment, "alignment", n),
+            _opt(fixed_offsets, "fixed_offsets", n), _opt(spill_costs, "spill_costs", n))
+
+
+def _cap(capacity: Optional[int]) -> int:
+    if capacity is None:
+        return -1
+    c = int(capacity)
+    if c < 0:
+        raise BadInput(f"--capacity: Value {c} should be a non-negative number")
+    return c
+
+
+def pack(sizes: Any, starts: Any, ends: Any, capacity: Optional[int] = None, alignment: Any = None,
+         time_limit: float = 10.0, *, fixed_offsets: Any = None, minimize: Optional[bool] = None,
+         solver: str = "auto", threads: int = 1, seed: int = 1, iterations: int = 0,
+         exact_off: Iterable[str] = ()) -> AllocResult:
+    """Places every buffer (``alloc --objective pack``).
+
+    capacity=None minimizes the height (``--minimize`` with no limit); with a capacity the plan
+    must fit below it (``minimize=True`` also lowers the height as far as it can). alignment and
+    fixed_offsets (-1 = free) are per-buffer arrays or a scalar. Raises BadInput for bad input or
+    when no plan fits (the CLI's "infeasible: ..." line).
+    """
+    arrays = _arrays(sizes, starts, ends, alignment, fixed_offsets, None)
+    mini = capacity is None if minimize is None else bool(minimize)
+    return AllocResult(_core.alloc_arrays(*arrays, _cap(capacity), mini, "pack", solver, float(time_limit),
+                                          int(threads), int(seed), int(iterations), list(exact_off)))
+
+
+def select(sizes: Any, starts: Any, ends: Any, capacity: int, spill_costs: Any = None, alignment: Any = None,
+           time_limit: float = 10.0, *, fixed_offsets: Any = None, solver: str = "auto", threads: int = 1,
+           seed: int = 1, iterations: int = 0, exact_off: Iterable[str] = ()) -> AllocResult:
+    """Places a subset within ``capacity`` minimizing the spill cost of the rest
+    (``alloc --objective select``). ``offsets[i] == -1``: spilled. spill_costs=None uses
+    torch-spyre's rule (reads + 1) x size."""
+    if capacity is None:
+        raise BadInput("select: a capacity is required")
+    arrays = _arrays(sizes, starts, ends, alignment, fixed_offsets, spill_costs)
+    return AllocResult(_core.alloc_arrays(*arrays, _cap(capacity), False, "select", solver, float(time_limit),
+                                          int(threads), int(seed), int(iterations), list(exact_off)))
+
+
+def alloc(input: Any, capacity: Optional[int] = None, minimize: bool = False, objective: str = "pack",
+          solver: str = "auto", time_limit: float = 10.0, threads: int = 1, seed: int = 1, iterations: int = 0,
+          exact_off: Iterable[str] = ()) -> AllocResult:
+    """The ``alloc`` verb on a problem document: a path (MiniMalloc ``.csv`` or JSON) or a dict
+    in the alloc JSON format (docs/alloc.md: in-place parents, spill costs, torch-spyre uses)."""
+    return AllocResult(_core.alloc_doc(doc(input, "alloc"), _cap(capacity), bool(minimize), objective, solver,
+                                       float(time_limit), int(threads), int(seed), int(iterations), list(exact_off)))

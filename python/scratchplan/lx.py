@@ -1,0 +1,76 @@
+"""LX scratchpad planning of whole programs (the ``plan`` verb; docs/lx.md)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Union
+
+from . import _core
+from ._common import Result, doc
+
+__all__ = ["Plan", "plan"]
+
+
+class Plan(Result):
+    """A validated LX plan. ``to_dict()`` equals the JSON ``scratchplan plan -o`` writes."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        """Program name."""
+        return self._r.name
+
+    @property
+    def capacity(self) -> int:
+        """Usable LX bytes per core."""
+        return self._r.capacity
+
+    @property
+    def hbm_bytes(self) -> int:
+        """HBM bytes read and written by the plan."""
+        return self._r.hbm_bytes
+
+    @property
+    def baseline_hbm_bytes(self) -> int:
+        """HBM bytes of the all-HBM plan with the same splits."""
+        return self._r.baseline_hbm_bytes
+
+    @property
+    def lower_bound_hbm_bytes(self) -> int:
+        """Proven lower bound on HBM bytes over every split choice."""
+        return self._r.lower_bound_hbm_bytes
+
+    @property
+    def time_s(self) -> float:
+        """Roofline time estimate in seconds."""
+        return self._r.time_s
+
+    def report(self) -> str:
+        """The readable summary ``scratchplan plan --report`` prints."""
+        return self._r.report()
+
+    def summary(self) -> str:
+        """The one line ``scratchplan plan`` prints without ``--report``."""
+        return self._r.summary()
+
+    def __repr__(self) -> str:
+        return f"<scratchplan.lx.Plan {self.summary().strip()}>"
+
+
+def plan(program: Any, cores: "int | None" = None, hardware: Any = "spyre", time_limit: float = 2.0,
+         stage: int = 0, capacity: "int | None" = None, hbm_gbps: "float | None" = None,
+         in_place: bool = True, clone_inputs: bool = True, clone_outputs: bool = True,
+         eviction: bool = True, reorder: bool = True, coopt: bool = True) -> Plan:
+    """Plans the LX scratchpad of a program (``scratchplan plan``).
+
+    program: dict in the program format (docs/program.md), a path, or a ``program.Program``.
+    cores: cores for work division (None: the hardware's maximum). hardware: "spyre", a path or
+    a dict. time_limit: seconds of search. stage: 1..4 runs only the seed's stage (0: all).
+    capacity / hbm_gbps override the hardware. The ``in_place`` ... ``coopt`` switches are the
+    CLI's ``--no-*`` flags. Raises BadInput on bad input.
+    """
+    hw = _core.Doc("spyre", "", True) if hardware is None else doc(hardware, "hardware")
+    return Plan(_core.lx_plan(doc(program, "program"), hw, -1 if cores is None else int(cores), float(time_limit),
+                              int(stage), -1 if capacity is None else int(capacity),
+                              -1.0 if hbm_gbps is None else float(hbm_gbps), in_place, clone_inputs, clone_outputs,
+                              eviction, reorder, coopt))

@@ -1,0 +1,84 @@
+"""NeuronCore SBUF/PSUM kernels (``nki check`` / ``nki plan``; docs/nki.md).
+
+``kernel`` arguments are dicts in the kernel JSON format of docs/nki.md, paths, or objects
+with ``to_dict()``; ``hardware`` (optional) likewise.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import _core
+from .._common import Result, doc
+
+__all__ = ["CheckReport", "PlanResult", "check", "plan"]
+
+
+class CheckReport(Result):
+    """Result of ``nki check``: ``to_dict()`` equals ``scratchplan nki check --json``."""
+
+    __slots__ = ()
+
+    @property
+    def clean(self) -> bool:
+        """No allocation violation."""
+        return self._r.clean
+
+    @property
+    def distinct_violations(self) -> int:
+        return self._r.distinct_violations
+
+    @property
+    def violations(self) -> list:
+        """Violations as dicts (kind, tensor, block, instruction, iteration, occurrences, message)."""
+        return self.to_dict()["violations"]
+
+    def report(self) -> str:
+        """The text ``scratchplan nki check`` prints."""
+        return self._r.report()
+
+    def __repr__(self) -> str:
+        return f"<scratchplan.nki.CheckReport clean={self.clean} violations={self.distinct_violations}>"
+
+
+class PlanResult(Result):
+    """Result of ``nki plan``: ``to_dict()`` equals ``scratchplan nki plan --json``."""
+
+    __slots__ = ()
+
+    @property
+    def simulated_cycles(self) -> int:
+        return self._r.simulated_cycles
+
+    @property
+    def single_buffered_cycles(self) -> int:
+        return self._r.single_buffered_cycles
+
+    def kernel(self) -> dict:
+        """The kernel with every SBUF/PSUM tensor directly allocated (what ``-o`` writes)."""
+        return json.loads(self._r.kernel_json())
+
+    def report(self) -> str:
+        """The text ``scratchplan nki plan`` prints."""
+        return self._r.report()
+
+    def __repr__(self) -> str:
+        return f"<scratchplan.nki.PlanResult {self.simulated_cycles} cycles (single-buffered {self.single_buffered_cycles})>"
+
+
+def _hw(hardware: Any):
+    return None if hardware is None else doc(hardware, "hardware")
+
+
+def check(kernel: Any, hardware: Any = None) -> CheckReport:
+    """Finds every SBUF/PSUM allocation violation by exact simulation (``nki check``).
+    A kernel with violations is a result with ``clean == False`` (the CLI exits 2); malformed
+    input raises BadInput."""
+    return CheckReport(_core.nki_check(doc(kernel, "kernel"), _hw(hardware)))
+
+
+def plan(kernel: Any, hardware: Any = None, max_buffers: int = 8, single: bool = False, in_order: bool = False,
+         keep_direct: bool = False, time_limit: float = 10.0) -> PlanResult:
+    """Chooses buffer counts and addresses maximizing engine overlap (``nki plan``)."""
+    return PlanResult(_core.nki_plan(doc(kernel, "kernel"), _hw(hardware), int(max_buffers), bool(single),
+                                     bool(in_order), bool(keep_direct), float(time_limit)))
