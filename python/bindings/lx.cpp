@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common.h"
+#include "lx/coopt.h"
 #include "lx/lx.h"
 #include "program/program.h"
 
@@ -58,6 +59,33 @@ lx::Plan plan(const Doc& prog, const Doc& hwdoc, const LxArgs& a) {
 }  // namespace
 
 void bind_lx(py::module_& m) {
+  py::class_<lx::CdSolution>(m, "CdSolution")
+      .def_readonly("division", &lx::CdSolution::division)
+      .def_readonly("address", &lx::CdSolution::address)
+      .def_readonly("hbm_bytes", &lx::CdSolution::hbm_bytes)
+      .def_readonly("seed_hbm_bytes", &lx::CdSolution::seed_hbm_bytes)
+      .def_readonly("lower_bound", &lx::CdSolution::lower_bound)
+      .def_readonly("evaluations", &lx::CdSolution::evaluations)
+      .def_readonly("proven_optimal", &lx::CdSolution::proven_optimal);
+  // Joint core division + placement over torch-spyre CoreDivisionBuffers (capture format).
+  m.def(
+      "lx_cd_solve",
+      [](const Doc& buffers, int64_t capacity, int64_t alignment, double time_limit) {
+        if (capacity < 0) throw BadInputError("capacity must be >= 0");
+        if (alignment < 1) throw BadInputError("alignment must be >= 1");
+        if (time_limit < 0) throw BadInputError("time_limit must be >= 0");
+        lx::CdProblem p;
+        {
+          py::gil_scoped_release nogil;
+          Json j = take(load_json(buffers));
+          p = take(lx::cd_problem_from_json(j, buffers.name(), capacity, alignment));
+        }
+        lx::CdSolution s = run_cancellable([&] { return take(lx::cd_solve(p, time_limit)); });
+        check(lx::cd_check(p, s.division, s.address));  // independent check before returning
+        return s;
+      },
+      py::arg("buffers"), py::arg("capacity"), py::arg("alignment"), py::arg("time_limit"));
+
   py::class_<lx::Plan>(m, "LxPlan")
       .def_property_readonly("name", [](const lx::Plan& p) { return p.graph.name; })
       .def_property_readonly("capacity", [](const lx::Plan& p) { return p.capacity; })

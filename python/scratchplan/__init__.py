@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import _core
 from ._common import BadInput
-from . import alloc, layout, lx, mlsys, nki, program, workdiv
+from . import alloc, layout, lx, mlsys, nki, program, spyre, workdiv
 
-__all__ = ["BadInput", "alloc", "layout", "lx", "mlsys", "nki", "program", "workdiv"]
+__all__ = ["BadInput", "alloc", "layout", "lx", "mlsys", "nki", "program", "spyre", "workdiv"]
 __version__ = "0.1.0"
