@@ -107,7 +107,7 @@ void BM_AllocSelectStream(benchmark::State& state) {
 BENCHMARK(BM_AllocSelectStream)->Arg(25)->Arg(50)->Arg(100)->Unit(benchmark::kMillisecond);
 
 const int kRegistered = [] {
-  auto j = sp::read_json_file(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/captures/cooptimization_captures.json");
+  auto j = sp::read_json_file(std::string(SCRATCHPLAN_DATA_DIR) + "/spyre/captures/cooptimization_captures.json");
   if (!j) return 0;
   for (auto& [name, graphs] : j->items()) {
     if (!graphs.is_array() || graphs.empty()) continue;

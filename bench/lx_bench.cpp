@@ -12,7 +12,7 @@ namespace {
 
 const sp::Json& captures() {
   static sp::Json j = [] {
-    auto r = sp::read_json_file(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/captures/cooptimization_captures.json");
+    auto r = sp::read_json_file(std::string(SCRATCHPLAN_DATA_DIR) + "/spyre/captures/cooptimization_captures.json");
     return r.ok() ? *r : sp::Json::object();
   }();
   return j;

@@ -39,7 +39,7 @@ Solution simple_schedule(const Problem& p, std::size_t target) {
 }
 
 void BM_Evaluate_Mlsys17_100Subgraphs(benchmark::State& state) {
-  auto problem = read_problem(std::string(SCRATCHPLAN_SHARED_DIR) + "/mlsys2026/benchmarks/mlsys-2026-17.json");
+  auto problem = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/mlsys2026/benchmarks/mlsys-2026-17.json");
   if (!problem) {
     state.SkipWithError(problem.error().message.c_str());
     return;

@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class Context:
     def __init__(self, quick):
         self.root = ROOT
-        self.shared = os.path.join(os.path.dirname(ROOT), "shared")
+        self.data = os.path.join(ROOT, "tests", "data")
         self.build = os.path.join(ROOT, "build", "release")
         self.cli = os.path.join(self.build, "scratchplan")
         self.bench = os.path.join(self.build, "bench", "scratchplan_bench")

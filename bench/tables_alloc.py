@@ -36,7 +36,7 @@ def run_alloc(ctx, args):
 
 
 def challenging(ctx, limit):
-    d = os.path.join(ctx.shared, "dsa", "challenging")
+    d = os.path.join(ctx.data, "dsa", "challenging")
     out = ["## Buffer allocation: MiniMalloc's challenging set at capacity 1048576", "",
            f"Target (issue 4): all 11 solved; sum of solve times at most 28.6 / 5 = 5.72 s. `scratchplan alloc X.csv "
            f"--capacity 1048576 --solver auto --time-limit {limit}`, median of {ctx.repetitions} runs (wall time reported by "
@@ -62,7 +62,7 @@ def challenging(ctx, limit):
 
 
 def minimize(ctx, limit):
-    d = os.path.join(ctx.shared, "dsa", "challenging")
+    d = os.path.join(ctx.data, "dsa", "challenging")
     out = ["## Buffer allocation: challenging set with --minimize", "",
            f"`--minimize --solver auto --time-limit {limit}`, one run each. Target: the minimum capacity of every "
            "instance, proven (D and J are open: D in [986112, 1026048], J in [989184, 1041408]).", "",
@@ -78,7 +78,7 @@ def minimize(ctx, limit):
 
 
 def idealloc(ctx, limit):
-    d = os.path.join(ctx.shared, "dsa", "idealloc")
+    d = os.path.join(ctx.data, "dsa", "idealloc")
     out = ["## Buffer allocation: idealloc instances", "",
            f"Target: within 0.01 % of the max-load lower bound (or proven optimal) in under 5 s each. `--minimize "
            f"--solver auto --time-limit {limit}`, median of {ctx.repetitions} runs.", "",
@@ -128,7 +128,7 @@ def selection(ctx):
     rows = bench_rows(ctx, "BM_AllocSelect", ctx.repetitions)
     out = ["## Buffer allocation: selection at fixed capacity", "",
            "Target: proven-optimal spill cost in under 50 ms for capture-sized problems. Captures from "
-           "`../shared/spyre/captures/cooptimization_captures.json` (per-core sizes of the committed division, "
+           "`tests/data/spyre/captures/cooptimization_captures.json` (per-core sizes of the committed division, "
            "alignment 128, capacity = total / 1, 2, 4), plus generated streams at 60 % of their max load.", "",
            "| case | buffers | spill cost | lower bound | proven | median ms | met |", "|---|---:|---:|---:|---|---:|---|"]
     for name, runs in rows.items():
@@ -142,7 +142,7 @@ def selection(ctx):
 
 
 def patterns(ctx):
-    with open(os.path.join(ctx.shared, "spyre", "lx_cases.json")) as f:
+    with open(os.path.join(ctx.data, "spyre", "lx_cases.json")) as f:
         cases = json.load(f)["pattern_cases"]
     out = ["## Buffer allocation: torch-spyre target patterns (HBM bytes)", "",
            "Pass: HBM bytes of the planned buffers left off chip <= those of the pattern's good allocation (graph I/O "

@@ -11,7 +11,7 @@ def tables(ctx):
     ms = to_ms
 
     out = ["## LX planning", "",
-           "Co-optimization captures (`../shared/spyre/captures/cooptimization_captures.json`): joint "
+           "Co-optimization captures (`tests/data/spyre/captures/cooptimization_captures.json`): joint "
            "division + placement at the spyre capacity (1,625,344 B) and at a quarter of the seed "
            "footprint (torch-spyre's tightest test capacity). HBM bytes = sum over non-resident buffers "
            "of size x uses. Target: under 50 ms each.", "",

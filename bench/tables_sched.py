@@ -3,7 +3,7 @@
 Runs `scratchplan schedule` on the five public benchmarks with the contest time limits (opk
 model, default rules, all cores), takes the median of ctx.repetitions runs, checks every
 written schedule with `scratchplan evaluate --check-reported`, and compares with the reference
-columns of ../shared/mlsys2026/RULES.md (read in place, not copied).
+columns stored in tests/data/mlsys2026/reference_results.json (tests/data/PROVENANCE.md).
 """
 import json
 import math
@@ -17,25 +17,20 @@ EXAMPLES = ["ex1_problem", "ex2_problem", "ex3_problem", "ex4_problem", "ex5_pro
 FINAL_RE = re.compile(r"final total ([0-9.]+) \(lower bound ([0-9.]+), gap [-0-9.]+%\); first valid ([0-9.]+) s, final ([0-9.]+) s")
 
 
-def num(s):
-    return float(s.replace(",", "").replace("≈", "").strip())
+def reference_data(ctx):
+    with open(os.path.join(ctx.data, "mlsys2026", "reference_results.json")) as f:
+        return json.load(f)
 
 
 def reference_rows(ctx):
-    """Benchmark -> (winner, best public, inferred organizer best) from RULES.md's table."""
-    rows = {}
-    with open(os.path.join(ctx.shared, "mlsys2026", "RULES.md")) as f:
-        for line in f:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) == 5 and cells[0].startswith("mlsys-2026-"):
-                rows[cells[0]] = (num(cells[1]), num(cells[2]), num(cells[3]))
-    return rows
+    """Benchmark -> (winner, best public, inferred organizer best)."""
+    return {name: (r["track_a_winner"], r["best_public"], r["inferred_organizer_best"])
+            for name, r in reference_data(ctx)["benchmarks"].items()}
 
 
 def best_public_examples(ctx):
-    """Example number -> best public latency, from RULES.md's closing paragraph."""
-    text = open(os.path.join(ctx.shared, "mlsys2026", "RULES.md")).read()
-    return {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"Example (\d): ([0-9.]+)", text)}
+    """Example number -> best public latency."""
+    return {int(k): float(v) for k, v in reference_data(ctx)["examples_best_public"].items()}
 
 
 def schedule_once(ctx, problem, extra):
@@ -58,7 +53,7 @@ def fmt(x):
 
 def tables(ctx):
     refs = reference_rows(ctx)
-    bench_dir = os.path.join(ctx.shared, "mlsys2026", "benchmarks")
+    bench_dir = os.path.join(ctx.data, "mlsys2026", "benchmarks")
     out = ["## MLSys 2026 scheduler", "",
            "Targets (issue 3): valid everywhere; at or below the inferred organizer best on every public "
            "benchmark; geometric mean at least 10% below the Track A winner; contest time limits "
@@ -116,7 +111,7 @@ def tables(ctx):
     out += ["", "PROBLEM.md worked examples (`--iterations 200 --threads 1`):", "",
             "| example | ours | best public (RULES.md) | lower bound | valid |", "|---|---:|---:|---:|---|"]
     for ex in EXAMPLES:
-        problem = os.path.join(ctx.shared, "mlsys2026", "examples", ex + ".json")
+        problem = os.path.join(ctx.data, "mlsys2026", "examples", ex + ".json")
         r = schedule_once(ctx, problem, ["--iterations", "200", "--threads", "1"])
         n = int(ex[2])
         ref = best.get(n)

@@ -1,6 +1,6 @@
 // The MLSys 2026 contest problem: a DAG of MatMul and Pointwise ops over 2-D tensors, a fast
 // memory of fixed capacity, a slow memory of fixed bandwidth and a native granularity.
-// See ../shared/mlsys2026/PROBLEM.md and RULES.md (docs/mlsys.md summarizes our reading).
+// See the contest's PROBLEM.md and RULES.md (docs/sources.md; docs/mlsys.md restates our reading).
 #pragma once
 
 #include <cstdint>

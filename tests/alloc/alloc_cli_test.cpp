@@ -37,11 +37,11 @@ fs::path tmp(const std::string& name, const std::string& content = "") {
   return p;
 }
 
-const std::string kShared = SCRATCHPLAN_SHARED_DIR;
+const std::string kData = SCRATCHPLAN_DATA_DIR;
 
 TEST(AllocCli, PacksChallengingCAndWritesValidCsv) {
   fs::path out = tmp("c.csv"), svg = tmp("c.svg");
-  CliRun r = run_cli(kShared + "/dsa/challenging/C.1048576.csv --capacity 1048576 --solver exact --time-limit 20 -o " + out.string() +
+  CliRun r = run_cli(kData + "/dsa/challenging/C.1048576.csv --capacity 1048576 --solver exact --time-limit 20 -o " + out.string() +
               " --svg " + svg.string());
   ASSERT_EQ(r.code, 0) << r.out;
   auto plan = sp::alloc::read_problem(out.string());  // offsets come back as fixed offsets

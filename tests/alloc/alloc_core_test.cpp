@@ -343,7 +343,7 @@ TEST(AllocSolvers, AnnealingIsDeterministicForSeedAndBudget) {
 
 // A spent time budget must stop every phase (a negative budget once read as "no limit").
 TEST(AllocSolvers, ZeroTimeLimitStillReturnsAValidPlan) {
-  auto p = read_problem(std::string(SCRATCHPLAN_SHARED_DIR) + "/dsa/challenging/K.1048576.csv");
+  auto p = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/dsa/challenging/K.1048576.csv");
   ASSERT_TRUE(p.ok());
   p->capacity = 1048576;
   for (bool minimize : {false, true}) {
@@ -368,7 +368,7 @@ TEST(AllocSolvers, ZeroTimeLimitStillReturnsAValidPlan) {
 // MiniMalloc's K (454 buffers, 108 of 242 time sections at zero slack) was not solved in 10 s
 // before the minimalloc_dives attempts; one thread now packs it in well under a second.
 TEST(AllocSolvers, ChallengingKPacksAtCapacity) {
-  auto p = read_problem(std::string(SCRATCHPLAN_SHARED_DIR) + "/dsa/challenging/K.1048576.csv");
+  auto p = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/dsa/challenging/K.1048576.csv");
   ASSERT_TRUE(p.ok());
   p->capacity = 1048576;
   for (bool minimize : {false, true}) {

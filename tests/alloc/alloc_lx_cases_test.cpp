@@ -1,4 +1,4 @@
-// torch-spyre's solver-level cases (../shared/spyre/lx_cases.json, read in place): solver_cases,
+// torch-spyre's solver-level cases (tests/data/spyre/lx_cases.json): solver_cases,
 // certified_seed_cases and the pattern cases, with the semantics of the file's `conventions`.
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@ namespace {
 
 const Json& lx_cases() {
   static Json j = [] {
-    auto r = read_json_file(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/lx_cases.json");
+    auto r = read_json_file(std::string(SCRATCHPLAN_DATA_DIR) + "/spyre/lx_cases.json");
     return r ? *r : Json();
   }();
   return j;

@@ -1,4 +1,4 @@
-// Every vector of ../shared/spyre/layout_cases.json and every example of seed 004 (tensor layouts).
+// Every vector of tests/data/spyre/layout_cases.json and every example of seed 004 (tensor layouts).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,7 +12,7 @@ namespace sp::layout {
 namespace {
 
 Json load_cases() {
-  std::ifstream f(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/layout_cases.json");
+  std::ifstream f(std::string(SCRATCHPLAN_DATA_DIR) + "/spyre/layout_cases.json");
   EXPECT_TRUE(f.good()) << "layout_cases.json not found";
   return f.good() ? Json::parse(f) : Json::object();
 }

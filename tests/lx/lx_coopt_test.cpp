@@ -1,4 +1,4 @@
-// Co-optimization captures (../shared/spyre/captures): joint division + placement.
+// Co-optimization captures (tests/data/spyre/captures): joint division + placement.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -13,7 +13,7 @@ const Json& load(const char* file) {
   static std::map<std::string, Json> cache;
   auto it = cache.find(file);
   if (it != cache.end()) return it->second;
-  auto r = read_json_file(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/captures/" + file);
+  auto r = read_json_file(std::string(SCRATCHPLAN_DATA_DIR) + "/spyre/captures/" + file);
   EXPECT_TRUE(r.ok());
   return cache[file] = r.ok() ? *r : Json();
 }

@@ -1,4 +1,4 @@
-// The seven target patterns of ../shared/spyre/lx_cases.json at both capacities: our plan's HBM
+// The seven target patterns of tests/data/spyre/lx_cases.json at both capacities: our plan's HBM
 // bytes (pattern metric) must reach each case's bar, with a legal layout (check_plan).
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@ namespace {
 
 const Json& cases() {
   static Json j = [] {
-    auto r = read_json_file(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/lx_cases.json");
+    auto r = read_json_file(std::string(SCRATCHPLAN_DATA_DIR) + "/spyre/lx_cases.json");
     EXPECT_TRUE(r.ok());
     return r.ok() ? *r : Json();
   }();

@@ -39,7 +39,7 @@ int run(const std::string& cmd, std::string* err = nullptr) {
 TEST(SchedCli, WritesAValidExactSchedule) {
   TempDir t;
   const std::string out = (t.dir / "s.json").string();
-  const std::string prob = testing::shared_path("benchmarks/mlsys-2026-1.json");
+  const std::string prob = testing::data_path("benchmarks/mlsys-2026-1.json");
   ASSERT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob + " -o " + out + " --iterations 30 --threads 1"), 0);
   EXPECT_EQ(run(std::string(SCRATCHPLAN_CLI) + " evaluate " + prob + " " + out + " --check-reported > /dev/null"), 0);
 }
@@ -47,7 +47,7 @@ TEST(SchedCli, WritesAValidExactSchedule) {
 TEST(SchedCli, VerbosePrintsLowerBounds) {
   TempDir t;
   std::string err;
-  const std::string prob = testing::shared_path("examples/ex3_problem.json");
+  const std::string prob = testing::data_path("examples/ex3_problem.json");
   ASSERT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob + " -o " + (t.dir / "s.json").string() +
                     " --iterations 10 --verbose",
                 &err),
@@ -82,7 +82,7 @@ TEST(SchedCli, MalformedProblemIsBadInput) {
 
 TEST(SchedCli, ContestEntryPointFileIsValidWheneverRead) {
   TempDir t;
-  const std::string prob = testing::shared_path("benchmarks/mlsys-2026-5.json");
+  const std::string prob = testing::data_path("benchmarks/mlsys-2026-5.json");
   const fs::path out = t.dir / "s.json";
   Problem p = testing::load_problem("benchmarks/mlsys-2026-5.json");
   const pid_t pid = ::fork();

@@ -1,4 +1,4 @@
-// Helpers shared by the scheduler tests: problem paths in ../shared and an exactness check of a
+// Helpers shared by the scheduler tests: problem paths in tests/data and an exactness check of a
 // schedule against the evaluator.
 #pragma once
 
@@ -12,10 +12,10 @@
 
 namespace sp::mlsys::testing {
 
-inline std::string shared_path(const std::string& rel) { return std::string(SCRATCHPLAN_SHARED_DIR) + "/mlsys2026/" + rel; }
+inline std::string data_path(const std::string& rel) { return std::string(SCRATCHPLAN_DATA_DIR) + "/mlsys2026/" + rel; }
 
 inline Problem load_problem(const std::string& rel) {
-  auto p = read_problem(shared_path(rel));
+  auto p = read_problem(data_path(rel));
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
   return p.ok() ? *p : Problem{};
 }

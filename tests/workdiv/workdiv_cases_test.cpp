@@ -1,4 +1,4 @@
-// Every adopted vector of ../shared/spyre/workdiv_cases.json (docs/workdiv.md lists the ones not
+// Every adopted vector of tests/data/spyre/workdiv_cases.json (docs/workdiv.md lists the ones not
 // adopted and why). Cases are read in place with key order preserved (var order matters).
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ using OJson = nlohmann::ordered_json;
 
 const OJson& cases() {
   static const OJson c = [] {
-    std::ifstream f(std::string(SCRATCHPLAN_SHARED_DIR) + "/spyre/workdiv_cases.json");
+    std::ifstream f(std::string(SCRATCHPLAN_DATA_DIR) + "/spyre/workdiv_cases.json");
     return f.good() ? OJson::parse(f) : OJson::object();
   }();
   return c;

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Generates MLSys 2026 schedules (valid and invalid) and scores them with the reference
-evaluator (../shared/mlsys2026/evaluate.py) under the default rules and --mm-compute native.
+evaluator (the contest organizers' evaluate.py, which is not part of this repository) under the
+default rules and --mm-compute native.
 
-The C++ differential test (tests/mlsys/differential_test.cpp) runs this script and checks that
-scratchplan's evaluator agrees on validity and total latency for every case.
+The output is stored in the repository (tests/data/mlsys2026/differential_cases.json.gz, see
+tests/data/PROVENANCE.md) and the C++ differential test (tests/mlsys/differential_test.cpp) checks
+that scratchplan's evaluator agrees on validity and total latency for every stored case. To
+regenerate it, point --evaluator at a copy of the reference evaluate.py:
 
-  gen_schedules.py --out cases.json [--count 2400] [--seed 1]
+  gen_schedules.py --evaluator PATH/evaluate.py --out cases.json [--count 2400] [--seed 1]
 
 Sources: the five public benchmarks and random problems (random DAGs of MatMul and Pointwise
 ops with shapes that do not always divide the tile sizes). Schedules: random partitions into
@@ -23,7 +26,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+DATA = os.path.join(ROOT, "tests", "data", "mlsys2026")
+EVALUATOR = None  # path of the reference evaluate.py (--evaluator)
 MAX_STEPS = 2500  # per subgraph, to keep the Python reference fast
 
 _ref = None
@@ -32,7 +36,7 @@ _ref = None
 def ref():
     global _ref
     if _ref is None:
-        spec = importlib.util.spec_from_file_location("ref_evaluate", os.path.join(SHARED, "mlsys2026", "evaluate.py"))
+        spec = importlib.util.spec_from_file_location("ref_evaluate", EVALUATOR)
         _ref = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(_ref)
     return _ref
@@ -384,10 +388,13 @@ def main():
     ap.add_argument("--count", type=int, default=2400)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--evaluator", required=True, help="the reference evaluate.py")
     a = ap.parse_args()
+    global EVALUATOR
+    EVALUATOR = os.path.abspath(a.evaluator)
     rng = random.Random(a.seed)
     problems = []
-    bench_dir = os.path.join(SHARED, "mlsys2026", "benchmarks")
+    bench_dir = os.path.join(DATA, "benchmarks")
     for name in sorted(os.listdir(bench_dir)):
         if name.startswith("mlsys-2026-"):
             with open(os.path.join(bench_dir, name)) as f:
