@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/options.h"
 #include "core/result.h"
 #include "mlsys/scheduler.h"
 
@@ -14,23 +15,26 @@ int main(int argc, char** argv) {
   sp::mlsys::SchedulerOptions opt;
   opt.threads = 0;
   std::string mm_compute = "opk";
-  app.add_option("input", run.problem_path, "Problem JSON")->required();
-  app.add_option("output", run.output_path, "Solution JSON")->required();
-  app.add_option("--time-limit", opt.time_limit_s, "Seconds (default: $MLSYS_TIME_LIMIT or by problem size)");
-  app.add_option("--threads", opt.threads, "Search threads (default: all cores)");
-  app.add_option("--seed", opt.seed, "Random seed");
+  app.add_option("input", run.problem_path, "Problem JSON (- for stdin)")->required();
+  app.add_option("output", run.output_path, "Solution JSON (- for stdout)")->required();
+  app.add_option("--time-limit", opt.time_limit_s, "Seconds (default: $MLSYS_TIME_LIMIT or by problem size)")
+      ->check(sp::cli::seconds());
+  app.add_option("--threads", opt.threads, "Search threads (default: all cores)")->check(sp::cli::thread_count());
+  app.add_option("--seed", opt.seed, "Random seed")->check(sp::cli::count_in(0, INT64_MAX));
   app.add_option("--mm-compute", mm_compute, "opk (default) or native")->check(CLI::IsMember({"opk", "native"}));
   app.add_flag("--verbose", run.verbose, "Progress on stderr");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), sp::kExitBadInput);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::cerr << "mlsys: " << e.what() << " (see --help)\n";
+    return sp::kExitBadInput;
   }
   if (opt.time_limit_s < 0) {
     if (const char* env = std::getenv("MLSYS_TIME_LIMIT")) {
       char* end = nullptr;
       const double v = std::strtod(env, &end);
-      if (end == env || v <= 0) {
+      if (end == env || *end != '\0' || !(v > 0 && v <= sp::cli::kMaxSeconds)) {
         std::cerr << "error: MLSYS_TIME_LIMIT must be a positive number of seconds, got '" << env << "'\n";
         return sp::kExitBadInput;
       }

@@ -90,7 +90,8 @@ Result<Problem> problem_from_csv(const std::string& text, const std::string& sou
 Result<Problem> problem_from_json(const Json& j, const std::string& source) {
   try {
     JsonCursor root(j, source);
-    root.require_object();
+    root.expect_keys({"format", "version", "capacity", "alignment", "buffers"});
+    root.expect_format("scratchplan-alloc-problem", 1);
     Problem p;
     if (root.has("capacity")) p.capacity = root.at("capacity").as_int_at_least(0);
     int64_t default_align = 1;
@@ -104,7 +105,8 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
     std::vector<std::vector<std::pair<std::string, JsonCursor>>> parents(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
       JsonCursor c = items[i];
-      c.require_object();
+      c.expect_keys({"id", "name", "size", "uses", "first_use_is_read", "lifetime_end_override", "start", "end", "reads",
+                     "alignment", "offset", "spill_cost", "residency_reason", "in_place_parents"});
       std::string id = c.has("id") ? c.at("id").as_string() : c.at("name").as_string();
       Size size = c.at("size").as_int_at_least(0);
       Buffer b;
@@ -157,11 +159,15 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
 Result<Problem> read_problem(const std::string& path) {
   auto text = read_text_file(path);
   if (!text) return text.error();
-  bool csv = path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
-  if (csv) return problem_from_csv(*text, path);
-  auto j = parse_json_text(*text, path);
+  // Standard input has no extension: a document starting with '{' is JSON, anything else CSV.
+  const std::size_t first = text->find_first_not_of(" \t\r\n");
+  bool csv = path == "-" ? first != std::string::npos && (*text)[first] != '{'
+                         : path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
+  const std::string source = input_name(path);
+  if (csv) return problem_from_csv(*text, source);
+  auto j = parse_json_text(*text, source);
   if (!j) return j.error();
-  return problem_from_json(*j, path);
+  return problem_from_json(*j, source);
 }
 
 std::string plan_to_csv(const Problem& p, const Placement& pl) {
@@ -177,6 +183,8 @@ std::string plan_to_csv(const Problem& p, const Placement& pl) {
 
 Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& o) {
   Json out;
+  out["format"] = "scratchplan-alloc-plan";
+  out["version"] = 1;
   out["solver"] = r.solver;
   out["objective"] = o.objective == Objective::kPack ? (o.minimize ? "pack-min" : "pack") : "select";
   out["capacity"] = p.capacity;
@@ -201,6 +209,8 @@ Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& 
 
 Json problem_to_json(const Problem& p) {
   Json out;
+  out["format"] = "scratchplan-alloc-problem";
+  out["version"] = 1;
   if (p.capacity != kUnbounded) out["capacity"] = p.capacity;
   Json bufs = Json::array();
   for (const Buffer& b : p.buffers) {

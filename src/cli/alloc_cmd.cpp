@@ -6,8 +6,10 @@
 #include "alloc/io.h"
 #include "alloc/solver.h"
 #include "alloc/validator.h"
+#include "cli/options.h"
+#include "core/json_reader.h"
 #include "cli/verbs.h"
-#include "core/atomic_file.h"
+#include "core/outputs.h"
 
 namespace sp::cli {
 namespace {
@@ -24,22 +26,20 @@ struct AllocArgs {
 };
 
 int run_alloc(const AllocArgs& a) {
+  if (a.minimize && a.objective == "select")
+    return fail(bad_input("--minimize: applies to --objective pack only (select minimizes the spill cost)"));
+  auto kind = alloc::parse_solver_kind(a.solver);
+  if (!kind) return fail(bad_input("--solver: " + kind.error().message));
+  OutputSet outputs;
+  if (Status st = outputs.add("-o", a.output); !st) return fail(st.error());
+  if (Status st = outputs.add("--svg", a.svg); !st) return fail(st.error());
+  std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
   auto problem = alloc::read_problem(a.input);
-  if (!problem) {
-    std::cerr << "error: " << problem.error().message << "\n";
-    return exit_code(problem.error());
-  }
+  if (!problem) return fail(problem.error());
   alloc::Problem p = std::move(*problem);
   if (a.capacity >= 0) p.capacity = a.capacity;
-  if (p.capacity == alloc::kUnbounded && !(a.minimize && a.objective == "pack")) {
-    std::cerr << "error: " << a.input << ": no capacity (give --capacity N)\n";
-    return kExitBadInput;
-  }
-  auto kind = alloc::parse_solver_kind(a.solver);
-  if (!kind) {
-    std::cerr << "error: " << kind.error().message << "\n";
-    return kExitBadInput;
-  }
+  if (p.capacity == alloc::kUnbounded && !(a.minimize && a.objective == "pack"))
+    return fail(bad_input(input_name(a.input) + ": no capacity (give --capacity N)"));
   alloc::SolveOptions o;
   o.solver = *kind;
   o.objective = a.objective == "select" ? alloc::Objective::kSelect : alloc::Objective::kPack;
@@ -49,16 +49,10 @@ int run_alloc(const AllocArgs& a) {
   o.seed = a.seed;
   o.iterations = a.iterations;
   for (const auto& t : a.exact_off) {
-    if (Status st = alloc::disable_exact_technique(o.exact, t); !st) {
-      std::cerr << "error: " << st.error().message << "\n";
-      return kExitBadInput;
-    }
+    if (Status st = alloc::disable_exact_technique(o.exact, t); !st) return fail(st.error());
   }
   auto r = alloc::solve(p, o);
-  if (!r) {
-    std::cerr << "error: " << r.error().message << "\n";
-    return exit_code(r.error());
-  }
+  if (!r) return fail(r.error());
   const bool pack = o.objective == alloc::Objective::kPack;
   // Independent check of what is written (the library already validated it).
   if (r->feasible || !pack) {
@@ -66,8 +60,7 @@ int run_alloc(const AllocArgs& a) {
     if (pack && a.minimize && p.capacity == alloc::kUnbounded) judged.capacity = alloc::kUnbounded;
     auto rep = alloc::validate(judged, r->placement, pack);
     if (!rep.ok()) {
-      std::cerr << "internal error: invalid plan: " << rep.issues[0].message << "\n";
-      return kExitInternal;
+      return fail(internal_error("internal error: invalid plan: " + rep.issues[0].message));
     }
   }
   std::string body;
@@ -75,32 +68,28 @@ int run_alloc(const AllocArgs& a) {
   if (csv_out) body = alloc::plan_to_csv(p, r->placement);
   else body = alloc::result_to_json(p, *r, o).dump(1) + "\n";
   if (pack && !r->feasible) {
-    std::cout << "infeasible: no plan within capacity " << p.capacity
+    human << "infeasible: no plan within capacity " << p.capacity
               << (r->proven_infeasible ? " (proven" : " (not proven") << "; lower bound " << r->lower_bound << ")\n";
   }
-  if (!a.output.empty() && (r->feasible || !pack)) {
-    if (Status st = write_file_atomic(a.output, body); !st) {
-      std::cerr << "error: " << st.error().message << "\n";
-      return kExitInternal;
-    }
+  if (r->feasible || !pack) {
+    outputs.set(a.output, body);
+    if (!a.svg.empty()) outputs.set(a.svg, alloc::plan_to_svg(p, r->placement, input_name(a.input) + " (" + r->solver + ")"));
+    if (Status st = outputs.commit(); !st) return fail(st.error());
   }
-  if (!a.svg.empty() && (r->feasible || !pack)) {
-    if (Status st = write_file_atomic(a.svg, alloc::plan_to_svg(p, r->placement, a.input + " (" + r->solver + ")")); !st) {
-      std::cerr << "error: " << st.error().message << "\n";
-      return kExitInternal;
-    }
-  }
-  std::cout << "solver: " << r->solver << "\n";
+  human << "solver: " << r->solver << "\n";
   if (pack) {
-    std::cout << "height: " << r->height << " (lower bound " << r->lower_bound << (r->proven_optimal ? ", proven optimal" : "") << ")\n";
+    human << "height: " << r->height << " (lower bound " << r->lower_bound << (r->proven_optimal ? ", proven optimal" : "") << ")\n";
   } else {
     std::size_t spilled = 0;
     for (auto off : r->placement.offsets) spilled += off == alloc::kSpilled;
-    std::cout << "spill cost: " << r->spill_cost << " (" << spilled << " spilled; lower bound " << r->lower_bound
+    human << "spill cost: " << r->spill_cost << " (" << spilled << " spilled; lower bound " << r->lower_bound
               << (r->proven_optimal ? ", proven optimal" : "") << ")\n";
   }
-  std::cout << "time: " << r->seconds << " s" << (r->nodes ? ", " + std::to_string(r->nodes) + " search nodes" : std::string()) << "\n";
-  return pack && !r->feasible ? kExitBadInput : kExitOk;
+  human << "time: " << r->seconds << " s" << (r->nodes ? ", " + std::to_string(r->nodes) + " search nodes" : std::string()) << "\n";
+  if (pack && !r->feasible)  // exit 2 always comes with one line on stderr
+    return fail(bad_input(input_name(a.input) + ": no plan within capacity " + std::to_string(p.capacity) +
+                          (r->proven_infeasible ? " (proven infeasible)" : " (search gave up)") + "; no output written"));
+  return kExitOk;
 }
 
 }  // namespace
@@ -109,18 +98,19 @@ void register_alloc(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<AllocArgs>();
   CLI::App* cmd = app.add_subcommand("alloc", "Assign scratchpad offsets to buffers (pack or select)");
   cmd->add_option("input", a->input, "Problem: MiniMalloc CSV (.csv) or JSON")->required();
-  cmd->add_option("--capacity", a->capacity, "Scratchpad capacity in bytes")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--capacity", a->capacity, "Scratchpad capacity in bytes")->check(byte_size());
   cmd->add_flag("--minimize", a->minimize, "pack: find the smallest height (capacity is the upper limit)");
   cmd->add_option("--objective", a->objective, "pack (place all) or select (minimize spill cost)")
       ->check(CLI::IsMember({"pack", "select"}));
   cmd->add_option("--solver", a->solver, "greedy, firstfit, bestfit, greedy-by-size, sweep, annealing, exact, auto");
-  cmd->add_option("--time-limit", a->time_limit, "Seconds for anytime solvers")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--threads", a->threads, "Worker threads for auto")->check(CLI::Range(1, 256));
-  cmd->add_option("--seed", a->seed, "Annealing seed");
-  cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)");
+  cmd->add_option("--time-limit", a->time_limit, "Seconds for anytime solvers")->check(seconds());
+  cmd->add_option("--threads", a->threads, "Worker threads for auto")->check(thread_count());
+  cmd->add_option("--seed", a->seed, "Annealing seed")->check(count_in(0, INT64_MAX));
+  cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)")
+      ->check(count_in(1, int64_t{1} << 40));
   cmd->add_option("--exact-off", a->exact_off,
                   "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes minimalloc_dives load_bound");
-  cmd->add_option("-o,--output", a->output, "Plan output (.csv: MiniMalloc CSV with offsets; else JSON)")->required();
+  cmd->add_option("-o,--output", a->output, "Plan output (.csv: MiniMalloc CSV with offsets; else JSON; - for stdout)")->required();
   cmd->add_option("--svg", a->svg, "Write an address x time picture");
   cmd->callback([a, &exit_code] { exit_code = run_alloc(*a); });
 }

@@ -2,6 +2,7 @@
 // (pass 1 floors, final splits, per-core spans, candidate menu) plus layout compatibility issues.
 #include <iostream>
 
+#include "cli/options.h"
 #include "cli/verbs.h"
 #include "layout/compat.h"
 #include "program/program.h"
@@ -21,10 +22,6 @@ struct DivideArgs {
 };
 
 int run_divide(const DivideArgs& a) {
-  auto fail = [](const Error& e) {
-    std::cerr << "error: " << e.message << "\n";
-    return exit_code(e);
-  };
   if (a.cores < 1 || a.cores > workdiv::kMaxCores)
     return fail(bad_input("--cores " + std::to_string(a.cores) + ": expected 1..32 (SENCORES range)"));
   auto p = program::read_program(a.program_path);
@@ -50,8 +47,8 @@ int run_divide(const DivideArgs& a) {
 void register_divide(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<DivideArgs>();
   CLI::App* cmd = app.add_subcommand("divide", "Multi-core work division of a tensor program (docs/workdiv.md)");
-  cmd->add_option("program", args->program_path, "Program JSON (docs/program.md)")->required();
-  cmd->add_option("--cores", args->cores, "Maximum cores, 1..32 (default 32)");
+  cmd->add_option("program", args->program_path, "Program JSON (docs/program.md; - for stdin)")->required();
+  cmd->add_option("--cores", args->cores, "Maximum cores, 1..32 (default 32)")->check(count_in(1, workdiv::kMaxCores));
   cmd->add_flag("--json", args->json, "Machine-readable output (includes the candidate menus)");
   cmd->add_flag("--candidates", args->candidates, "Print each op's candidate menu");
   cmd->add_flag("--no-span-reduction", args->no_span_reduction, "Skip pass 1 (experiments only)");

@@ -2,6 +2,7 @@
 // Exit: 0 valid (and, with --check-reported, every claim matches), 2 invalid or bad input.
 #include <iostream>
 
+#include "cli/options.h"
 #include "cli/verbs.h"
 #include "mlsys/evaluator.h"
 #include "mlsys/report.h"
@@ -21,15 +22,9 @@ struct EvaluateArgs {
 
 int run_evaluate(EvaluateArgs& a) {
   auto problem = mlsys::read_problem(a.problem_path);
-  if (!problem) {
-    std::cerr << "error: " << problem.error().message << "\n";
-    return exit_code(problem.error());
-  }
+  if (!problem) return fail(problem.error());
   auto solution = mlsys::read_solution(a.solution_path, *problem);
-  if (!solution) {
-    std::cerr << "error: " << solution.error().message << "\n";
-    return exit_code(solution.error());
-  }
+  if (!solution) return fail(solution.error());
   a.rules.mm_compute = a.mm_compute == "native" ? mlsys::MatMulCompute::kNative : mlsys::MatMulCompute::kOpK;
   mlsys::Evaluation ev = mlsys::evaluate(*problem, *solution, a.rules);
   const std::vector<int> mismatches = a.check_reported ? mlsys::reported_mismatches(ev) : std::vector<int>{};
@@ -37,7 +32,13 @@ int run_evaluate(EvaluateArgs& a) {
     std::cout << mlsys::evaluation_report_json(ev, a.mm_compute, a.verbose, a.check_reported).dump(1) << "\n";
   else
     std::cout << mlsys::evaluation_report_text(ev, a.verbose, a.check_reported);
-  return ev.valid && mismatches.empty() ? kExitOk : kExitBadInput;
+  if (ev.valid && mismatches.empty()) return kExitOk;
+  // Exit 2 always comes with one line on stderr (the report above has the details).
+  const std::string sol = input_name(a.solution_path) + ": ";
+  if (!ev.valid)
+    return fail(bad_input(sol + "invalid schedule: " + (ev.errors.empty() ? std::string("see the report") : ev.errors.front())));
+  return fail(bad_input(sol + std::to_string(mismatches.size()) + " reported latencies differ from the recomputed ones, first: subgraph " +
+                        std::to_string(mismatches.front())));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/options.h"
 #include "cli/verbs.h"
 #include "core/json_reader.h"
 #include "layout/dma.h"
@@ -44,10 +45,6 @@ Result<std::vector<int64_t>> parse_list(const std::string& flag, const std::stri
 }
 
 int run_layout(const LayoutArgs& a) {
-  auto fail = [](const Error& e) {
-    std::cerr << "error: " << e.message << "\n";
-    return exit_code(e);
-  };
   auto size = parse_list("--size", a.size, 1);
   if (!size) return fail(size.error());
   auto dt = layout::parse_dtype(a.dtype);

@@ -26,7 +26,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "scratchplan: " << e.what() << " (see --help)\n";
+    std::string m = e.what();
+    for (char& c : m)
+      if (c == '\n') c = ' ';
+    std::cerr << "scratchplan: " << m << " (see --help)\n";
     return sp::kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "scratchplan: internal error: " << e.what() << "\n";

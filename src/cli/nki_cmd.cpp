@@ -3,8 +3,9 @@
 // plan exits 0 with a validated plan, 2 for bad input or a kernel that cannot fit.
 #include <iostream>
 
+#include "cli/options.h"
 #include "cli/verbs.h"
-#include "core/atomic_file.h"
+#include "core/outputs.h"
 #include "nki/check.h"
 #include "nki/plan.h"
 #include "nki/report.h"
@@ -26,11 +27,6 @@ struct NkiArgs {
   double time_limit = 10.0;
 };
 
-int fail(const Error& e) {
-  std::cerr << "error: " << e.message << "\n";
-  return exit_code(e);
-}
-
 Result<nki::Kernel> load(const NkiArgs& a) {
   if (a.hardware_path.empty()) return nki::read_kernel(a.kernel_path);
   auto hw = nki::read_hardware_file(a.hardware_path);
@@ -39,22 +35,30 @@ Result<nki::Kernel> load(const NkiArgs& a) {
 }
 
 int run_check(const NkiArgs& a) {
+  OutputSet outputs;
+  if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
   auto k = load(a);
   if (!k) return fail(k.error());
   auto rep = nki::check_kernel(*k);
   if (!rep) return fail(rep.error());
-  if (!a.svg_path.empty()) {
-    auto st = write_file_atomic(a.svg_path, nki::check_svg(*k, *rep));
-    if (!st) return fail(st.error());
-  }
+  outputs.set(a.svg_path, nki::check_svg(*k, *rep));
+  if (Status st = outputs.commit(); !st) return fail(st.error());
+  std::ostream& report = outputs.uses_stdout() ? std::cerr : std::cout;
   if (a.json)
-    std::cout << nki::check_report_to_json(a.kernel_path, *k, *rep).dump(1) << "\n";
+    report << nki::check_report_to_json(a.kernel_path, *k, *rep).dump(1) << "\n";
   else
-    std::cout << nki::check_report_text(a.kernel_path, *k, *rep);
-  return rep->clean() ? kExitOk : kExitBadInput;
+    report << nki::check_report_text(a.kernel_path, *k, *rep);
+  if (rep->clean()) return kExitOk;
+  // Exit 2 always comes with one line on stderr, so scripts can tell why without parsing stdout.
+  return fail(bad_input(input_name(a.kernel_path) + ": " + std::to_string(rep->distinct_violations) +
+                        " allocation violation(s), first: " + rep->violations.front().message));
 }
 
 int run_plan(const NkiArgs& a) {
+  OutputSet outputs;
+  if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
+  if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
+  std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
   auto k = load(a);
   if (!k) return fail(k.error());
   nki::PlanOptions opt;
@@ -66,18 +70,13 @@ int run_plan(const NkiArgs& a) {
   auto plan = nki::plan_kernel(*k, opt);
   if (!plan) return fail(plan.error());
   const nki::PlanResult& p = *plan;
-  if (!a.out_path.empty()) {
-    auto st = write_file_atomic(a.out_path, nki::kernel_to_json(p.kernel).dump(1) + "\n");
-    if (!st) return fail(st.error());
-  }
-  if (!a.svg_path.empty()) {
-    auto st = write_file_atomic(a.svg_path, nki::plan_svg(p));
-    if (!st) return fail(st.error());
-  }
+  outputs.set(a.out_path, nki::kernel_to_json(p.kernel).dump(1) + "\n");
+  if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::plan_svg(p));
+  if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.json)
-    std::cout << nki::plan_result_to_json(a.kernel_path, p).dump(1) << "\n";
+    human << nki::plan_result_to_json(a.kernel_path, p).dump(1) << "\n";
   else
-    std::cout << nki::plan_result_text(a.kernel_path, p);
+    human << nki::plan_result_text(a.kernel_path, p);
   return kExitOk;
 }
 
@@ -90,20 +89,21 @@ void register_nki(CLI::App& app, int& exit_code) {
   CLI::App* check = nki->add_subcommand("check", "Find every allocation violation by exact simulation of the loop nest");
   CLI::App* plan = nki->add_subcommand("plan", "Choose buffer counts and addresses maximizing engine overlap");
   for (CLI::App* c : {check, plan}) {
-    c->add_option("kernel", args->kernel_path, "Kernel JSON (docs/nki.md)")->required();
+    c->add_option("kernel", args->kernel_path, "Kernel JSON (docs/nki.md; - for stdin)")->required();
     c->add_option("--hardware", args->hardware_path, "Hardware description JSON (default: the kernel's, else NeuronCore-v2)");
     c->add_flag("--json", args->json, "Machine-readable output");
   }
-  plan->add_option("-o,--output", args->out_path, "Write the kernel with the planned allocations");
+  plan->add_option("-o,--output", args->out_path, "Write the kernel with the planned allocations (- for stdout)");
   plan->add_option("--svg", args->svg_path, "Write engines x time and SBUF partitions x bytes as SVG");
   check->add_option("--svg", args->svg_path, "Write the memory map with the tiles of violations outlined as SVG");
-  plan->add_option("--max-buffers", args->max_buffers, "Most physical tiles per tensor to try")->check(CLI::Range(1, 1024));
-  plan->add_flag("--single", args->single, "Keep every tensor at its smallest legal tile count");
+  CLI::Option* max_buffers = plan->add_option("--max-buffers", args->max_buffers, "Most physical tiles per tensor to try")
+                                 ->check(count_in(1, 1024));
+  plan->add_flag("--single", args->single, "Keep every tensor at its smallest legal tile count")->excludes(max_buffers);
   plan->add_flag("--keep-direct", args->keep_direct,
                  "Keep the kernel's direct allocations and plan only the automatically allocated tensors");
   plan->add_flag("--in-order", args->in_order,
                  "Timeline runs each engine queue in program order (default: dataflow list scheduling)");
-  plan->add_option("--time-limit", args->time_limit, "Search budget in seconds")->check(CLI::NonNegativeNumber);
+  plan->add_option("--time-limit", args->time_limit, "Search budget in seconds")->check(seconds());
   check->callback([args, &exit_code] { exit_code = run_check(*args); });
   plan->callback([args, &exit_code] { exit_code = run_plan(*args); });
 }

@@ -2,8 +2,9 @@
 // [--report] [--svg PICTURE.svg] [--stage 1..4] [--no-<technique>]: LX planning of a whole program.
 #include <iostream>
 
+#include "cli/options.h"
 #include "cli/verbs.h"
-#include "core/atomic_file.h"
+#include "core/outputs.h"
 #include "lx/lx.h"
 #include "program/program.h"
 
@@ -26,10 +27,10 @@ struct PlanArgs {
 };
 
 int run_plan(const PlanArgs& a) {
-  auto fail = [](const Error& e) {
-    std::cerr << "error: " << e.message << "\n";
-    return exit_code(e);
-  };
+  OutputSet outputs;
+  if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
+  if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
+  std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
   auto hw = lx::load_hardware(a.hardware);
   if (!hw) return fail(hw.error());
   if (a.capacity >= 0) hw->capacity_override = a.capacity;
@@ -38,8 +39,6 @@ int run_plan(const PlanArgs& a) {
   if (cores < 1 || cores > hw->max_cores)
     return fail(bad_input("--cores " + std::to_string(cores) + ": hardware '" + hw->name + "' has 1.." +
                           std::to_string(hw->max_cores) + " cores"));
-  if (a.stage < 0 || a.stage > 4) return fail(bad_input("--stage " + std::to_string(a.stage) + ": expected 1..4"));
-  if (a.time_limit < 0) return fail(bad_input("--time-limit must be >= 0"));
   auto p = program::read_program(a.program_path);
   if (!p) return fail(p.error());
   lx::Options o = a.stage ? lx::stage_options(a.stage) : lx::Options{};
@@ -53,17 +52,14 @@ int run_plan(const PlanArgs& a) {
   if (a.no_coopt) o.coopt = false;
   auto plan = lx::plan_program(*p, *hw, o);
   if (!plan) return fail(plan.error());
-  if (!a.out_path.empty()) {
-    if (Status st = write_file_atomic(a.out_path, lx::plan_to_json(*plan).dump(1) + "\n"); !st) return fail(st.error());
-  }
-  if (!a.svg_path.empty()) {
-    if (Status st = write_file_atomic(a.svg_path, lx::plan_svg(*plan)); !st) return fail(st.error());
-  }
+  outputs.set(a.out_path, lx::plan_to_json(*plan).dump(1) + "\n");
+  if (!a.svg_path.empty()) outputs.set(a.svg_path, lx::plan_svg(*plan));
+  if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.report) {
-    std::cout << lx::plan_report(*plan);
+    human << lx::plan_report(*plan);
   } else {
     const auto& t = plan->totals;
-    std::cout << p->name << ": HBM " << t.hbm_read + t.hbm_write << " B (all-HBM " << t.baseline_hbm << " B, lower bound "
+    human << p->name << ": HBM " << t.hbm_read + t.hbm_write << " B (all-HBM " << t.baseline_hbm << " B, lower bound "
               << t.lower_bound_hbm << " B), estimated " << t.time_s * 1e6 << " us\n";
   }
   return kExitOk;
@@ -74,17 +70,19 @@ int run_plan(const PlanArgs& a) {
 void register_plan(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "LX scratchpad planning of a tensor program (docs/lx.md)");
-  cmd->add_option("program", args->program_path, "Program JSON (docs/program.md)")->required();
+  cmd->add_option("program", args->program_path, "Program JSON (docs/program.md; - for stdin)")->required();
   cmd->add_option("--hardware", args->hardware, "spyre (built-in) or a hardware JSON file");
-  cmd->add_option("--cores", args->cores, "Cores for work division (default: the hardware's maximum)");
-  cmd->add_option("--time-limit", args->time_limit, "Seconds of search (default 2)");
-  cmd->add_option("-o,--output", args->out_path, "Write the plan JSON here");
+  cmd->add_option("--cores", args->cores, "Cores for work division (default: the hardware's maximum)")
+      ->check(count_in(1, 32));
+  cmd->add_option("--time-limit", args->time_limit, "Seconds of search (default 2)")->check(seconds());
+  cmd->add_option("-o,--output", args->out_path, "Write the plan JSON here (- for stdout)");
   cmd->add_option("--svg", args->svg_path, "Write an SVG of LX address x op index");
   cmd->add_flag("--report", args->report, "Print a readable summary");
   cmd->add_option("--stage", args->stage,
-                  "Seed stage only: 1 LX off, 2 reduction outputs pinned, 3 + in-place, 4 + clone inputs");
-  cmd->add_option("--capacity", args->capacity, "Override the usable LX bytes per core");
-  cmd->add_option("--hbm-gbps", args->hbm_bandwidth, "Override the HBM bandwidth (GB/s)");
+                  "Seed stage only: 1 LX off, 2 reduction outputs pinned, 3 + in-place, 4 + clone inputs")
+      ->check(count_in(1, 4));
+  cmd->add_option("--capacity", args->capacity, "Override the usable LX bytes per core")->check(byte_size());
+  cmd->add_option("--hbm-gbps", args->hbm_bandwidth, "Override the HBM bandwidth (GB/s)")->check(bandwidth_gbps());
   cmd->add_flag("--no-in-place", args->no_in_place, "Disable in-place reuse");
   cmd->add_flag("--no-clone-inputs", args->no_clone_inputs, "Disable input clones");
   cmd->add_flag("--no-clone-outputs", args->no_clone_outputs, "Disable output clones");

@@ -1,5 +1,6 @@
 // scratchplan schedule PROBLEM.json -o SOLUTION.json: plans an MLSys 2026 schedule.
 // Exit: 0 written, 2 bad input or no valid schedule exists, 1 internal error.
+#include "cli/options.h"
 #include "cli/verbs.h"
 #include "mlsys/scheduler.h"
 
@@ -18,13 +19,19 @@ void register_schedule(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ScheduleArgs>();
   a->opt.threads = 0;  // all hardware threads unless given
   CLI::App* cmd = app.add_subcommand("schedule", "Plan an MLSys 2026 schedule (fusion, granularity, retention, traversal)");
-  cmd->add_option("problem", a->run.problem_path, "Problem JSON")->required();
-  cmd->add_option("-o,--output", a->run.output_path, "Solution JSON (rewritten atomically on every improvement)")->required();
-  cmd->add_option("--time-limit", a->opt.time_limit_s, "Seconds to search (default: from the problem size)");
-  cmd->add_option("--iterations", a->opt.iterations, "Search moves instead of a time limit (deterministic)");
-  cmd->add_option("--threads", a->opt.threads, "Search threads (default: all cores)");
-  cmd->add_option("--seed", a->opt.seed, "Random seed");
-  cmd->add_option("--max-segment-ops", a->opt.max_segment_ops, "Longest run of ops fused into one subgraph");
+  cmd->add_option("problem", a->run.problem_path, "Problem JSON (- for stdin)")->required();
+  cmd->add_option("-o,--output", a->run.output_path,
+                  "Solution JSON (rewritten atomically on every improvement; - for stdout, final schedule only)")
+      ->required();
+  CLI::Option* time_limit = cmd->add_option("--time-limit", a->opt.time_limit_s, "Seconds to search (default: from the problem size)")
+                                ->check(seconds());
+  cmd->add_option("--iterations", a->opt.iterations, "Search moves instead of a time limit (deterministic)")
+      ->check(count_in(0, int64_t{1} << 40))
+      ->excludes(time_limit);
+  cmd->add_option("--threads", a->opt.threads, "Search threads (default: all cores)")->check(thread_count());
+  cmd->add_option("--seed", a->opt.seed, "Random seed")->check(count_in(0, INT64_MAX));
+  cmd->add_option("--max-segment-ops", a->opt.max_segment_ops, "Longest run of ops fused into one subgraph")
+      ->check(count_in(1, 4096));
   cmd->add_option("--mm-compute", a->mm_compute, "MatMul compute model: opk (default) or native")
       ->check(CLI::IsMember({"opk", "native"}));
   cmd->add_flag("--verbose", a->run.verbose, "Lower bounds and progress on stderr");

@@ -1,18 +1,70 @@
 #include "core/json_reader.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace sp {
 
+std::string input_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
 Result<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return bad_input(path + ": cannot open file for reading");
+  if (path.empty()) return bad_input("empty file name, expected a path or - for standard input");
   std::ostringstream ss;
+  if (path == "-") {
+    // Two arguments cannot both be standard input: the second would silently read nothing.
+    static std::atomic<bool> used{false};
+    if (used.exchange(true)) return bad_input("<stdin>: standard input was already read by another argument");
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return bad_input(path + ": is a directory, expected a file");
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    return bad_input(path + ": cannot open file for reading" + (err ? std::string(": ") + std::strerror(err) : ""));
+  }
   ss << in.rdbuf();
   if (in.bad()) return bad_input(path + ": read error");
   return ss.str();
+}
+
+bool is_extension_key(const std::string& key) { return !key.empty() && key[0] == '_'; }
+
+namespace {
+// Optimal-string-alignment distance: a swap of two neighbours ("szie") counts as one edit.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+}  // namespace
+
+std::string closest_word(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  // Up to two edits (a third of the word for long keys), and never more edits than half the word.
+  std::size_t best_d = std::min(std::max<std::size_t>(2, word.size() / 3), std::max<std::size_t>(1, word.size() / 2)) + 1;
+  for (const auto& c : candidates) {
+    std::size_t d = edit_distance(word, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
 }
 
 Result<Json> parse_json_text(const std::string& text, const std::string& source) {
@@ -41,7 +93,7 @@ Result<Json> parse_json_text(const std::string& text, const std::string& source)
 Result<Json> read_json_file(const std::string& path) {
   auto text = read_text_file(path);
   if (!text) return text.error();
-  return parse_json_text(*text, path);
+  return parse_json_text(*text, input_name(path));
 }
 
 std::string describe_json(const Json& j) {
@@ -68,6 +120,35 @@ bool JsonCursor::has(const std::string& key) const {
 
 void JsonCursor::require_object() const {
   if (!node_->is_object()) fail("expected an object, got " + describe_json(*node_));
+}
+
+void JsonCursor::expect_keys(const std::vector<std::string>& known) const {
+  require_object();
+  for (const auto& [key, value] : node_->items()) {
+    if (is_extension_key(key) || std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string hint = closest_word(key, known);
+    std::string what = "unknown key \"" + key + "\"";
+    if (!hint.empty()) {
+      what += " (did you mean \"" + hint + "\"?)";
+    } else {
+      what += " (expected";
+      for (std::size_t i = 0; i < known.size() && i < 12; ++i) what += (i ? ", " : " ") + known[i];
+      what += known.size() > 12 ? ", ...; " : "; ";
+      what += "keys starting with _ are ignored)";
+    }
+    // A key with control or non-ASCII characters is quoted so the message stays one line.
+    const bool plain = std::all_of(key.begin(), key.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; });
+    const std::string shown = plain ? key : Json(key).dump(-1, ' ', true);
+    if (!plain) what = "unknown key " + shown;
+    JsonCursor(value, source_, path_ + "." + shown).fail(what);
+  }
+}
+
+void JsonCursor::expect_format(const std::string& format, int64_t version) const {
+  if (has("format") && at("format").as_string() != format)
+    at("format").fail("expected \"" + format + "\", got " + describe_json(at("format").node()));
+  if (has("version") && at("version").as_int() != version)
+    at("version").fail("expected version " + std::to_string(version) + ", got " + describe_json(at("version").node()));
 }
 
 JsonCursor JsonCursor::at(const std::string& key) const {

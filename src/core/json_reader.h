@@ -1,6 +1,9 @@
 // Reading JSON input with errors that locate the problem: a syntax error names the file, line
 // and column; a type error names the file and the JSON path ($.ops[3].size) and what was expected.
 // Inside readers a JsonInputError is thrown; read_* entry points turn it into Result errors.
+// Strict input: every reader lists the keys of each object it reads (expect_keys); any other key
+// is rejected with a did-you-mean hint, except extension keys, which start with "_" and are
+// ignored everywhere (comments, tool annotations). A path of "-" reads standard input.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +25,19 @@ struct JsonInputError : std::runtime_error {
 
 // Parses text as JSON; `source` names the file in error messages.
 Result<Json> parse_json_text(const std::string& text, const std::string& source);
-// Reads and parses a file.
+// Reads and parses a file ("-": standard input).
 Result<Json> read_json_file(const std::string& path);
-// Reads a whole file into a string.
+// Reads a whole file into a string ("-": standard input, which can be read only once per process).
+// A directory, a missing file or an unreadable one is a one-line bad-input error.
 Result<std::string> read_text_file(const std::string& path);
+// The name of `path` in messages: "<stdin>" for "-", else the path.
+std::string input_name(const std::string& path);
+
+// A key the readers ignore: it starts with "_" (e.g. "_comment", "_generator").
+bool is_extension_key(const std::string& key);
+// The candidate closest to `word` by edit distance when it is close enough to be a likely typo
+// (distance <= max(1, |word| / 3)), else "".
+std::string closest_word(const std::string& word, const std::vector<std::string>& candidates);
 
 // A located view of one JSON node.
 class JsonCursor {
@@ -43,6 +55,11 @@ class JsonCursor {
   std::size_t array_size() const;                         // requires an array
   std::vector<JsonCursor> elements() const;               // requires an array
   void require_object() const;
+  // Requires an object whose keys are all in `known` or extension keys; otherwise fails at the
+  // first unknown key: unknown key "graph_ouput" (did you mean "graph_output"?).
+  void expect_keys(const std::vector<std::string>& known) const;
+  // Optional "format"/"version" header of our own files: when present they must match.
+  void expect_format(const std::string& format, int64_t version) const;
   bool is_null() const { return node_->is_null(); }
 
   int64_t as_int() const;                                 // integral number

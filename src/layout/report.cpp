@@ -7,6 +7,8 @@ namespace sp::layout {
 Json layout_report_json(const Layout& l, bool dma, const std::vector<DmaDescriptor>& h2d,
                         const std::vector<DmaDescriptor>& d2h) {
   Json j;
+  j["format"] = "scratchplan-layout";
+  j["version"] = 1;
   j["host_size"] = l.host_size;
   j["host_strides"] = l.host_strides;
   j["dtype"] = dtype_name(l.dtype);

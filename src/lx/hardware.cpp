@@ -17,7 +17,11 @@ Bytes lx_capacity(const Hardware& h) {
 Result<Hardware> hardware_from_json(const Json& j, const std::string& source) {
   try {
     JsonCursor c(j, source);
-    c.require_object();
+    // usable_lx_bytes is derived (hardware_to_json writes it); it is accepted and recomputed.
+    c.expect_keys({"format", "version", "name", "lx_bytes", "lx_backend_bytes", "reserved_fraction", "capacity",
+                   "usable_lx_bytes", "alignment", "max_cores", "span_limit", "hbm_bytes_per_s", "core_flops_per_s",
+                   "op_overhead_s"});
+    c.expect_format("scratchplan-lx-hardware", 1);
     Hardware h;
     if (c.has("name")) h.name = c.at("name").as_string();
     if (c.has("lx_bytes")) h.lx_bytes = c.at("lx_bytes").as_int_at_least(0);
@@ -58,11 +62,13 @@ Result<Hardware> load_hardware(const std::string& name_or_path) {
   if (name_or_path.empty() || name_or_path == "spyre") return Hardware{};
   auto j = read_json_file(name_or_path);
   if (!j) return j.error();
-  return hardware_from_json(*j, name_or_path);
+  return hardware_from_json(*j, input_name(name_or_path));
 }
 
 Json hardware_to_json(const Hardware& h) {
   Json j;
+  j["format"] = "scratchplan-lx-hardware";
+  j["version"] = 1;
   j["name"] = h.name;
   j["lx_bytes"] = h.lx_bytes;
   j["lx_backend_bytes"] = h.lx_backend_bytes;

@@ -106,7 +106,9 @@ Status finalize(Problem& p, const std::string& source) {
 Result<Problem> problem_from_json(const Json& json, const std::string& source) {
   try {
     JsonCursor root(json, source);
-    root.require_object();
+    root.expect_keys({"format", "version", "widths", "heights", "inputs", "outputs", "base_costs", "op_types",
+                      "fast_memory_capacity", "slow_memory_bandwidth", "native_granularity"});
+    root.expect_format("mlsys2026-problem", 1);
     Problem p;
     auto widths = root.at("widths").as_int_array(1);
     auto heights = root.at("heights").as_int_array(1);
@@ -154,11 +156,13 @@ Result<Problem> problem_from_json(const Json& json, const std::string& source) {
 Result<Problem> read_problem(const std::string& path) {
   auto json = read_json_file(path);
   if (!json) return json.error();
-  return problem_from_json(*json, path);
+  return problem_from_json(*json, input_name(path));
 }
 
 Json problem_to_json(const Problem& p) {
   Json j;
+  j["format"] = "mlsys2026-problem";
+  j["version"] = 1;
   Json widths = Json::array(), heights = Json::array(), inputs = Json::array(), outputs = Json::array(),
        costs = Json::array(), types = Json::array();
   for (const Tensor& t : p.tensors) {

@@ -33,6 +33,8 @@ Json evaluation_report_json(const Evaluation& ev, const std::string& mm_compute,
   const double claimed = claimed_total(ev);
   const std::vector<int> mismatches = check_reported ? reported_mismatches(ev) : std::vector<int>{};
   Json out;
+  out["format"] = "scratchplan-evaluation";
+  out["version"] = 1;
   out["valid"] = ev.valid;
   out["total"] = ev.total;
   out["claimed_total"] = claimed;

@@ -7,12 +7,20 @@
 #include <thread>
 
 #include "core/atomic_file.h"
+#include "core/outputs.h"
 #include "core/deadline.h"
 #include "mlsys/scheduler.h"
 
 namespace sp::mlsys {
 
 int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& options_in) {
+  // The output path is checked before any work: a bad path fails now, not after the budget.
+  if (Status st = check_output_path("-o", run.output_path); !st) {
+    std::cerr << "error: " << st.error().message << "\n";
+    return exit_code(st.error());
+  }
+  // "-": only the final schedule goes to standard output; the summary goes to stderr.
+  const bool to_stdout = run.output_path == "-";
   auto problem = read_problem(run.problem_path);
   if (!problem) {
     std::cerr << "error: " << problem.error().message << "\n";
@@ -32,8 +40,10 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
   Status write_status = ok_status();
   const Deadline clock;
   auto write = [&](const Solution& sol, double total) {
-    Status st = write_file_atomic(run.output_path, solution_to_json(sol).dump(1) + "\n");
-    if (!st.ok()) write_status = st;
+    if (!to_stdout) {
+      Status st = write_file_atomic(run.output_path, solution_to_json(sol).dump(1) + "\n");
+      if (!st.ok()) write_status = st;
+    }
     if (run.verbose) std::fprintf(stderr, "%8.3f s  total %.1f  (%zu subgraphs)\n", clock.elapsed_seconds(), total, sol.subgraphs.size());
   };
   auto result = schedule(*problem, options, write);
@@ -43,6 +53,7 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
   }
   // The final pick is deterministic; write it even if an equal-cost schedule was written first.
   write(result->solution, result->stats.total);
+  if (to_stdout) std::cout << solution_to_json(result->solution).dump(1) << "\n" << std::flush;
   if (!write_status.ok()) {
     std::cerr << "error: " << write_status.error().message << "\n";
     return exit_code(write_status.error());
@@ -55,6 +66,8 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
                  s.total, lb.combined, lb.combined > 0 ? std::max(0.0, 100.0 * (s.total / lb.combined - 1.0)) : 0.0, s.first_valid_s,
                  s.final_s, static_cast<long long>(s.iterations), static_cast<long long>(s.configs_evaluated));
   }
+  std::fprintf(to_stdout ? stderr : stdout, "total latency: %.1f (%zu subgraphs)\n", result->stats.total,
+               result->solution.subgraphs.size());
   return kExitOk;
 }
 

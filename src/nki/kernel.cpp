@@ -186,7 +186,7 @@ struct Reader {
   }
 
   Access access(const JsonCursor& c, const Instruction& ins) {
-    c.require_object();
+    c.expect_keys({"tensor", "block"});
     Access a;
     std::string name = c.at("tensor").as_string();
     a.tensor = k.find_tensor(name);
@@ -233,6 +233,7 @@ struct Reader {
   }
 
   void instruction(const JsonCursor& c) {
+    c.expect_keys({"name", "engine", "cost", "reads", "writes", "comment"});
     Instruction ins;
     ins.json_path = c.path();
     ins.name = c.has("name") ? c.at("name").as_string() : "op" + std::to_string(k.instrs.size());
@@ -261,6 +262,7 @@ struct Reader {
     for (auto& n : c.elements()) {
       n.require_object();
       if (n.has("loop")) {
+        n.expect_keys({"loop", "trip", "body", "comment"});
         Loop l;
         l.var = n.at("loop").as_string();
         if (l.var.empty() || !(std::isalpha(static_cast<unsigned char>(l.var[0])) || l.var[0] == '_'))
@@ -297,7 +299,8 @@ struct Reader {
   }
 
   void allocation(const JsonCursor& c, Tensor& t, Bytes& factory_next) {
-    c.require_object();
+    c.expect_keys({"kind", "base_addr", "base_partition", "base_bank", "num_bank_tiles", "num_free_tiles", "num_par_tiles",
+                   "start_partition", "byte_addr", "total_fdim_size", "tiles", "comment"});
     Allocation& a = t.alloc;
     std::string kind = c.has("kind") ? c.at("kind").as_string() : "auto";
     const std::size_t nb = t.blocks.size();
@@ -376,7 +379,7 @@ struct Reader {
   }
 
   void tensor(const JsonCursor& c, Bytes& factory_next) {
-    c.require_object();
+    c.expect_keys({"name", "buffer", "role", "blocks", "partitions", "free", "dtype", "alloc", "comment"});
     Tensor t;
     t.json_path = c.path();
     t.name = c.at("name").as_string();
@@ -534,7 +537,8 @@ Result<Hardware> builtin_hardware(const std::string& name) {
 
 Result<Hardware> hardware_from_json(const JsonCursor& c) {
   try {
-    c.require_object();
+    c.expect_keys({"name", "partitions", "sbuf_partition_bytes", "sbuf_reserved_bytes", "sbuf_min_align", "psum_banks",
+                   "psum_bank_bytes", "dma_queues", "comment"});
     Hardware h;
     if (c.has("name")) h.name = c.at("name").as_string();
     auto get = [&](const char* key, int64_t def, int64_t min) {
@@ -564,7 +568,7 @@ Result<Hardware> hardware_from_json(const JsonCursor& c) {
 Result<Hardware> read_hardware_file(const std::string& path) {
   auto j = read_json_file(path);
   if (!j) return j.error();
-  return hardware_from_json(JsonCursor(*j, path));
+  return hardware_from_json(JsonCursor(*j, input_name(path)));
 }
 
 // ---- kernel reader / writer -----------------------------------------------------------------
@@ -572,7 +576,8 @@ Result<Hardware> read_hardware_file(const std::string& path) {
 Result<Kernel> kernel_from_json(const Json& json, const std::string& source, const Hardware* hw_override) {
   try {
     JsonCursor root(json, source);
-    root.require_object();
+    root.expect_keys({"format", "version", "hardware", "tensors", "body", "comment"});
+    root.expect_format("scratchplan-nki-kernel", 1);
     Kernel k;
     k.source = source;
     if (root.has("hardware")) {
@@ -601,7 +606,7 @@ Result<Kernel> kernel_from_json(const Json& json, const std::string& source, con
 Result<Kernel> read_kernel(const std::string& path, const Hardware* hw) {
   auto j = read_json_file(path);
   if (!j) return j.error();
-  return kernel_from_json(*j, path, hw);
+  return kernel_from_json(*j, input_name(path), hw);
 }
 
 namespace {
@@ -679,6 +684,8 @@ void body_to_json(const Kernel& k, const std::vector<Node>& nodes, Json& out, st
 
 Json kernel_to_json(const Kernel& k) {
   Json j;
+  j["format"] = "scratchplan-nki-kernel";
+  j["version"] = 1;
   Json hw;
   hw["name"] = k.hw.name;
   hw["partitions"] = k.hw.partitions;

@@ -23,6 +23,8 @@ std::string fmt(const char* f, A... a) {
 
 Json check_report_to_json(const std::string& kernel_label, const Kernel& k, const CheckReport& rep) {
   Json out;
+  out["format"] = "scratchplan-nki-check";
+  out["version"] = 1;
   out["kernel"] = kernel_label;
   out["hardware"] = k.hw.name;
   out["clean"] = rep.clean();
@@ -58,6 +60,8 @@ std::string check_report_text(const std::string& kernel_label, const Kernel& k, 
 Json plan_result_to_json(const std::string& kernel_label, const PlanResult& p) {
   const double speedup = p.planned.makespan ? static_cast<double>(p.baseline.makespan) / p.planned.makespan : 1.0;
   Json out;
+  out["format"] = "scratchplan-nki-plan-summary";
+  out["version"] = 1;
   out["kernel"] = kernel_label;
   out["hardware"] = p.kernel.hw.name;
   out["simulated_cycles"] = p.planned.makespan;

@@ -222,15 +222,13 @@ Status finalize(Program& p, const std::string& source) {
 Result<Program> program_from_json(const Json& j, const std::string& source) {
   try {
     JsonCursor root(j, source);
-    root.require_object();
+    root.expect_keys({"format", "version", "name", "tensors", "ops"});
     Program p;
     if (root.has("name")) p.name = root.at("name").as_string();
-    if (root.has("format") && root.at("format").as_string() != "scratchplan-program")
-      root.at("format").fail("expected \"scratchplan-program\"");
-    if (root.has("version") && root.at("version").as_int() != 1) root.at("version").fail("expected version 1");
+    root.expect_format("scratchplan-program", 1);
     std::unordered_map<std::string, TensorId> ids;
     for (const JsonCursor& tc : root.at("tensors").elements()) {
-      tc.require_object();
+      tc.expect_keys({"name", "shape", "dtype", "dim_order", "layout", "graph_input", "graph_output"});
       Tensor t;
       t.name = tc.at("name").as_string();
       t.shape = tc.at("shape").as_int_array(1);
@@ -241,7 +239,7 @@ Result<Program> program_from_json(const Json& j, const std::string& source) {
         for (int64_t d : tc.at("dim_order").as_int_array(-1)) t.dim_order.push_back(static_cast<int>(std::min<int64_t>(d, 1 << 20)));
       if (tc.has("layout")) {
         JsonCursor lc = tc.at("layout");
-        lc.require_object();
+        lc.expect_keys({"device_size", "stride_map"});
         ExplicitLayout el;
         el.device_size = lc.at("device_size").as_int_array(0);
         el.stride_map = lc.at("stride_map").as_int_array(-1);
@@ -260,7 +258,7 @@ Result<Program> program_from_json(const Json& j, const std::string& source) {
       return it->second;
     };
     for (const JsonCursor& oc : root.at("ops").elements()) {
-      oc.require_object();
+      oc.expect_keys({"name", "kind", "payload", "inputs", "outputs", "iterator_types", "indexing_maps"});
       Op op;
       op.name = oc.at("name").as_string();
       const std::string kind = oc.at("kind").as_string();
@@ -302,7 +300,7 @@ Result<Program> program_from_json(const Json& j, const std::string& source) {
 Result<Program> read_program(const std::string& path) {
   auto j = read_json_file(path);
   if (!j) return j.error();
-  return program_from_json(*j, path);
+  return program_from_json(*j, input_name(path));
 }
 
 Json program_to_json(const Program& p) {

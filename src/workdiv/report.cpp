@@ -15,6 +15,8 @@ std::string splits_text(const OpDivision& od, const std::vector<Split>& s) {
 
 Json division_report_json(const program::Program& p, const Division& d, const std::vector<layout::LayoutIssue>& issues) {
   Json j;
+  j["format"] = "scratchplan-division";
+  j["version"] = 1;
   j["program"] = p.name;
   j["max_cores"] = d.max_cores;
   Json ops = Json::array();

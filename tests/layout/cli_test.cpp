@@ -88,8 +88,8 @@ TEST(DivideCli, DividesExamplesAndRejectsBadInput) {
   ASSERT_TRUE(js.ok());
   EXPECT_EQ((*js)["ops"][0]["cores"], 8);
   EXPECT_GT((*js)["ops"][0]["candidates"].size(), 1u);
-  expect_bad("divide " + example("matmul") + " --cores 33", "expected 1..32");
-  expect_bad("divide " + example("matmul") + " --cores 0", "expected 1..32");
+  expect_bad("divide " + example("matmul") + " --cores 33", "expected an integer 1..32");
+  expect_bad("divide " + example("matmul") + " --cores 0", "expected an integer 1..32");
   expect_bad("divide /nonexistent/p.json", "/nonexistent/p.json");
   // An indexing map that does not match its operand's rank.
   const std::string bad = ::testing::TempDir() + "scratchplan_layout_cli_bad_program_" + std::to_string(getpid()) + ".json";

@@ -107,7 +107,7 @@ TEST(LxExamples, BadInputExitsTwoWithOneLineErrors) {
   expect_bad(testing::temp_file("lx_shape.json", program_text(x + "," + z, pw("a", "x", "z"))), "", "z");
   // more cores than the hardware has
   std::string good = testing::temp_file("lx_good.json", program_text(x + "," + y, pw("a", "x", "y")));
-  expect_bad(good, "--cores 33", "--cores 33");
+  expect_bad(good, "--cores 33", "--cores: expected an integer 1..32, got 33");
   std::string hw = testing::temp_file("lx_hw.json", R"({"max_cores": 8})");
   expect_bad(good, "--hardware " + hw + " --cores 16", "1..8");
   expect_bad(good, "--hardware " + testing::temp_file("lx_hw_bad.json", R"({"alignment": 0})"), "alignment");

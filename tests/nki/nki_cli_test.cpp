@@ -104,7 +104,10 @@ TEST(NkiCli, CheckSvgOutlinesBothTilesOfAnOverlap) {
   std::string svg = ::testing::TempDir() + "/check.svg";
   auto r = testing::run_cli("nki check --json --svg " + svg + " " + testing::example("overlap_t0_t1.json"));
   EXPECT_EQ(r.exit_code, 2);
-  Json j = Json::parse(r.out);
+  // run_cli merges stderr: the JSON report, then the one-line error.
+  const auto error_at = r.out.rfind("\nerror: ");
+  ASSERT_NE(error_at, std::string::npos) << r.out;
+  Json j = Json::parse(r.out.substr(0, error_at));
   EXPECT_EQ(j["violations"][0]["overwritten_by"]["tensor"], "t1");
   EXPECT_EQ(j["violations"][0]["overwritten_by"]["block"], Json::array({0}));
   std::ifstream f(svg);

@@ -123,7 +123,7 @@ TEST(ProgramFormat, BadInputIsOneLocatedLine) {
   expect_error(replaced(kGood, "[\"parallel\", \"parallel\"]", "[\"parallel\", \"reduction\"]"),
                "reduction iterator d1 indexes an output");
   expect_error(replaced(kGood, ", \"graph_input\": true", ""), "read before any op writes it");
-  expect_error(replaced(kGood, "\"tensors\"", "\"tensorz\""), "missing required field \"tensors\"");
+  expect_error(replaced(kGood, "\"tensors\"", "\"tensorz\""), "unknown key \"tensorz\" (did you mean \"tensors\"?)");
 }
 
 }  // namespace

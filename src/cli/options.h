@@ -1,0 +1,34 @@
+// Flag rules shared by every verb: one validator per kind of value, so `--cores -1`,
+// `--time-limit nan` or `--threads 1000` fail the same way everywhere (exit 2, one line naming
+// the flag, the value and what was expected). README "Flags" lists the rules.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <iostream>
+#include <string>
+
+#include "core/result.h"
+
+namespace sp::cli {
+
+inline constexpr int kMaxThreads = 256;                    // search threads: 1..256 on any machine
+inline constexpr double kMaxSeconds = 1e6;                 // time limits: 0..1e6 s (11.5 days)
+inline constexpr int64_t kMaxBytes = int64_t{1} << 62;     // byte sizes: 0..2^62, overflow-safe sums
+inline constexpr double kMaxGbps = 1e9;                    // bandwidths: (0, 1e9] GB/s
+
+// An integer in [lo, hi] (counts, cores, stages, iterations, seeds).
+CLI::Validator count_in(int64_t lo, int64_t hi);
+// A finite number of seconds in [0, kMaxSeconds].
+CLI::Validator seconds();
+// An integer number of bytes in [0, kMaxBytes].
+CLI::Validator byte_size();
+// A finite positive bandwidth in GB/s, at most kMaxGbps.
+CLI::Validator bandwidth_gbps();
+// A thread count in [1, kMaxThreads].
+CLI::Validator thread_count();
+
+// Prints "error: <message>" on one line (newlines in names are flattened) and returns the exit code.
+int fail(const Error& e);
+
+}  // namespace sp::cli

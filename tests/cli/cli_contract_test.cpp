@@ -1,0 +1,227 @@
+// The CLI's promises across verbs (issue 11 items 9-12 and 14): output paths checked before any
+// work and all outputs or none; one flag rule per kind of value; unknown JSON keys rejected with
+// a hint in every reader; one-line located errors; "-" for stdin/stdout; format/version keys.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_test_util.h"
+
+namespace sp::testing {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSrc = SCRATCHPLAN_SOURCE_DIR;
+const std::string kSoftmax = kSrc + "/examples/programs/softmax_lastdim.json";
+const std::string kMlp = kSrc + "/examples/mlsys/mlp_block.json";
+const std::string kMlpSolution = kSrc + "/examples/mlsys/mlp_block_solution.json";
+const std::string kKernel = kSrc + "/examples/nki/load_exp.json";
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void expect_one_line_exit2(const CommandResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 400u) << r.err;
+}
+
+std::string alloc_problem() {
+  return temp_file("contract_alloc.json",
+                   R"({"capacity": 1000, "buffers": [{"id": "a", "start": 0, "end": 2, "size": 100},
+                       {"id": "b", "start": 1, "end": 3, "size": 200}]})");
+}
+
+// ---- item 9: output paths ----------------------------------------------------------------------
+
+TEST(CliContract, UnwritableOutputFailsAtOnceWithExit2) {
+  const std::string bad = (fs::temp_directory_path() / "sp_no_such_dir" / "plan.json").string();
+  struct Case {
+    std::string args;
+  };
+  const std::vector<std::string> cases = {
+      "plan " + kSoftmax + " --time-limit 30 -o " + bad,
+      "schedule " + kMlp + " --time-limit 30 -o " + bad,
+      "alloc " + alloc_problem() + " --time-limit 30 -o " + bad,
+      "nki plan " + kKernel + " --time-limit 30 -o " + bad,
+      "nki check " + kKernel + " --svg " + bad,
+  };
+  for (const auto& args : cases) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = run_cli(args);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    expect_one_line_exit2(r, "sp_no_such_dir");
+    EXPECT_LT(s, 15.0) << args;  // not after the 30 s budget
+  }
+}
+
+TEST(CliContract, FailingSvgLeavesNoPlanBehind) {
+  const std::string out = (fs::temp_directory_path() / ("sp_contract_" + std::to_string(::getpid()) + ".json")).string();
+  fs::remove(out);
+  const std::string dir_as_svg = fs::temp_directory_path().string();  // a directory cannot be written as a file
+  for (const std::string& args :
+       {"plan " + kSoftmax + " --time-limit 0.1 -o " + out + " --svg " + dir_as_svg,
+        "alloc " + alloc_problem() + " -o " + out + " --svg " + dir_as_svg,
+        "nki plan " + kKernel + " --time-limit 0.1 -o " + out + " --svg " + dir_as_svg}) {
+    auto r = run_cli(args);
+    expect_one_line_exit2(r, "is a directory");
+    EXPECT_FALSE(fs::exists(out)) << args;
+  }
+  auto same = run_cli("plan " + kSoftmax + " -o " + out + " --svg " + out);
+  expect_one_line_exit2(same, "same file");
+}
+
+// ---- item 10: flag values ----------------------------------------------------------------------
+
+TEST(CliContract, OutOfRangeFlagsAreRejected) {
+  const std::string p = alloc_problem();
+  for (const std::string& args : {
+           "plan " + kSoftmax + " --cores -1", "plan " + kSoftmax + " --cores 0", "plan " + kSoftmax + " --stage 0",
+           "plan " + kSoftmax + " --stage 5", "plan " + kSoftmax + " --capacity -5", "plan " + kSoftmax + " --hbm-gbps 0",
+           "plan " + kSoftmax + " --hbm-gbps nan", "plan " + kSoftmax + " --time-limit -1",
+           "schedule " + kMlp + " -o x.json --time-limit -1", "schedule " + kMlp + " -o x.json --time-limit nan",
+           "schedule " + kMlp + " -o x.json --threads 1000", "schedule " + kMlp + " -o x.json --threads 0",
+           "schedule " + kMlp + " -o x.json --max-segment-ops 0",
+           "schedule " + kMlp + " -o x.json --iterations 10 --time-limit 1", "alloc " + p + " -o x.json --capacity -5",
+           "alloc " + p + " -o x.json --time-limit inf", "alloc " + p + " -o x.json --objective select --minimize",
+           "alloc " + p + " -o x.json --solver nope", "divide " + kSoftmax + " --cores 33",
+           "nki plan " + kKernel + " --max-buffers 0", "nki plan " + kKernel + " --single --max-buffers 4",
+           "nki plan " + kKernel + " --time-limit nan"}) {
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_LT(r.err.size(), 200u) << args << "\n" << r.err;  // no 300-digit ranges
+  }
+  auto cap = run_cli("plan " + kSoftmax + " --capacity -5");
+  EXPECT_NE(cap.err.find("--capacity"), std::string::npos) << cap.err;
+  EXPECT_NE(cap.err.find("-5"), std::string::npos) << cap.err;
+}
+
+// ---- item 11: unknown keys ---------------------------------------------------------------------
+
+TEST(CliContract, UnknownKeysAreRejectedWithAHint) {
+  auto prog = nlohmann::json::parse(slurp(kSoftmax));
+  prog["tensors"][5].erase("graph_output");
+  prog["tensors"][5]["graph_ouput"] = true;
+  auto r = run_cli("plan " + temp_file("typo_prog.json", prog.dump()));
+  expect_one_line_exit2(r, "$.tensors[5].graph_ouput: unknown key \"graph_ouput\" (did you mean \"graph_output\"?)");
+  r = run_cli("divide " + temp_file("typo_prog.json", prog.dump()));
+  expect_one_line_exit2(r, "did you mean \"graph_output\"");
+
+  r = run_cli("plan " + kSoftmax + " --hardware " + temp_file("typo_hw.json", R"({"lx_byts": 1048576})"));
+  expect_one_line_exit2(r, "did you mean \"lx_bytes\"");
+
+  auto kernel = nlohmann::json::parse(slurp(kSrc + "/examples/nki/mod_alloc_double.json"));
+  for (auto& t : kernel["tensors"])
+    if (t.contains("alloc")) {
+      t["alocc"] = t["alloc"];
+      t.erase("alloc");
+      break;
+    }
+  r = run_cli("nki check " + temp_file("typo_kernel.json", kernel.dump()));
+  expect_one_line_exit2(r, "did you mean \"alloc\"");
+
+  auto problem = nlohmann::json::parse(slurp(kMlp));
+  problem["fast_memory_capacty"] = 1;
+  r = run_cli("schedule " + temp_file("typo_problem.json", problem.dump()) + " -o x.json");
+  expect_one_line_exit2(r, "did you mean \"fast_memory_capacity\"");
+
+  auto sol = nlohmann::json::parse(slurp(kMlpSolution));
+  sol["traversal_order"] = sol["traversal_orders"];
+  sol.erase("traversal_orders");
+  r = run_cli("evaluate " + kMlp + " " + temp_file("typo_sol.json", sol.dump()));
+  expect_one_line_exit2(r, "did you mean \"traversal_orders\"");
+
+  r = run_cli("alloc " + temp_file("typo_alloc.json", R"({"capacity": 10, "buffers": [{"id": "a", "start": 0, "end": 1, "szie": 4}]})") +
+              " -o x.json");
+  expect_one_line_exit2(r, "did you mean \"size\"");
+}
+
+TEST(CliContract, ExtensionKeysStartingWithUnderscoreAreIgnored) {
+  auto prog = nlohmann::json::parse(slurp(kSoftmax));
+  prog["_comment"] = "written by a tool";
+  prog["tensors"][0]["_origin"] = {{"file", "model.py"}};
+  auto r = run_cli("divide " + temp_file("ext_prog.json", prog.dump()) + " --cores 4");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// ---- item 12: error text -----------------------------------------------------------------------
+
+TEST(CliContract, ErrorsAreOneLocatedLine) {
+  const std::string dir = fs::temp_directory_path().string();
+  auto r = run_cli("plan " + dir);
+  expect_one_line_exit2(r, "is a directory");
+  r = run_cli("evaluate " + dir + " " + kMlpSolution);
+  expect_one_line_exit2(r, "is a directory");
+  r = run_cli("plan /nonexistent/prog.json");
+  expect_one_line_exit2(r, "/nonexistent/prog.json: cannot open file for reading");
+  r = run_cli("divide " + temp_file("trunc.json", slurp(kSoftmax).substr(0, 200)));
+  expect_one_line_exit2(r, "trunc.json:");
+  // An invalid schedule: exit 2 with the report on stdout and one line on stderr.
+  auto sol = nlohmann::json::parse(slurp(kMlpSolution));
+  sol["granularities"][0] = {1, 1, 100000};
+  r = run_cli("evaluate " + kMlp + " " + temp_file("bad_sol.json", sol.dump()));
+  expect_one_line_exit2(r, "invalid schedule");
+  // A kernel with violations: one line on stderr too.
+  r = run_cli("nki check " + kSrc + "/examples/nki/overlap_t0_t1.json");
+  expect_one_line_exit2(r, "allocation violation");
+}
+
+// ---- item 14: "-" and format/version -----------------------------------------------------------
+
+TEST(CliContract, DashIsStdinAndStdout) {
+  auto r = run_cli("plan - -o - --time-limit 0.1 --report < " + kSoftmax);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto plan = nlohmann::json::parse(r.out);  // stdout is pure JSON; the report went to stderr
+  EXPECT_EQ(plan["format"], "scratchplan-lx-plan");
+  EXPECT_NE(r.err.find("HBM"), std::string::npos) << r.err;
+
+  r = run_cli("schedule - -o - --time-limit 0.2 --threads 1 < " + kMlp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = nlohmann::json::parse(r.out);
+  EXPECT_EQ(s["format"], "mlsys2026-solution");
+  EXPECT_NE(r.err.find("total latency"), std::string::npos) << r.err;
+  const std::string sol = temp_file("stdout_sol.json", r.out);
+  r = run_cli("evaluate - " + sol + " < " + kMlp);  // our own output read back
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  r = run_cli("alloc - --capacity 1000 -o - < " + alloc_problem());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["format"], "scratchplan-alloc-plan");
+
+  r = run_cli("nki plan - -o - --time-limit 0.2 < " + kKernel);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string planned = temp_file("stdout_kernel.json", r.out);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["format"], "scratchplan-nki-kernel");
+  r = run_cli("nki check " + planned);  // the planned kernel is read back and is clean
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+
+  r = run_cli("evaluate - - < " + kMlp);
+  expect_one_line_exit2(r, "standard input was already read");
+  r = run_cli("plan " + kSoftmax + " -o - --svg -");
+  expect_one_line_exit2(r, "standard output");
+}
+
+TEST(CliContract, JsonOutputsCarryFormatAndVersion) {
+  for (const auto& [args, format] : std::vector<std::pair<std::string, std::string>>{
+           {"evaluate " + kMlp + " " + kMlpSolution + " --json", "scratchplan-evaluation"},
+           {"divide " + kSoftmax + " --cores 4 --json", "scratchplan-division"},
+           {"layout --size 5,100,150 --dtype fp16 --json", "scratchplan-layout"},
+           {"nki check " + kKernel + " --json", "scratchplan-nki-check"},
+           {"nki plan " + kKernel + " --json --time-limit 0.1", "scratchplan-nki-plan-summary"}}) {
+    auto r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << args << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["format"], format) << args;
+    EXPECT_EQ(j["version"], 1) << args;
+  }
+}
+
+}  // namespace
+}  // namespace sp::testing
