@@ -1,5 +1,7 @@
 #include "core/outputs.h"
 
+#include "core/atomic_file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -10,46 +12,8 @@
 #include <iostream>
 
 namespace sp {
-namespace {
 
 namespace fs = std::filesystem;
-
-std::string temp_name(const std::string& path, const char* tag) {
-  static unsigned counter = 0;
-  fs::path target(path);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  return (dir / ("." + target.filename().string() + "." + tag + "." + std::to_string(::getpid()) + "." +
-                 std::to_string(counter++)))
-      .string();
-}
-
-// Writes `content` to a new file `tmp` and flushes it; the file is removed on failure.
-Status write_new(const std::string& tmp, const std::string& content, const std::string& path) {
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return bad_input(path + ": cannot create the output file: " + std::strerror(errno));
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return internal_error(path + ": write failed: " + why);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return internal_error(path + ": flush failed: " + why);
-  }
-  return ok_status();
-}
-
-}  // namespace
 
 Status check_output_path(const std::string& flag, const std::string& path) {
   if (path == "-") return ok_status();
@@ -61,7 +25,7 @@ Status check_output_path(const std::string& flag, const std::string& path) {
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) return bad_input(where + "directory " + dir.string() + " does not exist");
   // The only reliable test of "can we create a file here" is to create one.
-  const std::string probe = temp_name(path, "probe");
+  const std::string probe = temp_path_beside(path, "probe");
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return bad_input(where + "cannot write in " + dir.string() + ": " + std::strerror(errno));
   ::close(fd);
@@ -108,8 +72,8 @@ Status OutputSet::commit() {
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
     if (!e.staged || e.path == "-") continue;
-    temps[i] = temp_name(e.path, "tmp");
-    if (Status st = write_new(temps[i], e.content, e.path); !st) {
+    temps[i] = temp_path_beside(e.path, "tmp");
+    if (Status st = write_new_file(temps[i], e.content, e.path); !st) {
       temps[i].clear();
       remove_temps();
       return st;
