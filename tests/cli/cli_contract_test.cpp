@@ -173,6 +173,32 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
   expect_one_line_exit2(r, "allocation violation");
 }
 
+// Found by the end-to-end fuzzer: a 2^62-byte buffer made every heuristic leave it unplaced
+// (exit 1, "invalid plan"), three of them overflowed the validator (exit 0 with two at one
+// offset), and two short lifetimes 10^12 ticks apart made the sweep allocate a bucket per tick.
+TEST(CliContract, AllocValuesPastTheDocumentedBoundsAreBadInput) {
+  const std::string huge = "4611686018427387904";  // 2^62
+  const std::string csv = temp_file("huge.csv", "id,lower,upper,size\na,0,2," + huge + "\nb,0,2," + huge + "\nc,0,2," + huge + "\n");
+  for (const std::string& flags : {" --objective select", " --objective pack", " --solver firstfit", " --solver sweep"}) {
+    auto r = run_cli("alloc " + csv + " --capacity " + huge + " -o x.json" + flags);
+    expect_one_line_exit2(r, "huge.csv: buffer 'a': size, alignment or pinned end above 2^60 bytes");
+  }
+  std::string many = "id,lower,upper,size\n";
+  for (int i = 0; i < 4; ++i) many += "b" + std::to_string(i) + ",0,2," + std::to_string(int64_t{1} << 59) + "\n";
+  auto r = run_cli("alloc " + temp_file("sum.csv", many) + " --capacity 1000 -o x.json");
+  expect_one_line_exit2(r, "add up to more than 2^60 bytes");
+  r = run_cli("alloc " + temp_file("time.csv", "id,lower,upper,size\na,0,4611686018427387904,8\n") + " --capacity 10 -o x.json");
+  expect_one_line_exit2(r, "lifetime outside");
+  r = run_cli("alloc " + temp_file("dup.csv", "id,lower,upper,size\na,0,2,4\nb,0,2,4\na,1,3,5\n") + " --capacity 100 -o x.json");
+  expect_one_line_exit2(r, "dup.csv:4: duplicate id 'a' (first on line 2)");
+  const std::string out = temp_file("sparse_out.json", "");
+  fs::remove(out);
+  r = run_cli("alloc " + temp_file("sparse.csv", "id,lower,upper,size\na,0,1,4\nb,1000000000000,1000000000001,4\n") +
+              " --capacity 100 --solver sweep -o " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out));
+}
+
 // ---- item 14: "-" and format/version -----------------------------------------------------------
 
 TEST(CliContract, DashIsStdinAndStdout) {
