@@ -5,6 +5,7 @@
 
 #include "cli/options.h"
 #include "cli/verbs.h"
+#include "core/json_reader.h"
 #include "core/outputs.h"
 #include "nki/check.h"
 #include "nki/plan.h"
@@ -45,9 +46,9 @@ int run_check(const NkiArgs& a) {
   if (Status st = outputs.commit(); !st) return fail(st.error());
   std::ostream& report = outputs.uses_stdout() ? std::cerr : std::cout;
   if (a.json)
-    report << nki::check_report_to_json(a.kernel_path, *k, *rep).dump(1) << "\n";
+    report << nki::check_report_to_json(input_name(a.kernel_path), *k, *rep).dump(1) << "\n";
   else
-    report << nki::check_report_text(a.kernel_path, *k, *rep);
+    report << nki::check_report_text(input_name(a.kernel_path), *k, *rep);
   if (rep->clean()) return kExitOk;
   // Exit 2 always comes with one line on stderr, so scripts can tell why without parsing stdout.
   return fail(bad_input(input_name(a.kernel_path) + ": " + std::to_string(rep->distinct_violations) +
@@ -74,9 +75,9 @@ int run_plan(const NkiArgs& a) {
   if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::plan_svg(p));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.json)
-    human << nki::plan_result_to_json(a.kernel_path, p).dump(1) << "\n";
+    human << nki::plan_result_to_json(input_name(a.kernel_path), p).dump(1) << "\n";
   else
-    human << nki::plan_result_text(a.kernel_path, p);
+    human << nki::plan_result_text(input_name(a.kernel_path), p);
   return kExitOk;
 }
 

@@ -90,7 +90,9 @@ TEST(CliContract, OutOfRangeFlagsAreRejected) {
            "schedule " + kMlp + " -o x.json --max-segment-ops 0",
            "schedule " + kMlp + " -o x.json --iterations 10 --time-limit 1", "alloc " + p + " -o x.json --capacity -5",
            "alloc " + p + " -o x.json --time-limit inf", "alloc " + p + " -o x.json --objective select --minimize",
-           "alloc " + p + " -o x.json --solver nope", "divide " + kSoftmax + " --cores 33",
+           "alloc " + p + " -o x.json --solver nope", "alloc " + p + " -o x.json --solver sweep --seed 3",
+           "alloc " + p + " -o x.json --solver greedy --threads 2", "alloc " + p + " -o x.json --solver annealing --exact-off memo",
+           "alloc " + p + " -o x.json --solver exact --iterations 5", "alloc " + p + " -o x.json --exact-off nope", "divide " + kSoftmax + " --cores 33",
            "nki plan " + kKernel + " --max-buffers 0", "nki plan " + kKernel + " --single --max-buffers 4",
            "nki plan " + kKernel + " --time-limit nan"}) {
     auto r = run_cli(args);
