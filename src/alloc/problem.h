@@ -1,6 +1,6 @@
 // Buffer allocation model: buffers with half-open lifetimes that must get non-overlapping
 // addresses in a scratchpad (packing), or a subset of them must (selection at fixed capacity).
-// Used by the alloc CLI verb and, as a library, by the LX and NKI planners (see docs/alloc.md).
+// Used by the alloc CLI verb and, as a library, by the LX planner (see docs/alloc.md).
 #pragma once
 
 #include <cstdint>
