@@ -68,7 +68,7 @@ int run_alloc(const AllocArgs& a) {
   o.iterations = a.iterations;
   o.exact = exact;
   auto r = alloc::solve(p, o);
-  if (!r) return fail(r.error());
+  if (!r) return fail(located(r.error(), a.input));
   const bool pack = o.objective == alloc::Objective::kPack;
   // Independent check of what is written (the library already validated it).
   if (r->feasible || !pack) {

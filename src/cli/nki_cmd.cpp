@@ -41,7 +41,7 @@ int run_check(const NkiArgs& a) {
   auto k = load(a);
   if (!k) return fail(k.error());
   auto rep = nki::check_kernel(*k);
-  if (!rep) return fail(rep.error());
+  if (!rep) return fail(located(rep.error(), a.kernel_path));
   outputs.set(a.svg_path, nki::check_svg(*k, *rep));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   std::ostream& report = outputs.uses_stdout() ? std::cerr : std::cout;
@@ -69,7 +69,7 @@ int run_plan(const NkiArgs& a) {
   opt.scheduler = a.in_order ? nki::Scheduler::kInOrder : nki::Scheduler::kDataflow;
   opt.keep_direct = a.keep_direct;
   auto plan = nki::plan_kernel(*k, opt);
-  if (!plan) return fail(plan.error());
+  if (!plan) return fail(located(plan.error(), a.kernel_path));
   const nki::PlanResult& p = *plan;
   outputs.set(a.out_path, nki::kernel_to_json(p.kernel).dump(1) + "\n");
   if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::plan_svg(p));

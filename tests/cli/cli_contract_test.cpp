@@ -201,6 +201,44 @@ TEST(CliContract, AllocValuesPastTheDocumentedBoundsAreBadInput) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+// Values that made every latency or time estimate inf (written as JSON null) are refused.
+TEST(CliContract, ValuesThatWouldGiveInfiniteTimesAreBadInput) {
+  auto problem = nlohmann::json::parse(slurp(kMlp));
+  problem["slow_memory_bandwidth"] = 1e-320;
+  auto r = run_cli("schedule " + temp_file("tiny_bw.json", problem.dump()) + " -o x.json");
+  expect_one_line_exit2(r, "$.slow_memory_bandwidth: expected a bandwidth in [1e-9, 1e18]");
+  r = run_cli("evaluate " + temp_file("tiny_bw.json", problem.dump()) + " " + kMlpSolution);
+  expect_one_line_exit2(r, "slow_memory_bandwidth");
+  problem = nlohmann::json::parse(slurp(kMlp));
+  problem["base_costs"][0] = 1e308;
+  r = run_cli("schedule " + temp_file("huge_cost.json", problem.dump()) + " -o x.json");
+  expect_one_line_exit2(r, "$.base_costs[0]: expected a cost in [0, 1e18]");
+  for (const auto& [hw, needle] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"hbm_bytes_per_s": 1e-320})", "$.hbm_bytes_per_s: expected bytes per second in [1, 1e18]"},
+           {R"({"core_flops_per_s": 1e-320})", "$.core_flops_per_s"},
+           {R"({"op_overhead_s": 1e300})", "$.op_overhead_s"},
+           {R"({"lx_bytes": 9223372036854775807})", "$.lx_bytes: expected a byte count 0..2^62"},
+           {R"({"alignment": 4611686018427387904})", "$.alignment: expected a power of two"}}) {
+    r = run_cli("plan " + kSoftmax + " --hardware " + temp_file("inf_hw.json", hw) + " -o x.json");
+    expect_one_line_exit2(r, needle);
+  }
+  r = run_cli("plan " + kSoftmax + " --hbm-gbps 1e-12");
+  expect_one_line_exit2(r, "--hbm-gbps");
+}
+
+// Errors the planners find in a file's contents name the file (they used to say only "op ...").
+TEST(CliContract, PlannerErrorsNameTheInputFile) {
+  auto r = run_cli("plan " + kSoftmax + " --hardware " + temp_file("span_hw.json", R"({"span_limit": 1})") + " -o x.json");
+  expect_one_line_exit2(r, kSoftmax + ": op 'row_max': no split");
+  r = run_cli("divide " + kSoftmax + " --cores 1 < /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto problem = nlohmann::json::parse(slurp(kMlp));
+  problem["fast_memory_capacity"] = 2;
+  const std::string small = temp_file("small_fast.json", problem.dump());
+  r = run_cli("schedule " + small + " -o x.json");
+  expect_one_line_exit2(r, small + ": op 0 (MatMul) cannot be scheduled");
+}
+
 // ---- item 14: "-" and format/version -----------------------------------------------------------
 
 TEST(CliContract, DashIsStdinAndStdout) {
