@@ -129,6 +129,8 @@ class TimeIndex {
     }
     // Bucket width ~ the mean lifetime keeps both per-bucket lists and buckets per buffer small.
     width_ = std::max<Time>(1, static_cast<Time>(total / static_cast<double>(p.buffers.size())));
+    // Sparse time axes (short lifetimes far apart) would need a bucket per tick: at most ~4n buckets.
+    width_ = std::max<Time>(width_, (t1 - t0_) / (4 * static_cast<Time>(p.buffers.size())) + 1);
     buckets_.resize(static_cast<std::size_t>((t1 - t0_) / width_ + 1));
   }
   // Buckets stay sorted by address so a query merges sorted runs instead of sorting.

@@ -43,6 +43,7 @@ Result<Problem> problem_from_csv(const std::string& text, const std::string& sou
   std::string line;
   int lineno = 0;
   bool header = false, has_offset = false;
+  std::vector<int> lines;  // line of each buffer, for messages
   while (std::getline(is, line)) {
     ++lineno;
     std::string t = trim(line);
@@ -77,12 +78,14 @@ Result<Problem> problem_from_csv(const std::string& text, const std::string& sou
       b.fixed_offset = off;
     }
     p.buffers.push_back(std::move(b));
+    lines.push_back(lineno);
   }
   if (!header) return bad_input(source + ":1: expected header 'id,lower,upper,size[,offset]'");
-  std::map<std::string, int> seen;
+  std::map<std::string, int> seen;  // id -> line
   for (std::size_t i = 0; i < p.buffers.size(); ++i)
-    if (!seen.emplace(p.buffers[i].id, static_cast<int>(i)).second)
-      return bad_input(source + ": duplicate id '" + p.buffers[i].id + "'");
+    if (auto [it, fresh] = seen.emplace(p.buffers[i].id, lines[i]); !fresh)
+      return bad_input(source + ":" + std::to_string(lines[i]) + ": duplicate id '" + p.buffers[i].id +
+                       "' (first on line " + std::to_string(it->second) + ")");
   if (Status st = check_problem(p); !st) return bad_input(source + ": " + st.error().message);
   return p;
 }
@@ -124,7 +127,11 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
         JsonCursor e = c.at("end");
         b.end = e.as_int();
         if (b.end <= b.start) e.fail("expected end > start (" + std::to_string(b.start) + ")");
-        if (c.has("reads")) b.reads = static_cast<int>(c.at("reads").as_int_at_least(0));
+        if (c.has("reads")) {
+          const int64_t r = c.at("reads").as_int_at_least(0);
+          if (r > INT32_MAX) c.at("reads").fail("expected at most " + std::to_string(INT32_MAX) + " reads");
+          b.reads = static_cast<int>(r);
+        }
         if (c.has("first_use_is_read")) b.produced_on_chip = !c.at("first_use_is_read").as_bool();
       }
       b.alignment = default_align;

@@ -34,11 +34,28 @@ Status check_problem(const Problem& p) {
   const int n = static_cast<int>(bs.size());
   if (p.capacity < 0) return bad_input("capacity must be >= 0");
   std::map<std::string, int> names;
+  Size total_bytes = 0;  // sizes + padding so far, <= kMaxTotalBytes (each term is checked first)
+  Cost total_cost = 0;   // spill costs so far, <= kMaxTotalCost
   for (int i = 0; i < n; ++i) {
     const Buffer& b = bs[i];
     const std::string who = "buffer '" + b.id + "'";
     if (!names.emplace(b.id, i).second) return bad_input(who + ": duplicate id");
     if (b.size < 0) return bad_input(who + ": negative size " + std::to_string(b.size));
+    if (b.size > kMaxTotalBytes || b.alignment > kMaxTotalBytes || b.fixed_offset > kMaxTotalBytes - b.size)
+      return bad_input(who + ": size, alignment or pinned end above 2^60 bytes");
+    if (b.alignment > 0) total_bytes += b.size + b.alignment - 1;
+    if (total_bytes > kMaxTotalBytes)
+      return bad_input(who + ": the buffers' sizes (with alignment padding) add up to more than 2^60 bytes");
+    Cost c = 0;
+    if (b.spill_cost >= 0) c = b.spill_cost;
+    else if (__builtin_mul_overflow(static_cast<Cost>(b.produced_on_chip ? b.reads + Cost{1} : std::max(0, b.reads - 1)),
+                                    b.size, &c))
+      c = kMaxTotalCost + 1;
+    if (c > kMaxTotalCost || (total_cost += c) > kMaxTotalCost)
+      return bad_input(who + ": the spill costs add up to more than 2^62");
+    if (b.start < -kMaxTime || b.end > kMaxTime)
+      return bad_input(who + ": lifetime outside [-2^61, 2^61]");
+    if (b.reads < 0) return bad_input(who + ": negative read count");
     if (b.end <= b.start) return bad_input(who + ": end " + std::to_string(b.end) + " <= start " + std::to_string(b.start));
     if (b.alignment <= 0) return bad_input(who + ": alignment must be positive");
     if (b.fixed_offset != kNoFixedOffset && (b.fixed_offset < 0 || b.fixed_offset % b.alignment != 0))

@@ -1,6 +1,6 @@
 // Buffer allocation model: buffers with half-open lifetimes that must get non-overlapping
 // addresses in a scratchpad (packing), or a subset of them must (selection at fixed capacity).
-// Used by the alloc CLI verb and, as a library, by the LX and NKI planners (see docs/alloc.md).
+// Used by the alloc CLI verb and, as a library, by the LX planner (see docs/alloc.md).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,12 @@ using Cost = int64_t;    // spill cost (bytes of slow-memory traffic)
 inline constexpr Offset kSpilled = -1;  // Placement::offsets value of a buffer left off chip
 inline constexpr Offset kNoFixedOffset = -1;
 inline constexpr Size kUnbounded = std::numeric_limits<Size>::max() / 4;  // "no capacity" for pack-min
+// Bound on a problem's bytes: the sizes plus alignment padding of all buffers, and every pinned
+// end (offset + size), stay <= 2^60, so no height, offset or load any solver forms can overflow
+// (and stays below kUnbounded); spill costs (each and summed) stay <= 2^62.
+inline constexpr Size kMaxTotalBytes = Size{1} << 60;
+inline constexpr Cost kMaxTotalCost = Cost{1} << 62;
+inline constexpr Time kMaxTime = Time{1} << 61;  // lifetimes lie in [-2^61, 2^61]: differences fit
 
 struct Buffer {
   std::string id;                      // unique name
@@ -55,7 +61,7 @@ inline Cost spill_cost(const Buffer& b) { return b.spill_cost >= 0 ? b.spill_cos
 Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Time>& uses, bool first_use_is_read,
                                 Time end_override = -1);
 
-// Structural checks (sizes, lifetimes, alignment > 0, parents exist, no parent cycles, fixed
+// Structural checks (the kMaxTotalBytes / kMaxTotalCost bounds, sizes, lifetimes, alignment > 0, parents exist, no parent cycles, fixed
 // offsets aligned and not colliding) plus torch-spyre's in-place rules (parent.end == child.start+1,
 // parent read after write or first use a read, child.size <= parent.size). One-line bad_input errors.
 Status check_problem(const Problem& p);

@@ -1,6 +1,8 @@
 // scratchplan alloc INPUT --capacity N [--minimize] [--objective pack|select] [--solver NAME]
 //   [--time-limit S] [--threads N] -o OUTPUT [--svg PICTURE.svg]
 // Exit: 0 plan written (pack: feasible), 2 bad input or infeasible pack, 1 internal error.
+#include <algorithm>
+#include <initializer_list>
 #include <iostream>
 
 #include "alloc/io.h"
@@ -23,6 +25,7 @@ struct AllocArgs {
   uint64_t seed = 1;
   int64_t iterations = 0;
   std::vector<std::string> exact_off;
+  bool threads_given = false, seed_given = false;  // set after parsing (they have defaults)
 };
 
 int run_alloc(const AllocArgs& a) {
@@ -30,6 +33,21 @@ int run_alloc(const AllocArgs& a) {
     return fail(bad_input("--minimize: applies to --objective pack only (select minimizes the spill cost)"));
   auto kind = alloc::parse_solver_kind(a.solver);
   if (!kind) return fail(bad_input("--solver: " + kind.error().message));
+  // A flag the chosen solver would ignore is rejected, never silently dropped.
+  using alloc::SolverKind;
+  const SolverKind k = *kind;
+  auto used_by = [&](const char* flag, bool given, std::initializer_list<SolverKind> solvers, const char* names) {
+    if (!given || std::find(solvers.begin(), solvers.end(), k) != solvers.end()) return ok_status();
+    return Status(bad_input(std::string(flag) + ": applies to --solver " + names + " only, not " + a.solver));
+  };
+  for (Status st : {used_by("--exact-off", !a.exact_off.empty(), {SolverKind::kAuto, SolverKind::kExact}, "auto or exact"),
+                    used_by("--threads", a.threads_given, {SolverKind::kAuto, SolverKind::kExact}, "auto or exact"),
+                    used_by("--seed", a.seed_given, {SolverKind::kAuto, SolverKind::kAnnealing}, "auto or annealing"),
+                    used_by("--iterations", a.iterations > 0, {SolverKind::kAuto, SolverKind::kAnnealing}, "auto or annealing")})
+    if (!st) return fail(st.error());
+  alloc::ExactToggles exact;
+  for (const auto& t : a.exact_off)
+    if (Status st = alloc::disable_exact_technique(exact, t); !st) return fail(bad_input("--exact-off: " + st.error().message));
   OutputSet outputs;
   if (Status st = outputs.add("-o", a.output); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg); !st) return fail(st.error());
@@ -48,11 +66,9 @@ int run_alloc(const AllocArgs& a) {
   o.threads = a.threads;
   o.seed = a.seed;
   o.iterations = a.iterations;
-  for (const auto& t : a.exact_off) {
-    if (Status st = alloc::disable_exact_technique(o.exact, t); !st) return fail(st.error());
-  }
+  o.exact = exact;
   auto r = alloc::solve(p, o);
-  if (!r) return fail(r.error());
+  if (!r) return fail(located(r.error(), a.input));
   const bool pack = o.objective == alloc::Objective::kPack;
   // Independent check of what is written (the library already validated it).
   if (r->feasible || !pack) {
@@ -104,15 +120,19 @@ void register_alloc(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"pack", "select"}));
   cmd->add_option("--solver", a->solver, "greedy, firstfit, bestfit, greedy-by-size, sweep, annealing, exact, auto");
   cmd->add_option("--time-limit", a->time_limit, "Seconds for anytime solvers")->check(seconds());
-  cmd->add_option("--threads", a->threads, "Worker threads for auto")->check(thread_count());
-  cmd->add_option("--seed", a->seed, "Annealing seed")->check(count_in(0, INT64_MAX));
+  CLI::Option* threads = cmd->add_option("--threads", a->threads, "Worker threads of auto and exact")->check(thread_count());
+  CLI::Option* seed = cmd->add_option("--seed", a->seed, "Annealing seed (auto, annealing)")->check(count_in(0, INT64_MAX));
   cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)")
       ->check(count_in(1, int64_t{1} << 40));
   cmd->add_option("--exact-off", a->exact_off,
                   "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes minimalloc_dives load_bound");
   cmd->add_option("-o,--output", a->output, "Plan output (.csv: MiniMalloc CSV with offsets; else JSON; - for stdout)")->required();
   cmd->add_option("--svg", a->svg, "Write an address x time picture");
-  cmd->callback([a, &exit_code] { exit_code = run_alloc(*a); });
+  cmd->callback([a, threads, seed, &exit_code] {
+    a->threads_given = threads->count() > 0;
+    a->seed_given = seed->count() > 0;
+    exit_code = run_alloc(*a);
+  });
 }
 
 }  // namespace sp::cli

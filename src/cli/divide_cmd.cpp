@@ -32,9 +32,9 @@ int run_divide(const DivideArgs& a) {
   opt.span_reduction = !a.no_span_reduction;
   opt.work_distribution = !a.no_work_distribution;
   auto d = workdiv::divide(*p, opt);
-  if (!d) return fail(d.error());
+  if (!d) return fail(located(d.error(), a.program_path));
   auto issues = layout::check_program_layouts(*p);
-  if (!issues) return fail(issues.error());
+  if (!issues) return fail(located(issues.error(), a.program_path));
   if (a.json)
     std::cout << workdiv::division_report_json(*p, *d, *issues).dump(1) << "\n";
   else

@@ -5,6 +5,7 @@
 
 #include "cli/options.h"
 #include "cli/verbs.h"
+#include "core/json_reader.h"
 #include "core/outputs.h"
 #include "nki/check.h"
 #include "nki/plan.h"
@@ -40,14 +41,14 @@ int run_check(const NkiArgs& a) {
   auto k = load(a);
   if (!k) return fail(k.error());
   auto rep = nki::check_kernel(*k);
-  if (!rep) return fail(rep.error());
+  if (!rep) return fail(located(rep.error(), a.kernel_path));
   outputs.set(a.svg_path, nki::check_svg(*k, *rep));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   std::ostream& report = outputs.uses_stdout() ? std::cerr : std::cout;
   if (a.json)
-    report << nki::check_report_to_json(a.kernel_path, *k, *rep).dump(1) << "\n";
+    report << nki::check_report_to_json(input_name(a.kernel_path), *k, *rep).dump(1) << "\n";
   else
-    report << nki::check_report_text(a.kernel_path, *k, *rep);
+    report << nki::check_report_text(input_name(a.kernel_path), *k, *rep);
   if (rep->clean()) return kExitOk;
   // Exit 2 always comes with one line on stderr, so scripts can tell why without parsing stdout.
   return fail(bad_input(input_name(a.kernel_path) + ": " + std::to_string(rep->distinct_violations) +
@@ -68,15 +69,15 @@ int run_plan(const NkiArgs& a) {
   opt.scheduler = a.in_order ? nki::Scheduler::kInOrder : nki::Scheduler::kDataflow;
   opt.keep_direct = a.keep_direct;
   auto plan = nki::plan_kernel(*k, opt);
-  if (!plan) return fail(plan.error());
+  if (!plan) return fail(located(plan.error(), a.kernel_path));
   const nki::PlanResult& p = *plan;
   outputs.set(a.out_path, nki::kernel_to_json(p.kernel).dump(1) + "\n");
   if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::plan_svg(p));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.json)
-    human << nki::plan_result_to_json(a.kernel_path, p).dump(1) << "\n";
+    human << nki::plan_result_to_json(input_name(a.kernel_path), p).dump(1) << "\n";
   else
-    human << nki::plan_result_text(a.kernel_path, p);
+    human << nki::plan_result_text(input_name(a.kernel_path), p);
   return kExitOk;
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/json_reader.h"
+
 namespace sp::cli {
 namespace {
 
@@ -59,14 +61,21 @@ CLI::Validator bandwidth_gbps() {
   return CLI::Validator(
       [](std::string& in) -> std::string {
         double v = 0;
-        if (!parse_number(in, v) || !std::isfinite(v) || v <= 0 || v > kMaxGbps)
-          return "expected a bandwidth in GB/s, a number > 0 and <= 1e9, got " + shown(in);
+        if (!parse_number(in, v) || !(v >= kMinGbps && v <= kMaxGbps))
+          return "expected a bandwidth in GB/s, 1e-9..1e9, got " + shown(in);
         return {};
       },
-      "GB/s > 0");
+      "GB/s");
 }
 
 CLI::Validator thread_count() { return count_in(1, kMaxThreads); }
+
+Error located(Error e, const std::string& input_path) {
+  const std::string name = input_name(input_path);
+  const bool named = e.message.rfind(name + ":", 0) == 0 || e.message.rfind(name + " ", 0) == 0;
+  if (e.kind == ErrorKind::kBadInput && !named && e.message.rfind("-", 0) != 0) e.message = name + ": " + e.message;
+  return e;
+}
 
 int fail(const Error& e) {
   std::string m = e.message;

@@ -15,7 +15,8 @@ namespace sp::cli {
 inline constexpr int kMaxThreads = 256;                    // search threads: 1..256 on any machine
 inline constexpr double kMaxSeconds = 1e6;                 // time limits: 0..1e6 s (11.5 days)
 inline constexpr int64_t kMaxBytes = int64_t{1} << 62;     // byte sizes: 0..2^62, overflow-safe sums
-inline constexpr double kMaxGbps = 1e9;                    // bandwidths: (0, 1e9] GB/s
+inline constexpr double kMinGbps = 1e-9;                   // bandwidths: [1e-9, 1e9] GB/s (1 B/s ..),
+inline constexpr double kMaxGbps = 1e9;                    // so every time estimate stays finite
 
 // An integer in [lo, hi] (counts, cores, stages, iterations, seeds).
 CLI::Validator count_in(int64_t lo, int64_t hi);
@@ -23,10 +24,15 @@ CLI::Validator count_in(int64_t lo, int64_t hi);
 CLI::Validator seconds();
 // An integer number of bytes in [0, kMaxBytes].
 CLI::Validator byte_size();
-// A finite positive bandwidth in GB/s, at most kMaxGbps.
+// A bandwidth in GB/s in [kMinGbps, kMaxGbps].
 CLI::Validator bandwidth_gbps();
 // A thread count in [1, kMaxThreads].
 CLI::Validator thread_count();
+
+// Names the input in an error about its contents: the library's planners report what is wrong
+// ("op 'up_proj': ...") but not which file; flag errors ("--cores ...") and messages that already
+// start with the file name are left as they are.
+Error located(Error e, const std::string& input_path);
 
 // Prints "error: <message>" on one line (newlines in names are flattened) and returns the exit code.
 int fail(const Error& e);

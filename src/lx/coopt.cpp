@@ -2,6 +2,7 @@
 #include "lx/coopt.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -214,16 +215,43 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
     p.alignment = alignment;
     std::map<std::string, int> id;
     auto list = c.elements();
-    for (std::size_t i = 0; i < list.size(); ++i) id[list[i].at("name").as_string()] = static_cast<int>(i);
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (!id.emplace(list[i].at("name").as_string(), static_cast<int>(i)).second)
+        list[i].at("name").fail("duplicate buffer name '" + list[i].at("name").as_string() + "'");
     auto ref = [&](const JsonCursor& x) {
       auto it = id.find(x.as_string());
       if (it == id.end()) x.fail("expected the name of a buffer in this graph");
       return it->second;
     };
+    // Keys of torch-spyre's capture format; the ones after "cd_parent_matches" are recorded by
+    // the capture but not needed here (accepted, not read). Anything else is a typo.
+    static const std::vector<std::string> kKeys = {
+        "name", "size", "uses", "first_use_is_read", "in_place_parents", "residency_reason", "parents", "core_divisions",
+        "cd_parent_matches", "start", "end", "boundary", "placement", "boundary_cost", "spill_write_cost"};
+    static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
+                                                           "tiling"};
+    // A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
+    auto splits = [](const JsonCursor& m) {
+      std::vector<std::pair<int64_t, int64_t>> out;
+      m.require_object();
+      for (const auto& [k, v] : m.node().items()) {
+        JsonCursor f(v, m.source(), m.path() + "." + k);
+        int64_t dim = -1;
+        auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), dim);
+        if (k.empty() || ec != std::errc() || ptr != k.data() + k.size() || dim < 0)
+          f.fail("expected a non-negative integer as the key");
+        int64_t factor = f.as_int_at_least(1);
+        if (factor > 1024) f.fail("expected a split factor 1..1024, got " + std::to_string(factor));
+        out.emplace_back(dim, factor);
+      }
+      return out;
+    };
     for (const auto& b : list) {
+      b.expect_keys(kKeys);
       CdBuffer x;
       x.name = b.at("name").as_string();
       x.size = b.at("size").as_int_at_least(-1);
+      if (x.size > (int64_t{1} << 50)) b.at("size").fail("expected at most 2^50 bytes");
       x.uses = b.at("uses").as_int_array(0);
       for (std::size_t k = 1; k < x.uses.size(); ++k)
         if (x.uses[k] <= x.uses[k - 1]) b.at("uses").fail("expected strictly increasing op indices");
@@ -233,37 +261,48 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
       if (b.has("residency_reason")) x.residency_reason = b.at("residency_reason").as_string();
       if (b.has("parents"))
         for (const auto& q : b.at("parents").elements()) x.parents.push_back(ref(q));
+      const std::size_t ndiv = b.at("core_divisions").array_size();
       for (const auto& d : b.at("core_divisions").elements()) {
+        d.expect_keys(kDivisionKeys);
         CdDivision cd;
         std::set<int64_t> red;
-        for (const auto& [k, v] : d.at("reduction_splits").node().items()) {
-          cd.reduction_splits.emplace_back(std::stoll(k), v.get<int64_t>());
-          red.insert(std::stoll(k));
+        for (auto [dim, f] : splits(d.at("reduction_splits"))) {
+          cd.reduction_splits.emplace_back(dim, f);
+          red.insert(dim);
         }
-        for (const auto& [k, v] : d.at("output_splits").node().items()) {
-          cd.output_splits.emplace_back(std::stoll(k), v.get<int64_t>());
-          if (!red.count(std::stoll(k))) cd.output_partition *= std::max<int64_t>(1, v.get<int64_t>());
+        for (auto [dim, f] : splits(d.at("output_splits"))) {
+          cd.output_splits.emplace_back(dim, f);
+          // Many factors could overflow; the product is capped (it only divides sizes).
+          if (!red.count(dim)) cd.output_partition = std::min<int64_t>(cd.output_partition * f, int64_t{1} << 40);
         }
         x.divisions.push_back(std::move(cd));
       }
       if (x.divisions.empty()) x.divisions.emplace_back();
-      if (b.has("cd_parent_matches"))
-        for (const auto& [k, v] : b.at("cd_parent_matches").node().items()) {
+      if (b.has("cd_parent_matches")) {
+        JsonCursor m = b.at("cd_parent_matches");
+        m.require_object();
+        for (const auto& [k, v] : m.node().items()) {
+          JsonCursor entry(v, m.source(), m.path() + "." + k);
           auto it = id.find(k);
-          if (it == id.end()) b.at("cd_parent_matches").fail("unknown parent '" + k + "'");
+          if (it == id.end()) entry.fail("unknown parent '" + k + "'");
+          const int64_t parent_divs = std::max<int64_t>(1, list[it->second].has("core_divisions")
+                                                               ? list[it->second].at("core_divisions").array_size()
+                                                               : 0);
           std::vector<std::pair<int, int>> pairs;
-          for (const auto& pr : v) {
-            int pd = pr.at(0).get<int>(), cd = pr.at(1).get<int>();
-            if (cd < 0 || cd >= static_cast<int>(b.at("core_divisions").array_size()))
-              b.at("cd_parent_matches").fail("division index out of range");
-            pairs.emplace_back(pd, cd);
+          for (const auto& pr : entry.elements()) {
+            if (pr.array_size() != 2) pr.fail("expected [parent division, division]");
+            int64_t pd = pr.at(0).as_int_at_least(0), cd = pr.at(1).as_int_at_least(0);
+            if (pd >= parent_divs) pr.at(0).fail("parent division index out of range");
+            if (cd >= static_cast<int64_t>(std::max<std::size_t>(1, ndiv))) pr.at(1).fail("division index out of range");
+            pairs.emplace_back(static_cast<int>(pd), static_cast<int>(cd));
           }
           x.matches.emplace_back(it->second, std::move(pairs));
         }
+      }
       p.buffers.push_back(std::move(x));
     }
     return p;
-  } catch (const std::exception& e) {
+  } catch (const JsonInputError& e) {
     return bad_input(e.what());
   }
 }

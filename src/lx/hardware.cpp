@@ -24,36 +24,46 @@ Result<Hardware> hardware_from_json(const Json& j, const std::string& source) {
     c.expect_format("scratchplan-lx-hardware", 1);
     Hardware h;
     if (c.has("name")) h.name = c.at("name").as_string();
-    if (c.has("lx_bytes")) h.lx_bytes = c.at("lx_bytes").as_int_at_least(0);
-    if (c.has("lx_backend_bytes")) h.lx_backend_bytes = c.at("lx_backend_bytes").as_int_at_least(0);
+    // Byte counts follow the CLI's bytes rule (0..2^62); rates and the overhead keep every time
+    // estimate a finite number (a bandwidth of 1e-320 made them inf, written as JSON null).
+    auto bytes = [&](const char* key) {
+      int64_t v = c.at(key).as_int_at_least(0);
+      if (v > kMaxHardwareBytes) c.at(key).fail("expected a byte count 0..2^62, got " + std::to_string(v));
+      return v;
+    };
+    auto in_range = [&](const char* key, double lo, double hi, const char* what, double& out) {
+      if (!c.has(key)) return;
+      double v = c.at(key).as_number();
+      if (!(v >= lo && v <= hi)) c.at(key).fail(std::string("expected ") + what + ", got " + describe_json(c.at(key).node()));
+      out = v;
+    };
+    if (c.has("lx_bytes")) h.lx_bytes = bytes("lx_bytes");
+    if (c.has("lx_backend_bytes")) h.lx_backend_bytes = bytes("lx_backend_bytes");
     if (c.has("reserved_fraction")) {
       double f = c.at("reserved_fraction").as_number();
       if (f < 0 || f > 1) c.at("reserved_fraction").fail("expected a fraction in [0, 1]");
       h.reserved_fraction = f;
     }
-    if (c.has("capacity")) h.capacity_override = c.at("capacity").as_int_at_least(0);
-    if (c.has("alignment")) h.alignment = c.at("alignment").as_int_at_least(1);
+    if (c.has("capacity")) h.capacity_override = bytes("capacity");
+    if (c.has("alignment")) {
+      h.alignment = c.at("alignment").as_int_at_least(1);
+      if (h.alignment > (int64_t{1} << 30) || (h.alignment & (h.alignment - 1)) != 0)
+        c.at("alignment").fail("expected a power of two 1..2^30, got " + std::to_string(h.alignment));
+    }
     if (c.has("max_cores")) {
       h.max_cores = static_cast<int>(c.at("max_cores").as_int_at_least(1));
       if (h.max_cores > 32) c.at("max_cores").fail("expected 1..32 (work division supports at most 32 cores)");
     }
-    if (c.has("span_limit")) h.span_limit = c.at("span_limit").as_int_at_least(1);
-    auto positive = [&](const char* key, double& out) {
-      if (!c.has(key)) return;
-      double v = c.at(key).as_number();
-      if (!(v > 0)) c.at(key).fail("expected a positive number");
-      out = v;
-    };
-    positive("hbm_bytes_per_s", h.hbm_bytes_per_s);
-    positive("core_flops_per_s", h.core_flops_per_s);
-    if (c.has("op_overhead_s")) {
-      double v = c.at("op_overhead_s").as_number();
-      if (v < 0) c.at("op_overhead_s").fail("expected a non-negative number");
-      h.op_overhead_s = v;
+    if (c.has("span_limit")) {
+      h.span_limit = c.at("span_limit").as_int_at_least(1);
+      if (h.span_limit > kMaxHardwareBytes) c.at("span_limit").fail("expected a byte count 1..2^62");
     }
+    in_range("hbm_bytes_per_s", 1, 1e18, "bytes per second in [1, 1e18]", h.hbm_bytes_per_s);
+    in_range("core_flops_per_s", 1, 1e21, "operations per second in [1, 1e21]", h.core_flops_per_s);
+    in_range("op_overhead_s", 0, 1e6, "seconds in [0, 1e6]", h.op_overhead_s);
     if (h.lx_backend_bytes > h.lx_bytes) c.at("lx_backend_bytes").fail("expected at most lx_bytes");
     return h;
-  } catch (const std::exception& e) {
+  } catch (const JsonInputError& e) {
     return bad_input(e.what());
   }
 }

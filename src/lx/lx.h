@@ -20,6 +20,9 @@ using Bytes = int64_t;   // byte count
 using OpIndex = int32_t; // position in the planned op order
 using ValueId = int32_t; // one version of a tensor (each write starts a new one)
 
+// Largest byte count a hardware file may give (the CLI's bytes rule).
+inline constexpr Bytes kMaxHardwareBytes = Bytes{1} << 62;
+
 // Hardware description; every cost-model parameter lives here (docs/lx.md).
 struct Hardware {
   std::string name = "spyre";          // label

@@ -14,6 +14,10 @@ Status finalize(Problem& p, const std::string& source) {
   };
   if (p.fast_memory_capacity <= 0) return fail("$.fast_memory_capacity", "expected a positive capacity");
   if (!(p.slow_memory_bandwidth > 0)) return fail("$.slow_memory_bandwidth", "expected a positive bandwidth");
+  // With these bounds (and kMaxDimension) every latency and total is a finite double: a
+  // bandwidth of 1e-320 made them inf, written as JSON null.
+  if (!(p.slow_memory_bandwidth >= kMinBandwidth && p.slow_memory_bandwidth <= kMaxBandwidth))
+    return fail("$.slow_memory_bandwidth", "expected a bandwidth in [1e-9, 1e18]");
   if (p.native_w <= 0 || p.native_h <= 0) return fail("$.native_granularity", "expected positive sizes");
   if (p.native_k <= 0) p.native_k = p.native_w;
   for (int t = 0; t < nt; ++t) {
@@ -28,7 +32,8 @@ Status finalize(Problem& p, const std::string& source) {
   for (int o = 0; o < nop; ++o) {
     const Op& op = p.ops[o];
     const std::string at = "op " + std::to_string(o);
-    if (!(op.base_cost >= 0)) return fail("$.base_costs[" + std::to_string(o) + "]", "expected a non-negative cost");
+    if (!(op.base_cost >= 0 && op.base_cost <= kMaxBaseCost))
+      return fail("$.base_costs[" + std::to_string(o) + "]", "expected a cost in [0, 1e18]");
     if (op.outputs.empty()) return fail("$.outputs[" + std::to_string(o) + "]", "an op must produce at least one tensor");
     if (op.inputs.empty()) return fail("$.inputs[" + std::to_string(o) + "]", "an op must consume at least one tensor");
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {

@@ -18,6 +18,9 @@ using Elements = int64_t;  // a count of tensor elements (the unit of memory)
 
 // Largest supported tensor width or height (2^24).
 inline constexpr int64_t kMaxDimension = int64_t{1} << 24;
+inline constexpr double kMinBandwidth = 1e-9;  // slow_memory_bandwidth range: latencies stay finite
+inline constexpr double kMaxBandwidth = 1e18;
+inline constexpr double kMaxBaseCost = 1e18;   // base_costs range
 
 enum class OpKind { kMatMul, kPointwise };
 

@@ -48,7 +48,10 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
   };
   auto result = schedule(*problem, options, write);
   if (!result) {
-    std::cerr << "error: " << result.error().message << "\n";
+    // The scheduler says what cannot be scheduled; the file is named here.
+    const std::string name = input_name(run.problem_path);
+    const std::string& m = result.error().message;
+    std::cerr << "error: " << (m.rfind(name + ":", 0) == 0 ? m : name + ": " + m) << "\n";
     return exit_code(result.error());
   }
   // The final pick is deterministic; write it even if an equal-cost schedule was written first.

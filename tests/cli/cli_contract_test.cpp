@@ -90,7 +90,9 @@ TEST(CliContract, OutOfRangeFlagsAreRejected) {
            "schedule " + kMlp + " -o x.json --max-segment-ops 0",
            "schedule " + kMlp + " -o x.json --iterations 10 --time-limit 1", "alloc " + p + " -o x.json --capacity -5",
            "alloc " + p + " -o x.json --time-limit inf", "alloc " + p + " -o x.json --objective select --minimize",
-           "alloc " + p + " -o x.json --solver nope", "divide " + kSoftmax + " --cores 33",
+           "alloc " + p + " -o x.json --solver nope", "alloc " + p + " -o x.json --solver sweep --seed 3",
+           "alloc " + p + " -o x.json --solver greedy --threads 2", "alloc " + p + " -o x.json --solver annealing --exact-off memo",
+           "alloc " + p + " -o x.json --solver exact --iterations 5", "alloc " + p + " -o x.json --exact-off nope", "divide " + kSoftmax + " --cores 33",
            "nki plan " + kKernel + " --max-buffers 0", "nki plan " + kKernel + " --single --max-buffers 4",
            "nki plan " + kKernel + " --time-limit nan"}) {
     auto r = run_cli(args);
@@ -171,6 +173,70 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
   // A kernel with violations: one line on stderr too.
   r = run_cli("nki check " + kSrc + "/examples/nki/overlap_t0_t1.json");
   expect_one_line_exit2(r, "allocation violation");
+}
+
+// Found by the end-to-end fuzzer: a 2^62-byte buffer made every heuristic leave it unplaced
+// (exit 1, "invalid plan"), three of them overflowed the validator (exit 0 with two at one
+// offset), and two short lifetimes 10^12 ticks apart made the sweep allocate a bucket per tick.
+TEST(CliContract, AllocValuesPastTheDocumentedBoundsAreBadInput) {
+  const std::string huge = "4611686018427387904";  // 2^62
+  const std::string csv = temp_file("huge.csv", "id,lower,upper,size\na,0,2," + huge + "\nb,0,2," + huge + "\nc,0,2," + huge + "\n");
+  for (const std::string& flags : {" --objective select", " --objective pack", " --solver firstfit", " --solver sweep"}) {
+    auto r = run_cli("alloc " + csv + " --capacity " + huge + " -o x.json" + flags);
+    expect_one_line_exit2(r, "huge.csv: buffer 'a': size, alignment or pinned end above 2^60 bytes");
+  }
+  std::string many = "id,lower,upper,size\n";
+  for (int i = 0; i < 4; ++i) many += "b" + std::to_string(i) + ",0,2," + std::to_string(int64_t{1} << 59) + "\n";
+  auto r = run_cli("alloc " + temp_file("sum.csv", many) + " --capacity 1000 -o x.json");
+  expect_one_line_exit2(r, "add up to more than 2^60 bytes");
+  r = run_cli("alloc " + temp_file("time.csv", "id,lower,upper,size\na,0,4611686018427387904,8\n") + " --capacity 10 -o x.json");
+  expect_one_line_exit2(r, "lifetime outside");
+  r = run_cli("alloc " + temp_file("dup.csv", "id,lower,upper,size\na,0,2,4\nb,0,2,4\na,1,3,5\n") + " --capacity 100 -o x.json");
+  expect_one_line_exit2(r, "dup.csv:4: duplicate id 'a' (first on line 2)");
+  const std::string out = temp_file("sparse_out.json", "");
+  fs::remove(out);
+  r = run_cli("alloc " + temp_file("sparse.csv", "id,lower,upper,size\na,0,1,4\nb,1000000000000,1000000000001,4\n") +
+              " --capacity 100 --solver sweep -o " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out));
+}
+
+// Values that made every latency or time estimate inf (written as JSON null) are refused.
+TEST(CliContract, ValuesThatWouldGiveInfiniteTimesAreBadInput) {
+  auto problem = nlohmann::json::parse(slurp(kMlp));
+  problem["slow_memory_bandwidth"] = 1e-320;
+  auto r = run_cli("schedule " + temp_file("tiny_bw.json", problem.dump()) + " -o x.json");
+  expect_one_line_exit2(r, "$.slow_memory_bandwidth: expected a bandwidth in [1e-9, 1e18]");
+  r = run_cli("evaluate " + temp_file("tiny_bw.json", problem.dump()) + " " + kMlpSolution);
+  expect_one_line_exit2(r, "slow_memory_bandwidth");
+  problem = nlohmann::json::parse(slurp(kMlp));
+  problem["base_costs"][0] = 1e308;
+  r = run_cli("schedule " + temp_file("huge_cost.json", problem.dump()) + " -o x.json");
+  expect_one_line_exit2(r, "$.base_costs[0]: expected a cost in [0, 1e18]");
+  for (const auto& [hw, needle] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"hbm_bytes_per_s": 1e-320})", "$.hbm_bytes_per_s: expected bytes per second in [1, 1e18]"},
+           {R"({"core_flops_per_s": 1e-320})", "$.core_flops_per_s"},
+           {R"({"op_overhead_s": 1e300})", "$.op_overhead_s"},
+           {R"({"lx_bytes": 9223372036854775807})", "$.lx_bytes: expected a byte count 0..2^62"},
+           {R"({"alignment": 4611686018427387904})", "$.alignment: expected a power of two"}}) {
+    r = run_cli("plan " + kSoftmax + " --hardware " + temp_file("inf_hw.json", hw) + " -o x.json");
+    expect_one_line_exit2(r, needle);
+  }
+  r = run_cli("plan " + kSoftmax + " --hbm-gbps 1e-12");
+  expect_one_line_exit2(r, "--hbm-gbps");
+}
+
+// Errors the planners find in a file's contents name the file (they used to say only "op ...").
+TEST(CliContract, PlannerErrorsNameTheInputFile) {
+  auto r = run_cli("plan " + kSoftmax + " --hardware " + temp_file("span_hw.json", R"({"span_limit": 1})") + " -o x.json");
+  expect_one_line_exit2(r, kSoftmax + ": op 'row_max': no split");
+  r = run_cli("divide " + kSoftmax + " --cores 1 < /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto problem = nlohmann::json::parse(slurp(kMlp));
+  problem["fast_memory_capacity"] = 2;
+  const std::string small = temp_file("small_fast.json", problem.dump());
+  r = run_cli("schedule " + small + " -o x.json");
+  expect_one_line_exit2(r, small + ": op 0 (MatMul) cannot be scheduled");
 }
 
 // ---- item 14: "-" and format/version -----------------------------------------------------------

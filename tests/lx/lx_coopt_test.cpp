@@ -110,6 +110,22 @@ TEST(LxCoopt, CheckerRejectsBrokenSolutionsAndReaderNamesThePath) {
   auto r = cd_problem_from_json(bad, "cap.json", kSpyre);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("cap.json: $[1].uses"), std::string::npos) << r.error().message;
+  // Strict keys with a hint, and located errors for split maps (they threw from std::stoll).
+  bad = g["inputs"];
+  bad[0]["in_place_parent"] = bad[0]["in_place_parents"];
+  bad[0].erase("in_place_parents");
+  r = cd_problem_from_json(bad, "cap.json", kSpyre);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("$[0].in_place_parent: unknown key \"in_place_parent\" (did you mean \"in_place_parents\"?)"),
+            std::string::npos)
+      << r.error().message;
+  bad = g["inputs"];
+  bad[0]["core_divisions"] = Json::array({{{"reduction_splits", Json::object()}, {"output_splits", {{"x", 2}}}}});
+  r = cd_problem_from_json(bad, "cap.json", kSpyre);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("cap.json: $[0].core_divisions[0].output_splits.x: expected a non-negative integer"),
+            std::string::npos)
+      << r.error().message;
 }
 
 }  // namespace
