@@ -56,6 +56,11 @@ void bind_nki(py::module_& m) {
       .def("report", [](const NkiPlan& p) { return nki::plan_result_text(p.label, p.result); })
       .def("svg", [](const NkiPlan& p) { return nki::plan_svg(p.result); });
 
+  m.def("nki_default_cycle_model", [] {
+    py::dict d;
+    for (const auto& [n, v] : nki::default_cycle_model()) d[py::str(n)] = v;
+    return d;
+  });
   m.def(
       "nki_check",
       [](const Doc& k, std::optional<Doc> hw) {

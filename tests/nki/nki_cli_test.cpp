@@ -115,9 +115,16 @@ TEST(NkiCli, CheckSvgOutlinesBothTilesOfAnOverlap) {
   ss << f.rdbuf();
   const std::string s = ss.str();
   // t0's tile at byte 1024 (the victim) and t1's tile at byte 1024 (the writer).
-  EXPECT_NE(s.find("t0 tile 1: partitions 0+128, bytes 1024+1024 (violation)"), std::string::npos);
-  EXPECT_NE(s.find("t1 tile 0: partitions 0+128, bytes 1024+1024 (violation)"), std::string::npos);
-  EXPECT_EQ(s.find("t0 tile 0: partitions 0+128, bytes 0+1024 (violation)"), std::string::npos);
+  EXPECT_NE(s.find("t0 tile 1: partitions 0+128, bytes 1024+1024 (destroyed while a read was pending)"), std::string::npos);
+  EXPECT_NE(s.find("t1 tile 0: partitions 0+128, bytes 1024+1024 (its write destroyed a tile)"), std::string::npos);
+  EXPECT_EQ(s.find("t0 tile 0: partitions 0+128, bytes 0+1024 (destroyed"), std::string::npos);
+  // Issue 11 item 15: the victim is never drawn under its writer. Outlines come after every
+  // tile's fill, so the victim's red outline is on top even though t1 is drawn after t0.
+  const auto last_fill = s.rfind("fill-opacity=\"0.75\"");
+  const auto victim_outline = s.find("stroke=\"#d00\" stroke-width=\"2\"/>");
+  ASSERT_NE(victim_outline, std::string::npos);
+  EXPECT_GT(victim_outline, last_fill);
+  EXPECT_NE(s.find("t0 (victim)"), std::string::npos);
 }
 
 }  // namespace
