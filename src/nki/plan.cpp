@@ -690,6 +690,14 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     }
     ten.alloc = std::move(a);
   }
+  // Never slower than the kernel's own allocation: when the search did not beat it, the plan is
+  // that allocation (every tensor kept as it is).
+  if (res.has_input && res.input.makespan < res.planned.makespan && !opt.keep_direct) {
+    PlanOptions keep = opt;
+    keep.keep_direct = true;
+    auto kept = plan_kernel(k, keep);
+    if (kept && kept->planned.makespan <= res.input.makespan) return kept;
+  }
   // The independent checker must accept the plan before anyone sees it.
   auto check = check_kernel(res.kernel);
   if (!check) return check.error();

@@ -35,6 +35,11 @@ class CheckReport(Result):
         """Violations as dicts (kind, tensor, block, instruction, iteration, occurrences, message)."""
         return self.to_dict()["violations"]
 
+    def placements(self) -> dict:
+        """Per directly allocated tensor: ``[(start_partition, byte_addr), ...]`` for every logical
+        block (row-major), as the checker evaluated the allocation."""
+        return self._r.placements()
+
     def report(self) -> str:
         """The text ``scratchplan nki check`` prints."""
         return self._r.report()
