@@ -667,11 +667,12 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     Allocation a;
     const bool psum = ten.buffer == Buffer::kPsum;
     // Block b -> tile b mod n over the row-major linear index is a mod_alloc when n factors
-    // along the trailing block dims (each modulus divides its dim or takes all of it).
+    // along the trailing block dims (each inner modulus divides its dim or takes all of it).
     std::vector<int64_t> mods(ten.blocks.size(), 1);
     int64_t rest = n;
     for (std::size_t d = ten.blocks.size(); d-- > 0 && rest > 1;) {
-      if (ten.blocks[d] % rest == 0) mods[d] = rest, rest = 1;
+      // The outermost dim takes any modulus: (i0 mod m) * S + inner = b mod (m * S).
+      if (d == 0 || ten.blocks[d] % rest == 0) mods[d] = rest, rest = 1;
       else if (rest % ten.blocks[d] == 0) mods[d] = ten.blocks[d], rest /= ten.blocks[d];
       else break;
     }

@@ -118,7 +118,8 @@ void memory_map(std::string& out, const Kernel& k, const std::vector<std::vector
       const bool red = role != bad.end();
       out += "<rect x=\"" + num(left + x0) + "\" y=\"" + num(oy + r0) + "\" width=\"" + num(std::max(0.5, x1 - x0)) +
              "\" height=\"" + num(std::max(0.5, r1 - r0)) + "\" fill=\"" + tensor_color(static_cast<int>(ti)) +
-             "\" fill-opacity=\"0.75\" stroke=\"#333\" stroke-width=\"0.4\"><title>" + esc(t.name) + " tile " +
+             "\" fill-opacity=\"" + (red ? "0.5" : "0.75") + "\" stroke=\"#333\" stroke-width=\"0.4\"><title>" +
+             esc(t.name) + " tile " +
              std::to_string(seen.size() - 1) + ": partitions " + std::to_string(p.start_partition) + "+" +
              std::to_string(t.pdim) + ", bytes " + std::to_string(p.byte_addr) + "+" + std::to_string(t.fbytes()) +
              (red ? (role->second & kVictim ? " (destroyed while a read was pending)" : " (its write destroyed a tile)")
