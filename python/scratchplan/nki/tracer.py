@@ -35,6 +35,8 @@ __all__ = ["TraceError", "trace", "trace_file", "rewrite", "parse_input", "DEFAU
 
 _THIS_FILE = os.path.abspath(__file__)
 PARTITIONS = 128
+MAX_INSTRUCTIONS = 2_000_000  # recorded (static) instructions; loops traced once do not count trips
+TRACE_SECONDS = 120           # the command line gives up after this long (a kernel that never ends)
 
 # Per-instruction cycle model; the C++ hardware description (src/nki/kernel.cpp,
 # default_cycle_model) carries the same names and values, and a hardware file overrides them.
@@ -915,6 +917,9 @@ def _new_instr(api, engine, cost_kind):
     _ST.last_pending = None  # a result is stored "right away" only if no instruction came between
     _ST.stack[-1].append(ins)
     _ST.instr_count += 1
+    if _ST.instr_count > MAX_INSTRUCTIONS:
+        _fail(f"more than {MAX_INSTRUCTIONS:,} instructions recorded (static_range and new-API ranges unroll); "
+              "too large to trace")
     return ins, line
 
 
@@ -2235,6 +2240,15 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None):
     finally:
         globals()["_to_json"] = orig_to_json
     tensors = decls.pop()[1]
+    with open(path, encoding="utf-8") as f:
+        if _imports_new_namespace(f.read()):
+            raise TraceError(f"{label}: --rewrite writes the old API's ncc.sbuf/ncc.psum allocations; this kernel uses "
+                             "the new nki namespace (address=), which it does not rewrite")
+    sites = {}
+    for t, line, col, api in decls:
+        if t.buffer != "hbm" and sites.setdefault((line, col), t) is not t:
+            raise TraceError(f"{label}:{line}: one declaration makes several tensors ({sites[(line, col)].name}, "
+                             f"{t.name}: unrolled loop or helper), so one buffer= cannot hold their planned allocations")
     plan = {t["name"]: t for t in planned.get("tensors", [])}
     for t in tensors:
         if t.buffer != "hbm" and t.implicit:
@@ -2364,6 +2378,15 @@ def _main(argv):
     ap.add_argument("--grid", default=None)
     ap.add_argument("--hardware", default=None)
     ap.add_argument("--planned", default=None)
+    import signal
+
+    def _timeout(signum, frame):
+        line = frame.f_lineno if frame and os.path.abspath(frame.f_code.co_filename) == (_ST.path if _ST else "") else 0
+        raise TraceError(f"{_ST.label if _ST else 'tracer'}:{line}: tracing took longer than {TRACE_SECONDS} s "
+                         "(a loop that never ends?)")
+
+    signal.signal(signal.SIGALRM, _timeout)
+    signal.alarm(TRACE_SECONDS)
     try:
         a = ap.parse_args(argv)
         grid = None
