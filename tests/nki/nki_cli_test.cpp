@@ -151,3 +151,43 @@ TEST(NkiCli, KeepDirect) {
 
 }  // namespace
 }  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+// Python kernels go through the tracer (python/scratchplan/nki/tracer.py, found next to the binary).
+TEST(NkiCli, PythonKernelViolationsNameSourceLines) {
+  auto r = testing::run_cli("nki check " + testing::example("lifetime_conflict.py") + " --input x=8x128x512:bf16");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("violations: 6"), std::string::npos) << r.out;
+  // Declaration (line 14), the pending exp (line 24) and the destroying load (line 21).
+  EXPECT_NE(r.out.find("tensor t1 (declared at lifetime_conflict.py:14) block (0,) is read by exp (lifetime_conflict.py:24)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("overwritten by block (2,) (load (lifetime_conflict.py:21) at {i=2})"), std::string::npos) << r.out;
+}
+
+TEST(NkiCli, PythonKernelPlanRewriteChecksClean) {
+  const std::string out = ::testing::TempDir() + "/double_buffer.py";
+  std::remove(out.c_str());
+  auto r = testing::run_cli("nki plan " + testing::example("double_buffer.py") +
+                            " --input x=2048x512:bf16 --time-limit 2 --rewrite " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("buffer=ncc.sbuf.mod_alloc(base_addr="), std::string::npos) << ss.str();
+  auto c = testing::run_cli("nki check " + out + " --input x=2048x512:bf16");
+  EXPECT_EQ(c.exit_code, 0) << c.out;
+}
+
+TEST(NkiCli, PythonOnlyFlagsOnAJsonKernelAreBadInput) {
+  auto r = testing::run_cli("nki check " + testing::example("load_exp.json") + " --input x=128x512:bf16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--input applies to Python kernels"), std::string::npos) << r.out;
+  auto m = testing::run_cli("nki check " + testing::example("lifetime_conflict.py") + " --input x=8x128x512:int128");
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.out.find("unknown dtype 'int128'"), std::string::npos) << m.out;
+}
+
+}  // namespace
+}  // namespace sp::nki
