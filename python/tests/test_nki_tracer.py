@@ -372,3 +372,73 @@ def test_bad_kernel_is_one_located_line_exit_2_no_output(tmp_path, case):
     assert not os.path.exists(out) and not os.path.exists(rw)
     with pytest.raises(nki.TraceError, match=r"bad\.py:%d" % line):
         nki.trace(path, x=((128, 512), "fp32"))
+
+
+PSUM_PARTIAL = OLD + '''
+import functools
+
+BANKS = {0: 2, 1: 5}
+
+
+def bank_of(idx, pdim_size, fdim_size, table):
+    return (table[idx[0]], 0, 0)
+
+
+@nki.jit
+def kernel(x, w):
+    out = nl.ndarray((2, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    xs = nl.ndarray((2, par_dim(128), 128), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    ws = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=512))
+    ps = nl.ndarray((2, par_dim(128), 512), dtype=nl.float32, buffer=ncc.psum.alloc(functools.partial(bank_of, table=BANKS)))
+    o_sb = nl.ndarray((2, par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=1536, num_free_tiles=(2,)))
+    ws[...] = nl.load(w)
+    for i in nl.affine_range(2):
+        xs[i] = nl.load(x[i])
+        ps[i] += nisa.nc_matmul(xs[i], ws)
+        o_sb[i] = nl.copy(ps[i])
+        nl.store(out[i], value=o_sb[i])
+    return out
+'''
+
+
+def test_psum_alloc_with_functools_partial_and_a_dict(tmp_path):
+    k = nki.trace(write(tmp_path, "partial.py", PSUM_PARTIAL), x=((2, 128, 128), "bf16"), w=((128, 512), "bf16"))
+    assert placements(k)["ps"] == [(0, 2 * 2048), (0, 5 * 2048)]
+    assert nki.check(k).clean
+
+
+def test_allocation_function_errors_are_located(tmp_path):
+    src = PSUM_PARTIAL.replace("BANKS = {0: 2, 1: 5}", "BANKS = {0: 2}")
+    path = write(tmp_path, "partial.py", src)
+    with pytest.raises(nki.TraceError, match=r"partial\.py:%d: allocation function of ps failed on block \(1,\): KeyError"
+                       % line_of(src, "return (table[idx[0]]")):
+        nki.trace(path, x=((2, 128, 128), "bf16"), w=((128, 512), "bf16"))
+
+
+def test_hardware_cycle_model_reaches_the_costs_and_the_checker(tmp_path):
+    path = write(tmp_path, "modulo.py", MODULO)
+    k = nki.trace(path, x=X4, hardware={"cycle_model": {"dma_fixed": 0, "dma_bytes_per_cycle": 64}})
+    assert k["body"][0]["body"][0]["cost"] == 128 * 1024 // 64
+    assert nki.check(k).clean
+    with pytest.raises(scratchplan.BadInput, match="dma_fixd"):
+        nki.check(nki.trace(path, x=X4, hardware={"cycle_model": {"dma_fixd": 0}}))
+
+
+def test_new_namespace_unrolls_and_takes_addresses(tmp_path):
+    src = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((2, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    bufs = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, i * 2048)) for i in range(2)]
+    for i in nl.affine_range(2):
+        bufs[i][...] = nl.load(x[i])
+        nl.store(out[i], value=bufs[i])
+    return out
+'''
+    k = nki.trace(write(tmp_path, "newapi.py", src), x=((2, 128, 512), "fp32"))
+    assert [n["name"] for n in k["body"]] == ["load", "store", "load", "store"]
+    assert placements(k) == {"bufs": [(0, 0)], "bufs_2": [(0, 2048)]}
+    assert nki.check(k).clean
