@@ -254,12 +254,17 @@ def test_modules_are_installed_only_while_tracing(tmp_path):
 
 def test_trace_accepts_the_function_and_a_grid(tmp_path):
     path = write(tmp_path, "add.py", OLD + K.TENSOR_ADD_SPMD)
-    import importlib.util
-    # Loading the file needs the stand-ins; tracing a function object re-reads its file.
     k = nki.trace(path + ":kernel", a_input=((256, 1024), "fp32"), b_input="256x1024:fp32", grid=(2, 2))
     assert k["body"][0]["loop"] == "pid0" and k["body"][0]["trip"] == 2
     assert k["body"][0]["body"][0]["loop"] == "pid1"
     assert nki.check(k).clean
+    # The launch syntax kernel[g0, g1] on an imported kernel (importing needs the stand-ins).
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("sp_add_kernel", path)
+    mod = importlib.util.module_from_spec(spec)
+    with nki.stand_ins():
+        spec.loader.exec_module(mod)
+    assert nki.trace(mod.kernel[2, 2], a_input=((256, 1024), "fp32"), b_input=((256, 1024), "fp32")) == k
 
 
 def test_psum_accumulation_and_engines(tmp_path):

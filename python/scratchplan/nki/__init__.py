@@ -11,9 +11,10 @@ from typing import Any
 
 from .. import _core
 from .._common import Result, doc
-from .tracer import DEFAULT_CYCLE_MODEL, TraceError, rewrite, trace
+from .tracer import DEFAULT_CYCLE_MODEL, TraceError, rewrite, stand_ins, trace
 
-__all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "TraceError", "DEFAULT_CYCLE_MODEL"]
+__all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "stand_ins", "TraceError",
+           "DEFAULT_CYCLE_MODEL"]
 
 
 class CheckReport(Result):

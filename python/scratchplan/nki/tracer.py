@@ -31,7 +31,7 @@ try:
 except ImportError:  # pragma: no cover - numpy ships with every supported setup
     np = None
 
-__all__ = ["TraceError", "trace", "trace_file", "rewrite", "parse_input", "DEFAULT_CYCLE_MODEL"]
+__all__ = ["TraceError", "trace", "trace_file", "rewrite", "parse_input", "stand_ins", "DEFAULT_CYCLE_MODEL"]
 
 _THIS_FILE = os.path.abspath(__file__)
 PARTITIONS = 128
@@ -1002,6 +1002,9 @@ def _write_into(target, value):
     recorded; anything else becomes a copy (constants: a memset)."""
     if isinstance(value, Pending) and value.tensor is None and _ST.last_pending is value:
         _ST.last_pending = None
+        if target.tensor.buffer == "hbm" and value.instr["engine"] != "DMA":
+            _fail(f"{value.api} writes HBM tensor {target.tensor.name}; compute engines write SBUF/PSUM tiles "
+                  "(nl.store the result)")
         _check_write_fits(target, value)
         acc, p, b = target.access(write=True)
         value.instr["writes"].append(acc)
@@ -1930,6 +1933,13 @@ class _NsProxy(types.ModuleType):
 
 class _OldMarker:
     pass
+
+
+def stand_ins():
+    """Context manager with the stand-in NKI modules installed, so that a file of kernels can be
+    imported (``with stand_ins(): import my_kernels``) and ``trace(my_kernels.add[2, 2], ...)``
+    called on its objects; each trace re-reads the kernel's file."""
+    return _Installed(_build_modules())
 
 
 def parse_input(text):
