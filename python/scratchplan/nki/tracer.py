@@ -2349,11 +2349,16 @@ def _alloc_text(t, alloc, ncc):
         return "()" if not v else "(" + ", ".join(str(x) for x in v) + ("," if len(v) == 1 else "") + ")"
 
     if kind == "mod_alloc":
+        # Fields the plan leaves at their defaults are not written; kept allocations keep all.
+        extra = "".join(f", {k}={tup(alloc.get(k))}" for k in ("num_par_tiles",) + (("num_free_tiles",) if psum else ())
+                        if alloc.get(k))
         if psum:
+            extra += "".join(f", {k}={alloc[k]}" for k in ("base_addr", "base_partition") if alloc.get(k))
             return (f"{ncc}.psum.mod_alloc(base_bank={alloc.get('base_bank', 0)}, "
-                    f"num_bank_tiles={tup(alloc.get('num_bank_tiles'))})")
+                    f"num_bank_tiles={tup(alloc.get('num_bank_tiles'))}{extra})")
         return (f"{ncc}.sbuf.mod_alloc(base_addr={alloc.get('base_addr', 0)}, "
-                f"base_partition={alloc.get('base_partition', 0)}, num_free_tiles={tup(alloc.get('num_free_tiles'))})")
+                f"base_partition={alloc.get('base_partition', 0)}, num_free_tiles={tup(alloc.get('num_free_tiles'))}"
+                f"{extra})")
     if kind == "table":
         tiles = alloc["tiles"]
         strides, s = [], 1
