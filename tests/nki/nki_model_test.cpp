@@ -223,3 +223,43 @@ TEST(NkiModel, EmptyLoopsAreDroppedSoHugeTripsCostNothing) {
 
 }  // namespace
 }  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+// What the tracer adds to the model survives kernel_to_json: sources, partial rectangles,
+// accumulating writes, loop kinds and the hardware's cycle model.
+TEST(NkiModel, TracerFieldsRoundTrip) {
+  const char* text = R"({"hardware": {"cycle_model": {"dma_fixed": 10}},
+    "tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "partitions": 128, "free": [512], "source": "k.py:3"},
+      {"name": "p", "buffer": "psum", "blocks": [2], "partitions": 128, "free": [512], "dtype": "float32", "source": "k.py:5",
+       "alloc": {"kind": "mod_alloc", "base_bank": 1, "num_bank_tiles": [2]}}],
+    "body": [{"loop": "i", "trip": 2, "kind": "sequential", "body": [
+      {"name": "mm", "engine": "Tensor", "source": "k.py:7", "reads": [],
+       "writes": [{"tensor": "p", "block": ["i"], "partitions": [0, 64], "bytes": [0, 1024], "accumulate": true}]}]}]})";
+  auto k = parse(text);
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->tensors[1].source, "k.py:5");
+  EXPECT_EQ(k->instrs[0].source, "k.py:7");
+  EXPECT_TRUE(k->instrs[0].writes[0].accumulate);
+  EXPECT_EQ(k->instrs[0].writes[0].p1, 64);
+  EXPECT_EQ(k->loops[0].kind, "sequential");
+  Json j = kernel_to_json(*k);
+  auto again = kernel_from_json(j, "again.json");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(kernel_to_json(*again), j);
+  EXPECT_EQ(j["hardware"]["cycle_model"]["dma_fixed"], 10.0);
+  EXPECT_EQ(j["hardware"]["cycle_model"]["min_ii"], 64.0);
+  // Strict keys hold in the new objects too.
+  auto bad = parse(R"({"hardware": {"cycle_model": {"dma_fixd": 1}}, "tensors": [], "body": []})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("did you mean \"dma_fixed\""), std::string::npos) << bad.error().message;
+  auto rect = parse(R"({"tensors": [{"name": "t", "partitions": 128, "free": [4], "alloc": {"kind": "table", "tiles": [[0, 0]]}}],
+    "body": [{"engine": "Vector", "writes": [{"tensor": "t", "bytes": [0, 9]}]}]})");
+  ASSERT_FALSE(rect.ok());
+  EXPECT_NE(rect.error().message.find("expected [lo, hi) with 0 <= lo < hi <= 8"), std::string::npos) << rect.error().message;
+}
+
+}  // namespace
+}  // namespace sp::nki
