@@ -447,3 +447,25 @@ def kernel(x):
     assert [n["name"] for n in k["body"]] == ["load", "store", "load", "store"]
     assert placements(k) == {"bufs": [(0, 0)], "bufs_2": [(0, 2048)]}
     assert nki.check(k).clean
+
+
+def test_four_byte_aligned_addresses_of_real_kernels_check_clean(tmp_path):
+    # AWS's allocated kernels place SBUF tensors at 260, 772, 4356 (multiples of 4, not of 32).
+    src = OLD + '''
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 2), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 2), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=260))
+    b = nl.ndarray((128, 2), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=772))
+    c = nl.ndarray((128, 2), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=4356))
+    a[...] = nl.load(x)
+    b[...] = nl.square(a)
+    c[...] = nl.square(b)
+    nl.store(out, value=c)
+    return out
+'''
+    k = nki.trace(write(tmp_path, "aligned.py", src), x=((128, 2), "bf16"))
+    assert nki.check(k).clean
+    k2 = nki.trace(write(tmp_path, "aligned.py", src.replace("base_addr=772", "base_addr=774")), x=((128, 2), "bf16"))
+    kinds = [v["kind"] for v in nki.check(k2).violations]
+    assert kinds == ["misaligned"]
