@@ -5,6 +5,7 @@ clean; bad kernels are one line with file:line, exit 2, no output file."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -19,6 +20,8 @@ import nki_kernels as K  # noqa: E402
 # The CLI next to the package in the build tree (build/<preset>/python/scratchplan -> build/<preset>).
 CLI = os.environ.get("SCRATCHPLAN_CLI") or os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(scratchplan.__file__)))), "scratchplan")
+if not os.path.exists(CLI):  # an installed package: the installed CLI
+    CLI = shutil.which("scratchplan") or CLI
 
 OLD = K.HEADERS["modules"]
 
