@@ -472,3 +472,31 @@ def kernel(x):
     k2 = nki.trace(write(tmp_path, "aligned.py", src.replace("base_addr=772", "base_addr=774")), x=((128, 2), "bf16"))
     kinds = [v["kind"] for v in nki.check(k2).violations]
     assert kinds == ["misaligned"]
+
+
+GUARDED = OLD + '''
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((4, 128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, par_dim(128), 512), dtype=nl.bfloat16,
+                   buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    for i in nl.affine_range(4):
+        t[i] = nl.load(x[i], mask=(i * 128 < 200))
+    for j in nl.affine_range(2):
+        nl.store(out[j], value=t[j])
+    return out
+'''
+
+
+def test_masks_on_loop_indices_switch_instructions_off(tmp_path):
+    # allocated_fused_rms_norm_qkv style: (i * 128 < seqlen) turns whole loads off, so blocks 2
+    # and 3 never overwrite the tiles of blocks 0 and 1.
+    k = nki.trace(write(tmp_path, "guarded.py", GUARDED), x=X4)
+    load = k["body"][0]["body"][0]
+    assert load["when"] == ["-128*i + 199"]
+    rep = nki.check(k)
+    assert rep.clean
+    assert rep.to_dict()["executions"] == 4
+    # Without the mask, the same kernel has two lifetime conflicts.
+    k2 = nki.trace(write(tmp_path, "guarded.py", GUARDED.replace(", mask=(i * 128 < 200)", "")), x=X4)
+    assert [v["kind"] for v in nki.check(k2).violations] == ["lifetime_conflict"] * 2

@@ -256,7 +256,7 @@ struct Reader {
   }
 
   void instruction(const JsonCursor& c) {
-    c.expect_keys({"name", "engine", "cost", "reads", "writes", "source", "comment"});
+    c.expect_keys({"name", "engine", "cost", "reads", "writes", "source", "when", "comment"});
     Instruction ins;
     ins.json_path = c.path();
     if (c.has("source")) ins.source = c.at("source").as_string();
@@ -275,6 +275,14 @@ struct Reader {
     ins.cost = c.has("cost") ? c.at("cost").as_int_at_least(0) : 1;
     if (ins.cost > kMaxMagnitude) c.at("cost").fail("cost too large");
     ins.loops = scope;
+    // Guards: affine expressions over the enclosing loops; the instruction runs when all are >= 0.
+    if (c.has("when"))
+      for (auto& g : c.at("when").elements()) {
+        Affine a = index_expr(g);
+        int64_t lo = 0, hi = 0;
+        if (!range(k, a, lo, hi)) g.fail("guard expression too large");
+        ins.when.push_back(std::move(a));
+      }
     if (c.has("reads"))
       for (auto& r : c.at("reads").elements()) ins.reads.push_back(access(r, ins, false));
     if (c.has("writes"))
@@ -726,6 +734,11 @@ void body_to_json(const Kernel& k, const std::vector<Node>& nodes, Json& out, st
     j["engine"] = engine_name(ins.engine);
     j["cost"] = ins.cost;
     if (!ins.source.empty()) j["source"] = ins.source;
+    if (!ins.when.empty()) {
+      Json w = Json::array();
+      for (const Affine& g : ins.when) w.push_back(affine_to_string(g, names));
+      j["when"] = w;
+    }
     for (auto [key, list] : {std::pair{"reads", &ins.reads}, std::pair{"writes", &ins.writes}}) {
       Json arr = Json::array();
       for (const Access& a : *list) {

@@ -114,6 +114,7 @@ struct Instruction {
   std::vector<Access> reads;   // tiles read (before writes take effect)
   std::vector<Access> writes;  // tiles written
   std::vector<LoopId> loops;   // enclosing loops, outermost first
+  std::vector<Affine> when;    // executes only in iterations where every one is >= 0 (a mask on loop indices)
   std::string json_path;
   std::string source;          // "kernel.py:14" when traced from Python source ("" otherwise)
 };
@@ -170,7 +171,9 @@ template <class F>
 bool walk(const Kernel& k, const std::vector<Node>& nodes, std::vector<int64_t>& vals, F& f) {
   for (const Node& n : nodes) {
     if (!n.is_loop) {
-      if (!f(n.id, static_cast<const std::vector<int64_t>&>(vals))) return false;
+      bool on = true;
+      for (const Affine& g : k.instrs[n.id].when) on = on && eval(g, vals) >= 0;
+      if (on && !f(n.id, static_cast<const std::vector<int64_t>&>(vals))) return false;
       continue;
     }
     const int64_t trip = k.loops[n.id].trip;

@@ -281,3 +281,33 @@ TEST(NkiCheck, PartialWritesDestroyOnlyWhatTheyTouch) {
 
 }  // namespace
 }  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+// A mask on loop indices switches whole instructions off in some iterations ("when": g >= 0).
+TEST(NkiCheck, GuardedInstructionsRunOnlyWhereTheMaskHolds) {
+  auto k = testing::parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "partitions": 128, "free": [512]},
+      {"name": "t", "blocks": [4], "partitions": 128, "free": [512], "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2]}},
+      {"name": "o", "buffer": "hbm", "role": "output", "partitions": 128, "free": [512]}],
+    "body": [
+      {"loop": "i", "trip": 4, "body": [
+        {"name": "ld", "engine": "DMA", "when": ["1 - i"], "reads": [{"tensor": "x"}], "writes": [{"tensor": "t", "block": ["i"]}]}]},
+      {"loop": "j", "trip": 2, "body": [
+        {"name": "st", "engine": "DMA", "reads": [{"tensor": "t", "block": ["j"]}], "writes": [{"tensor": "o"}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  // Only blocks 0 and 1 are loaded (i <= 1), so nothing overwrites them before the stores.
+  EXPECT_EQ(r->executions, 4);
+  EXPECT_TRUE(r->clean()) << r->violations[0].message;
+  auto j = kernel_to_json(*k);
+  EXPECT_EQ(j["body"][0]["body"][0]["when"][0], "-i + 1");
+  auto again = kernel_from_json(j, "again.json");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(check_kernel(*again)->executions, 4);
+}
+
+}  // namespace
+}  // namespace sp::nki

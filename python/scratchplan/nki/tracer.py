@@ -923,6 +923,35 @@ def _new_instr(api, engine, cost_kind):
     return ins, line
 
 
+def _guard(ins, mask):
+    """mask= on loop indices: the instruction runs only in iterations where some element of the
+    mask holds. Each constraint g >= 0 becomes `when` g's loop part + the most its index-vector
+    part can add (exact when the mask is on loop indices only; for mixed masks the partial tile
+    is recorded whole, see docs)."""
+    if mask is None:
+        return
+    if isinstance(mask, (bool, int)):
+        if not mask:
+            ins.setdefault("when", []).append(-1)
+        return
+    if not isinstance(mask, Pred):
+        _fail(f"mask= expects comparisons of affine expressions combined with &, got {type(mask).__name__}")
+    for g in mask.cons:
+        g = Sym.of(g)
+        if g is None:
+            continue
+        loop = {k: v for k, v in g.t.items() if k[0] == "L"}
+        best = g.c
+        for k, c in g.t.items():
+            if k[0] == "A":
+                lo, hi = _var_range(k)
+                best += max(c * lo, c * hi)
+        w = _affine_text(_mk(best, loop))
+        if isinstance(w, int) and w >= 0:
+            continue  # always true
+        ins.setdefault("when", []).append(w)
+
+
 def _finish_cost(ins, partitions, nbytes):
     """Cycles of the reference clock for the instruction, from the size of what it writes (or
     reads, for DMA) and the documented per-engine estimates."""
@@ -1074,6 +1103,7 @@ def _dtype_of(x, default="float32"):
 
 def _alu(api, *operands, engine="Vector", kind="alu", dtype=None, shape=None, mask=None, out_psum=False):
     ins, line = _new_instr(api, engine, kind)
+    _guard(ins, mask)
     shapes = []
     for o in operands:
         if _is_tile(o):
@@ -1467,6 +1497,7 @@ def _build_modules():
     # DMA
     def load(src, *, mask=None, dtype=None, **kw):
         ins, line = _new_instr("load", "DMA", "dma")
+        _guard(ins, mask)
         v = _as_view(src, "load source")
         if mask is not None:
             v = View(v.tensor, v.dims, mask)
@@ -1475,6 +1506,7 @@ def _build_modules():
 
     def load_transpose2d(src, *, mask=None, dtype=None, **kw):
         ins, line = _new_instr("load_transpose2d", "DMA", "dma")
+        _guard(ins, mask)
         v = _as_view(src, "load source")
         if mask is not None:
             v = View(v.tensor, v.dims, mask)
@@ -1484,6 +1516,7 @@ def _build_modules():
 
     def store(dst, value, *, mask=None, **kw):
         ins, line = _new_instr("store", "DMA", "dma")
+        _guard(ins, mask)
         _, p, b = _read(ins, value)
         d = _as_view(dst, "store destination")
         if mask is not None:
@@ -1501,6 +1534,7 @@ def _build_modules():
         if dst is None or src is None:
             _fail("nisa.dma_copy needs dst= and src=")
         ins, line = _new_instr("dma_copy", "DMA", "dma")
+        _guard(ins, mask)
         _, p, b = _read(ins, src, allow_hbm=True)
         d = _as_view(dst, "dma_copy destination")
         acc, _, _ = d.access(write=True)
@@ -1514,6 +1548,7 @@ def _build_modules():
     def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
                   mask=None, **kw):
         ins, line = _new_instr("nc_matmul", "Tensor", "matmul")
+        _guard(ins, mask)
         s, _, _ = _read(ins, stationary, "stationary")
         m, _, _ = _read(ins, moving, "moving")
         ss, ms = tuple(s.shape), tuple(m.shape)
@@ -1562,6 +1597,7 @@ def _build_modules():
         if bias is None and _ST.direct():
             _hidden("activation", "bias")
         ins, line = _new_instr("activation", "Scalar", "alu")
+        _guard(ins, mask)
         v, _, _ = _read(ins, data, "data")
         for o in (bias, scale):
             if _is_tile(o):
@@ -1583,7 +1619,7 @@ def _build_modules():
             ops = [x] + [o for o in a if _is_tile(o)]
             if _is_tile(bias):
                 ops.append(bias)
-            return _alu(f"nl.{name}", *ops, engine="Scalar", dtype=dtype)
+            return _alu(f"nl.{name}", *ops, engine="Scalar", dtype=dtype, mask=mask)
         f.__name__ = name
         return f
 
@@ -1591,14 +1627,14 @@ def _build_modules():
               "erf_dx", "mish", "softplus", "sqrt", "rsqrt", "square", "sin", "cos", "arctan", "abs", "sign",
               "reciprocal", "negative", "ceil", "floor", "trunc"):
         setattr(nl, n, _act_fn(n))
-    nl.copy = lambda x, dtype=None, mask=None, **kw: _alu("nl.copy", x, dtype=dtype)
+    nl.copy = lambda x, dtype=None, mask=None, **kw: _alu("nl.copy", x, dtype=dtype, mask=mask)
 
     def _bin_fn(name):
         def f(x, y=None, *a, dtype=None, mask=None, **kw):
             ops = [o for o in (x, y) if o is not None]
             if not any(_is_tile(o) for o in ops):
                 _fail(f"nl.{name}: expected a tile operand")
-            return _alu(f"nl.{name}", *ops, dtype=dtype)
+            return _alu(f"nl.{name}", *ops, dtype=dtype, mask=mask)
         f.__name__ = name
         return f
 
@@ -1619,7 +1655,7 @@ def _build_modules():
                 [s for i, s in enumerate(shape) if i not in axes]
             if len(out) < 2:
                 out = out + [1] * (2 - len(out))
-            return _alu(f"nl.{name}", x, dtype=dtype, shape=tuple(out), kind="reduce")
+            return _alu(f"nl.{name}", x, dtype=dtype, shape=tuple(out), kind="reduce", mask=mask)
         f.__name__ = name
         return f
 
@@ -1647,12 +1683,13 @@ def _build_modules():
 
     # Vector / GpSimd ISA
     def tensor_tensor(data1, data2, op=None, *, dtype=None, mask=None, engine=None, **kw):
-        return _alu("nisa.tensor_tensor", data1, data2, engine=_kw_engine({"engine": engine}, "Vector"), dtype=dtype)
+        return _alu("nisa.tensor_tensor", data1, data2, engine=_kw_engine({"engine": engine}, "Vector"), dtype=dtype,
+                    mask=mask)
 
     def tensor_scalar(data, op0=None, operand0=None, reverse0=False, op1=None, operand1=None, reverse1=False, *,
                       dtype=None, mask=None, engine=None, **kw):
         return _alu("nisa.tensor_scalar", data, operand0, operand1, engine=_kw_engine({"engine": engine}, "Vector"),
-                    dtype=dtype, shape=_shape_of(data))
+                    dtype=dtype, shape=_shape_of(data), mask=mask)
 
     def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **kw):
         v = _as_view(data, "data")
@@ -1665,7 +1702,7 @@ def _build_modules():
         return _alu("nisa.tensor_reduce", data, dtype=dtype, shape=tuple(out), kind="reduce")
 
     def tensor_copy(src, *, mask=None, dtype=None, engine=None, **kw):
-        return _alu("nisa.tensor_copy", src, engine=_kw_engine({"engine": engine}, "Vector"), dtype=dtype)
+        return _alu("nisa.tensor_copy", src, engine=_kw_engine({"engine": engine}, "Vector"), dtype=dtype, mask=mask)
 
     def memset(shape, value, dtype, *, mask=None, engine=None, **kw):
         ins, line = _new_instr("memset", _kw_engine({"engine": engine}, "Vector"), "memset")
