@@ -2117,8 +2117,14 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
                 st.uses_old_api = False
             # kernel arguments
             import inspect
+            sig = inspect.signature(obj)
+            params = sig.parameters
+            if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+                for n in kwargs:
+                    if n not in params:
+                        raise TraceError(f"{label}: {fname} has no parameter {n!r} (parameters: "
+                                         f"{', '.join(params) or 'none'})")
             try:
-                sig = inspect.signature(obj)
                 bound = sig.bind(*inputs, **kwargs)
             except TypeError as e:
                 raise TraceError(f"{label}: arguments do not match {fname}{inspect.signature(obj)}: {e}") from None
