@@ -500,3 +500,44 @@ def test_masks_on_loop_indices_switch_instructions_off(tmp_path):
     # Without the mask, the same kernel has two lifetime conflicts.
     k2 = nki.trace(write(tmp_path, "guarded.py", GUARDED.replace(", mask=(i * 128 < 200)", "")), x=X4)
     assert [v["kind"] for v in nki.check(k2).violations] == ["lifetime_conflict"] * 2
+
+
+def test_mutated_kernels_fail_only_with_located_errors(tmp_path):
+    """Random edits of the tutorial kernels (a line deleted, duplicated, or a word replaced)
+    either trace or raise TraceError naming the file; never another exception, and never one
+    raised by the tracer's own code."""
+    import random
+    from scratchplan.nki import tracer
+    rng = random.Random(7)
+    words = ["i", "0", "128", "nl.sbuf", "nl.psum", "(128, 512)", "x", "-1", "None", "nl.arange(128)[:, None]",
+             "[...]", "t", "2", "nl.ds(i, 128)"]
+    for n in range(150):
+        name = rng.choice(sorted(K.KERNELS))
+        body, inputs, grid, _ = K.KERNELS[name]
+        lines = (OLD + body).splitlines()
+        j = rng.randrange(8, len(lines))
+        op = rng.randrange(3)
+        if op == 0:
+            del lines[j]
+        elif op == 1:
+            w = lines[j].split(" ")
+            w[rng.randrange(len(w))] = rng.choice(words)
+            lines[j] = " ".join(w)
+        else:
+            lines.insert(j, lines[rng.randrange(8, len(lines))])
+        path = write(tmp_path, "mutant.py", "\n".join(lines) + "\n")
+        kw = {}
+        for i in inputs:
+            nm, shape, dt = tracer.parse_input(i)
+            kw[nm] = (shape, dt)
+        try:
+            nki.trace(path, grid=tuple(int(g) for g in grid.split("x")) if grid else None, **kw)
+        except nki.TraceError as e:
+            assert str(e).startswith("mutant.py:"), str(e)
+            assert "\n" not in str(e)
+            c = e.__context__
+            if c is not None and not isinstance(c, nki.TraceError):
+                tb, last = c.__traceback__, None
+                while tb is not None:
+                    last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+                assert not last.endswith("tracer.py"), f"tracer bug on mutant {n}: {type(c).__name__}: {c}"

@@ -2463,6 +2463,9 @@ def _main(argv):
     except TraceError as e:
         sys.stderr.write(str(e).splitlines()[0] + "\n")
         return 2
+    except Exception as e:  # a bug of the tracer itself: one line, exit 1 (internal error)
+        sys.stderr.write(f"tracer internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n")
+        return 1
 
 
 if __name__ == "__main__":
