@@ -33,7 +33,7 @@ def tables(ctx):
             "|---|---:|---:|---:|---:|---|---|"]
     ex = os.path.join(ctx.root, "examples", "nki")
     for f in sorted(os.listdir(ex)):
-        if f.startswith("hardware"):
+        if f.startswith("hardware") or not f.endswith(".json"):
             continue
         path = os.path.join(ex, f)
         p = ctx.run([ctx.cli, "nki", "plan", "--json", path])

@@ -47,7 +47,17 @@ void bind_nki(py::module_& m) {
       .def_property_readonly("executions", [](const NkiCheck& c) { return c.report.executions; })
       .def("to_json", [](const NkiCheck& c) { return nki::check_report_to_json(c.label, c.kernel, c.report).dump(1) + "\n"; })
       .def("report", [](const NkiCheck& c) { return nki::check_report_text(c.label, c.kernel, c.report); })
-      .def("svg", [](const NkiCheck& c) { return nki::check_svg(c.kernel, c.report); });
+      .def("svg", [](const NkiCheck& c) { return nki::check_svg(c.kernel, c.report); })
+      .def("placements", [](const NkiCheck& c) {
+        py::dict d;
+        for (std::size_t t = 0; t < c.kernel.tensors.size(); ++t) {
+          if (c.report.placements[t].empty()) continue;
+          py::list l;
+          for (const auto& p : c.report.placements[t]) l.append(py::make_tuple(p.start_partition, p.byte_addr));
+          d[py::str(c.kernel.tensors[t].name)] = l;
+        }
+        return d;
+      });
   py::class_<NkiPlan>(m, "NkiPlan")
       .def_property_readonly("simulated_cycles", [](const NkiPlan& p) { return p.result.planned.makespan; })
       .def_property_readonly("single_buffered_cycles", [](const NkiPlan& p) { return p.result.baseline.makespan; })
@@ -56,6 +66,11 @@ void bind_nki(py::module_& m) {
       .def("report", [](const NkiPlan& p) { return nki::plan_result_text(p.label, p.result); })
       .def("svg", [](const NkiPlan& p) { return nki::plan_svg(p.result); });
 
+  m.def("nki_default_cycle_model", [] {
+    py::dict d;
+    for (const auto& [n, v] : nki::default_cycle_model()) d[py::str(n)] = v;
+    return d;
+  });
   m.def(
       "nki_check",
       [](const Doc& k, std::optional<Doc> hw) {

@@ -1,7 +1,20 @@
-// scratchplan nki check KERNEL.json | nki plan KERNEL.json: NeuronCore SBUF/PSUM allocation.
+// scratchplan nki check KERNEL | nki plan KERNEL: NeuronCore SBUF/PSUM allocation. KERNEL is our
+// JSON model or a Python NKI kernel (FILE.py[:FUNCTION] with --input shapes), traced by
+// python/scratchplan/nki/tracer.py run under /usr/bin/python3 as a subprocess.
 // check exits 0 when the kernel is clean, 2 when it has violations or is malformed;
 // plan exits 0 with a validated plan, 2 for bad input or a kernel that cannot fit.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <optional>
+#include <regex>
+#include <sstream>
 
 #include "cli/options.h"
 #include "cli/verbs.h"
@@ -26,13 +39,169 @@ struct NkiArgs {
   bool in_order = false;
   bool keep_direct = false;
   double time_limit = 10.0;
+  std::vector<std::string> inputs;  // Python kernels: NAME=D0xD1:DTYPE
+  std::string grid;                 // Python kernels: SPMD grid G0xG1
+  std::string rewrite_path;         // plan: the kernel source with the planned allocations
 };
 
+bool is_python_kernel(const std::string& path) { return std::regex_match(path, std::regex(R"(.*\.py(:[A-Za-z_]\w*)?)")); }
+
+// The tracer script: $SCRATCHPLAN_PYTHONPATH, the build tree next to this binary, the source tree.
+std::string tracer_script() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> roots;
+  if (const char* e = std::getenv("SCRATCHPLAN_PYTHONPATH"); e && *e) roots.emplace_back(e);
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    roots.push_back(exe.parent_path() / "python");
+    roots.push_back(exe.parent_path().parent_path() / "python");
+  }
+#ifdef SCRATCHPLAN_SOURCE_PYTHON
+  roots.emplace_back(SCRATCHPLAN_SOURCE_PYTHON);
+#endif
+  for (const auto& r : roots) {
+    fs::path p = r / "scratchplan" / "nki" / "tracer.py";
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return "";
+}
+
+std::string python_interpreter() {
+  if (const char* e = std::getenv("SCRATCHPLAN_PYTHON"); e && *e) return e;
+  return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+// Runs the tracer with `args`; its stdout is the result, its one stderr line the error (exit 2).
+Result<std::string> run_tracer(const std::vector<std::string>& args) {
+  const std::string script = tracer_script();
+  if (script.empty())
+    return bad_input("cannot find the NKI tracer (scratchplan/nki/tracer.py); set SCRATCHPLAN_PYTHONPATH to the "
+                     "directory that contains the scratchplan package");
+  std::vector<std::string> argv = {python_interpreter(), script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  char err_name[] = "/tmp/scratchplan-tracer-XXXXXX";
+  int err_fd = mkstemp(err_name);
+  if (err_fd < 0) return bad_input("cannot create a temporary file for the tracer");
+  unlink(err_name);
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) {
+    close(err_fd);
+    return bad_input("cannot start the tracer (pipe)");
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(err_fd);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return bad_input("cannot start the tracer (fork)");
+  }
+  if (pid == 0) {
+    dup2(out_pipe[1], 1);
+    dup2(err_fd, 2);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    std::vector<char*> cargv;
+    for (auto& x : argv) cargv.push_back(const_cast<char*>(x.c_str()));
+    cargv.push_back(nullptr);
+    execvp(cargv[0], cargv.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  std::string out;
+  char buf[1 << 16];
+  for (ssize_t n; (n = read(out_pipe[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(out_pipe[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string err;
+  lseek(err_fd, 0, SEEK_SET);
+  for (ssize_t n; (n = read(err_fd, buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
+  close(err_fd);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == 0) return out;
+  // The tracer's own errors are one line; anything else (a crash) is reported by its last line.
+  std::string line;
+  std::istringstream is(err);
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) line = l;
+  if (code == 127 && line.empty()) return bad_input("cannot run " + argv[0] + " for the NKI tracer");
+  if (code == 2) return bad_input(line.empty() ? "the tracer rejected the kernel" : line);
+  return internal_error("NKI tracer failed (exit " + std::to_string(code) + "): " + line);
+}
+
+std::vector<std::string> tracer_args(const NkiArgs& a, const std::string& verb, const std::string& spec) {
+  std::vector<std::string> v = {verb, spec};
+  for (const auto& i : a.inputs) v.insert(v.end(), {"--input", i});
+  if (!a.grid.empty()) v.insert(v.end(), {"--grid", a.grid});
+  if (!a.hardware_path.empty()) v.insert(v.end(), {"--hardware", a.hardware_path});
+  return v;
+}
+
+Result<nki::Kernel> trace_python(const NkiArgs& a, const std::string& spec, const nki::Hardware* hw) {
+  auto text = run_tracer(tracer_args(a, "trace", spec));
+  if (!text) return text.error();
+  auto j = parse_json_text(*text, spec);
+  if (!j) return internal_error("the NKI tracer wrote malformed JSON: " + j.error().message);
+  return nki::kernel_from_json(*j, spec, hw);
+}
+
 Result<nki::Kernel> load(const NkiArgs& a) {
-  if (a.hardware_path.empty()) return nki::read_kernel(a.kernel_path);
-  auto hw = nki::read_hardware_file(a.hardware_path);
-  if (!hw) return hw.error();
-  return nki::read_kernel(a.kernel_path, &*hw);
+  std::optional<nki::Hardware> hw;
+  if (!a.hardware_path.empty()) {
+    auto h = nki::read_hardware_file(a.hardware_path);
+    if (!h) return h.error();
+    hw = *h;
+  }
+  if (is_python_kernel(a.kernel_path)) return trace_python(a, a.kernel_path, hw ? &*hw : nullptr);
+  if (!a.inputs.empty() || !a.grid.empty())
+    return bad_input(std::string(a.inputs.empty() ? "--grid" : "--input") +
+                     " applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path);
+  if (!a.rewrite_path.empty())
+    return bad_input("--rewrite applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path);
+  return nki::read_kernel(a.kernel_path, hw ? &*hw : nullptr);
+}
+
+// The kernel source with the planned allocations, after checking that it traces and checks clean.
+Result<std::string> rewrite_source(const NkiArgs& a, const nki::PlanResult& p) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  char dir_t[] = "/tmp/scratchplan-rewrite-XXXXXX";
+  if (!mkdtemp(dir_t)) return bad_input("cannot create a temporary directory for --rewrite");
+  const fs::path dir(dir_t);
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(d, e);
+    }
+  } cleanup{dir};
+  const fs::path planned = dir / "planned.json";
+  std::ofstream(planned) << nki::kernel_to_json(p.kernel).dump() << "\n";
+  std::vector<std::string> args = tracer_args(a, "rewrite", a.kernel_path);
+  args.insert(args.end(), {"--planned", planned.string()});
+  auto src = run_tracer(args);
+  if (!src) return src.error();
+  // Same file name in the temporary directory, so the check names the same lines.
+  std::smatch m;
+  std::regex_match(a.kernel_path, m, std::regex(R"((.*\.py)(:[A-Za-z_]\w*)?)"));
+  const fs::path copy = dir / fs::path(m[1].str()).filename();
+  std::ofstream(copy) << *src;
+  nki::Hardware hw = p.kernel.hw;
+  auto again = trace_python(a, copy.string() + m[2].str(), &hw);
+  if (!again) return internal_error("the rewritten kernel does not trace: " + again.error().message);
+  auto rep = nki::check_kernel(*again);
+  if (!rep) return rep.error();
+  if (!rep->clean())
+    return internal_error("the rewritten kernel does not check clean: " + rep->violations.front().message);
+  return *src;
 }
 
 int run_check(const NkiArgs& a) {
@@ -59,6 +228,7 @@ int run_plan(const NkiArgs& a) {
   OutputSet outputs;
   if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
+  if (Status st = outputs.add("--rewrite", a.rewrite_path); !st) return fail(st.error());
   std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
   auto k = load(a);
   if (!k) return fail(k.error());
@@ -73,6 +243,11 @@ int run_plan(const NkiArgs& a) {
   const nki::PlanResult& p = *plan;
   outputs.set(a.out_path, nki::kernel_to_json(p.kernel).dump(1) + "\n");
   if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::plan_svg(p));
+  if (!a.rewrite_path.empty()) {
+    auto src = rewrite_source(a, p);
+    if (!src) return fail(src.error());
+    outputs.set(a.rewrite_path, *src);
+  }
   if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.json)
     human << nki::plan_result_to_json(input_name(a.kernel_path), p).dump(1) << "\n";
@@ -90,12 +265,20 @@ void register_nki(CLI::App& app, int& exit_code) {
   CLI::App* check = nki->add_subcommand("check", "Find every allocation violation by exact simulation of the loop nest");
   CLI::App* plan = nki->add_subcommand("plan", "Choose buffer counts and addresses maximizing engine overlap");
   for (CLI::App* c : {check, plan}) {
-    c->add_option("kernel", args->kernel_path, "Kernel JSON (docs/nki.md; - for stdin)")->required();
+    c->add_option("kernel", args->kernel_path,
+                  "Kernel JSON (docs/nki.md; - for stdin) or Python NKI kernel FILE.py[:FUNCTION] (traced)")
+        ->required();
+    c->add_option("--input", args->inputs,
+                  "Python kernels: an HBM input NAME=D0xD1x...:DTYPE (e.g. q=1x128x4096:bf16), one per parameter");
+    c->add_option("--grid", args->grid, "Python kernels: SPMD launch grid G0[xG1...] (kernel[G0, G1](...))");
     c->add_option("--hardware", args->hardware_path, "Hardware description JSON (default: the kernel's, else NeuronCore-v2)");
     c->add_flag("--json", args->json, "Machine-readable output");
   }
   plan->add_option("-o,--output", args->out_path, "Write the kernel with the planned allocations (- for stdout)");
   plan->add_option("--svg", args->svg_path, "Write engines x time and SBUF partitions x bytes as SVG");
+  plan->add_option("--rewrite", args->rewrite_path,
+                   "Python kernels: write the kernel source with each declaration's buffer= set to the planned "
+                   "allocation (checked clean before it is written)");
   check->add_option("--svg", args->svg_path, "Write the memory map with the tiles of violations outlined as SVG");
   CLI::Option* max_buffers = plan->add_option("--max-buffers", args->max_buffers, "Most physical tiles per tensor to try")
                                  ->check(count_in(1, 1024));

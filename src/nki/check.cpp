@@ -48,6 +48,11 @@ struct Pending {  // a violation found during simulation, strings filled in afte
   int64_t occurrences = 1;
 };
 
+// " (kernel.py:12)" or "" when the kernel was not traced from source.
+std::string at(const std::string& source, const char* what = "") {
+  return source.empty() ? "" : std::string(" (") + what + source + ")";
+}
+
 }  // namespace
 
 const char* violation_kind_name(ViolationKind k) {
@@ -72,7 +77,6 @@ std::vector<TilePlacement> evaluate_allocation(const Kernel& k, const Tensor& t)
   if (t.buffer == Buffer::kHbm || t.alloc.kind == AllocKind::kAuto) return out;
   const Allocation& a = t.alloc;
   const int64_t n = t.num_blocks();
-  const std::size_t nd = t.blocks.size();
   const Bytes fb = t.fbytes();
   out.resize(static_cast<std::size_t>(n));
   for (int64_t b = 0; b < n; ++b) {
@@ -81,21 +85,19 @@ std::vector<TilePlacement> evaluate_allocation(const Kernel& k, const Tensor& t)
     switch (a.kind) {
       case AllocKind::kAuto: break;
       case AllocKind::kModAlloc: {
-        // Per block dim d: r = idx[d] mod (par[d] * free[d]); the free-dim tile is r mod free[d]
-        // and the partition-dim tile r div free[d]; both linearised row-major over the dims.
-        int64_t par_lin = 0, free_lin = 0;
-        for (std::size_t d = 0; d < nd; ++d) {
-          int64_t np = a.num_par_tiles.empty() ? 1 : a.num_par_tiles[d];
-          int64_t nf = a.num_free_tiles.empty() ? 1 : a.num_free_tiles[d];
-          int64_t r = idx[d] % (np * nf);
-          free_lin = free_lin * nf + r % nf;
-          par_lin = par_lin * np + r / nf;
+        // The SDK's reference model: each modulus applies to its own block dim (zip-truncated),
+        // and the partition, free (and PSUM bank) tiles are independent linearisations.
+        const int64_t par = modulo_linear(a.num_par_tiles, idx);
+        const int64_t fr = modulo_linear(a.num_free_tiles, idx);
+        p.start_partition = std::clamp<int64_t>(a.base_partition + par * t.pdim, -kBadAddr, kBadAddr);
+        int64_t off = 0;
+        if (__builtin_mul_overflow(fr, fb, &off) || __builtin_add_overflow(off, a.base_addr, &off)) off = kBadAddr;
+        if (t.buffer == Buffer::kPsum) {
+          const int64_t bank = a.base_bank + modulo_linear(a.num_bank_tiles, idx);
+          int64_t b = 0;
+          if (__builtin_mul_overflow(bank, k.hw.psum_bank_bytes, &b) || __builtin_add_overflow(b, off, &off)) off = kBadAddr;
         }
-        p.start_partition = a.base_partition + par_lin * t.pdim;
-        if (t.buffer == Buffer::kPsum)
-          p.byte_addr = (a.base_bank + free_lin) * k.hw.psum_bank_bytes + a.base_addr;
-        else
-          p.byte_addr = a.base_addr + free_lin * fb;
+        p.byte_addr = std::clamp<int64_t>(off, -kBadAddr, kBadAddr);
         break;
       }
       case AllocKind::kFunc:
@@ -197,37 +199,47 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
       }
       return b;
     };
-    for (const Access& a : ins.reads) {
-      int64_t b = touch(a);
+    auto check_read = [&](const Access& a, int64_t b) {
       if (!written[block_base[a.tensor] + b]) {
         if (k.tensors[a.tensor].role != HbmRole::kInput) report(ViolationKind::kReadBeforeWrite, a.tensor, b, ii, event, {});
-        continue;
+        return;
       }
-      if (tile_of[a.tensor].empty()) continue;
+      if (tile_of[a.tensor].empty()) return;
       const Content& cur = content[tile_of[a.tensor][b]];
-      if (cur.tensor == a.tensor && cur.block == b) continue;
+      if (cur.tensor == a.tensor && cur.block == b) return;
       const Content& c = first_clobber[block_base[a.tensor] + b];
       report(c.tensor == a.tensor ? ViolationKind::kLifetimeConflict : ViolationKind::kOverlap, a.tensor, b, ii, event, c);
-    }
+    };
+    for (const Access& a : ins.reads) check_read(a, touch(a));
     for (const Access& a : ins.writes) {
       int64_t b = touch(a);
       const std::size_t flat = static_cast<std::size_t>(block_base[a.tensor] + b);
+      // PSUM +=: continues the accumulation group, so the tile must still hold it.
+      if (a.accumulate && written[flat]) check_read(a, b);
       written[flat] = 1;
       if (tile_of[a.tensor].empty()) continue;
       first_clobber[flat] = Content{};
       int p = tile_of[a.tensor][b];
       Content c{a.tensor, b, event, ii};
-      // Remember the first write that destroyed each logical tile, for the message.
+      // A logical tile is destroyed only when its own physical tile is written over; the
+      // content of a tile overlapped by another tensor's write is that write, which must not
+      // be blamed again when a neighbour later overwrites the same bytes (issue 11, item 7).
       auto replace = [&](int q) {
         const Content& old = content[q];
-        if (old.tensor >= 0 && (old.tensor != a.tensor || old.block != b)) {
+        if (old.tensor >= 0 && (old.tensor != a.tensor || old.block != b) &&
+            tile_of[old.tensor][static_cast<std::size_t>(old.block)] == q) {
           Content& fc = first_clobber[static_cast<std::size_t>(block_base[old.tensor] + old.block)];
           if (fc.tensor < 0) fc = c;
         }
         content[q] = c;
       };
       replace(p);
-      for (int q : overlaps[p]) replace(q);
+      // A partial write destroys only the tiles its own rectangle meets.
+      const PhysTile& P = phys[p];
+      const Partition wp0 = P.p0 + a.p0, wp1 = a.p1 < 0 ? P.p1 : P.p0 + a.p1;
+      const Bytes wb0 = P.b0 + a.b0, wb1 = a.b1 < 0 ? P.b1 : P.b0 + a.b1;
+      for (int q : overlaps[p])
+        if (phys[q].p0 < wp1 && wp0 < phys[q].p1 && phys[q].b0 < wb1 && wb0 < phys[q].b1) replace(q);
     }
     ++event;
     return true;
@@ -257,11 +269,17 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
                            "automatically allocated while other tensors use direct allocation; their addresses may collide"});
       continue;
     }
+    auto all_ones = [](const std::vector<int64_t>& v) {
+      return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
+    };
     if (ten.buffer == Buffer::kPsum && ten.alloc.kind == AllocKind::kModAlloc &&
-        (ten.alloc.base_addr != 0 || ten.alloc.base_partition != 0))
+        (ten.alloc.base_addr != 0 || ten.alloc.base_partition != 0 || !all_ones(ten.alloc.num_par_tiles) ||
+         !all_ones(ten.alloc.num_free_tiles)))
       statics.push_back({ViolationKind::kPsumBase, t, -1,
-                         "PSUM mod_alloc needs base_addr 0 and base_partition 0, got " +
-                             std::to_string(ten.alloc.base_addr) + " and " + std::to_string(ten.alloc.base_partition)});
+                         "PSUM mod_alloc needs base_addr 0, base_partition 0 and num_par_tiles/num_free_tiles empty "
+                         "or all ones (only banks rotate), got base_addr " +
+                             std::to_string(ten.alloc.base_addr) + " and base_partition " +
+                             std::to_string(ten.alloc.base_partition)});
     const Bytes fb = ten.fbytes();
     const Partition quad = ten.pdim <= 32 ? 32 : ten.pdim <= 64 ? 64 : 128;
     for (std::size_t b = 0; b < rep.placements[t].size(); ++b) {
@@ -344,13 +362,16 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
         fe = first_event[b];
         fi = first_instr[b];
       }
+    v.tensor_source = k.tensors[s.t].source;
     if (fi >= 0) {
       v.instruction = k.instrs[fi].name;
+      v.instruction_source = k.instrs[fi].source;
       v.iteration = iter.count(fe) ? iter[fe] : "";
     }
-    v.message = std::string(violation_kind_name(s.kind)) + ": tensor " + v.tensor +
+    v.message = std::string(violation_kind_name(s.kind)) + ": tensor " + v.tensor + at(v.tensor_source, "declared at ") +
                 (s.b >= 0 ? " block " + block_string(v.block) : "") + ": " + s.why +
-                (fi >= 0 ? " (first used by " + v.instruction + " at " + v.iteration + ")" : " (never used)");
+                (fi >= 0 ? " (first used by " + v.instruction + at(v.instruction_source) + " at " + v.iteration + ")"
+                         : " (never used)");
     ++rep.distinct_violations;
     if (rep.violations.size() < opt.max_violations) rep.violations.push_back(std::move(v));
   }
@@ -360,10 +381,13 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
     v.tensor = k.tensors[p.tensor].name;
     v.block = block_of(p.tensor, p.block);
     v.instruction = k.instrs[p.instr].name;
+    v.instruction_source = k.instrs[p.instr].source;
+    v.tensor_source = k.tensors[p.tensor].source;
     v.iteration = iter[p.event];
     v.occurrences = p.occurrences;
-    std::string head = std::string(violation_kind_name(p.kind)) + ": tensor " + v.tensor + " block " +
-                       block_string(v.block) + " is read by " + v.instruction + " at " + v.iteration;
+    std::string head = std::string(violation_kind_name(p.kind)) + ": tensor " + v.tensor +
+                       at(v.tensor_source, "declared at ") + " block " + block_string(v.block) + " is read by " +
+                       v.instruction + at(v.instruction_source) + " at " + v.iteration;
     if (p.kind == ViolationKind::kReadBeforeWrite) {
       v.message = head + " before any instruction wrote it";
     } else {
@@ -372,9 +396,12 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
                          std::to_string(pl.byte_addr) + ")";
       v.by_tensor = k.tensors[p.by.tensor].name;
       v.by_block = block_of(p.by.tensor, p.by.block);
+      v.by_instruction = k.instrs[p.by.instr].name;
+      v.by_source = k.instrs[p.by.instr].source;
+      v.by_iteration = iter[p.by.event];
       std::string by = (p.by.tensor == p.tensor ? "block " : "tensor " + k.tensors[p.by.tensor].name + " block ") +
-                       block_string(block_of(p.by.tensor, p.by.block)) + " (" + k.instrs[p.by.instr].name + " at " +
-                       iter[p.by.event] + ")";
+                       block_string(block_of(p.by.tensor, p.by.block)) + " (" + v.by_instruction + at(v.by_source) +
+                       " at " + v.by_iteration + ")";
       v.message = head + ", but " + tile + " was overwritten by " + by + " while that read was pending";
     }
     if (p.occurrences > 1) v.message += " [" + std::to_string(p.occurrences) + " times]";

@@ -47,6 +47,11 @@ struct Violation {
   int64_t occurrences = 1;         // dynamic executions that hit the same (kind, tensor, block, instruction)
   std::string by_tensor;           // lifetime/overlap: the tensor whose write destroyed the tile
   std::vector<int64_t> by_block;   // and its block
+  std::string by_instruction;      // the destroying write's instruction
+  std::string by_iteration;        // and its loop iteration
+  std::string tensor_source;       // "file:line" of the tensor's declaration ("" when not traced)
+  std::string instruction_source;  // "file:line" of the instruction (the pending reader)
+  std::string by_source;           // "file:line" of the destroying writer
 };
 
 struct CheckOptions {

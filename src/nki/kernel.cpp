@@ -34,7 +34,7 @@ class AffineParser {
       : s_(text), vars_(vars), consts_(consts) {}
 
   bool parse(Affine& out, std::string& error) {
-    if (!expr(out) || (skip(), pos_ != s_.size() && (err_ = "unexpected '" + std::string(1, s_[pos_]) + "'", true))) {
+    if (!expr(out) || (skip(), pos_ != s_.size() && (err_ = unsupported(s_[pos_]), true))) {
       error = err_.empty() ? "malformed expression" : err_;
       return false;
     }
@@ -44,6 +44,12 @@ class AffineParser {
  private:
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  // '%', '//', '/' and friends: a func allocation must be affine in the block index.
+  std::string unsupported(char ch) const {
+    return "unexpected '" + std::string(1, ch) + "' at column " + std::to_string(pos_ + 1) +
+           " (expected an affine expression: integers, names, +, - and * by a constant; a modulo mapping is a "
+           "mod_alloc or a table)";
   }
   bool fail(const std::string& m) {
     if (err_.empty()) err_ = m;
@@ -106,7 +112,8 @@ class AffineParser {
       ++pos_;
       if (!expr(out)) return false;
       skip();
-      if (pos_ >= s_.size() || s_[pos_] != ')') return fail("missing ')'");
+      if (pos_ >= s_.size()) return fail("missing ')'");
+      if (s_[pos_] != ')') return fail(unsupported(s_[pos_]));
       ++pos_;
       return true;
     }
@@ -141,7 +148,7 @@ class AffineParser {
         }
       return fail("unknown name '" + id + "'");
     }
-    return fail("unexpected '" + std::string(1, ch) + "'");
+    return fail(unsupported(ch));
   }
 
   const std::string& s_;
@@ -185,8 +192,8 @@ struct Reader {
     return true;
   }
 
-  Access access(const JsonCursor& c, const Instruction& ins) {
-    c.expect_keys({"tensor", "block"});
+  Access access(const JsonCursor& c, const Instruction& ins, bool is_write) {
+    c.expect_keys({"tensor", "block", "partitions", "bytes", "accumulate"});
     Access a;
     std::string name = c.at("tensor").as_string();
     a.tensor = k.find_tensor(name);
@@ -229,13 +236,30 @@ struct Reader {
       stride *= t.blocks[d];
     }
     std::erase_if(a.linear.terms, [](auto& x) { return x.second == 0; });
+    // Part of the tile: [lo, hi) within its partitions and within the bytes of each partition.
+    auto range_in = [&](const char* key, int64_t size, int64_t& lo, int64_t& hi) {
+      if (!c.has(key)) return;
+      auto r = c.at(key);
+      auto v = r.as_int_array(0);
+      if (v.size() != 2 || v[0] < 0 || v[0] >= v[1] || v[1] > size)
+        r.fail(std::string("expected [lo, hi) with 0 <= lo < hi <= ") + std::to_string(size) + " (the tile's " + key + ")");
+      lo = v[0];
+      hi = v[1];
+    };
+    range_in("partitions", t.pdim, a.p0, a.p1);
+    range_in("bytes", t.fbytes(), a.b0, a.b1);
+    if (c.has("accumulate")) {
+      if (!is_write) c.at("accumulate").fail("only a write accumulates");
+      a.accumulate = c.at("accumulate").as_bool();
+    }
     return a;
   }
 
   void instruction(const JsonCursor& c) {
-    c.expect_keys({"name", "engine", "cost", "reads", "writes", "comment"});
+    c.expect_keys({"name", "engine", "cost", "reads", "writes", "source", "when", "comment"});
     Instruction ins;
     ins.json_path = c.path();
+    if (c.has("source")) ins.source = c.at("source").as_string();
     ins.name = c.has("name") ? c.at("name").as_string() : "op" + std::to_string(k.instrs.size());
     std::string e = c.at("engine").as_string();
     static const std::map<std::string, Engine> kEngines = {
@@ -251,10 +275,18 @@ struct Reader {
     ins.cost = c.has("cost") ? c.at("cost").as_int_at_least(0) : 1;
     if (ins.cost > kMaxMagnitude) c.at("cost").fail("cost too large");
     ins.loops = scope;
+    // Guards: affine expressions over the enclosing loops; the instruction runs when all are >= 0.
+    if (c.has("when"))
+      for (auto& g : c.at("when").elements()) {
+        Affine a = index_expr(g);
+        int64_t lo = 0, hi = 0;
+        if (!range(k, a, lo, hi)) g.fail("guard expression too large");
+        ins.when.push_back(std::move(a));
+      }
     if (c.has("reads"))
-      for (auto& r : c.at("reads").elements()) ins.reads.push_back(access(r, ins));
+      for (auto& r : c.at("reads").elements()) ins.reads.push_back(access(r, ins, false));
     if (c.has("writes"))
-      for (auto& w : c.at("writes").elements()) ins.writes.push_back(access(w, ins));
+      for (auto& w : c.at("writes").elements()) ins.writes.push_back(access(w, ins, true));
     k.instrs.push_back(std::move(ins));
   }
 
@@ -262,9 +294,14 @@ struct Reader {
     for (auto& n : c.elements()) {
       n.require_object();
       if (n.has("loop")) {
-        n.expect_keys({"loop", "trip", "body", "comment"});
+        n.expect_keys({"loop", "trip", "body", "kind", "source", "comment"});
         Loop l;
         l.var = n.at("loop").as_string();
+        if (n.has("kind")) {
+          l.kind = n.at("kind").as_string();
+          if (l.kind != "affine" && l.kind != "sequential" && l.kind != "spmd")
+            n.at("kind").fail("expected \"affine\", \"sequential\" or \"spmd\"");
+        }
         if (l.var.empty() || !(std::isalpha(static_cast<unsigned char>(l.var[0])) || l.var[0] == '_'))
           n.at("loop").fail("expected a loop variable name");
         for (LoopId s : scope)
@@ -307,10 +344,8 @@ struct Reader {
     auto tiles = [&](const char* key) {
       std::vector<int64_t> v;
       if (!c.has(key)) return v;
+      // Any length: the reference model zips the tuple with the block index (truncation).
       v = c.at(key).as_int_array(1);
-      if (!v.empty() && v.size() != nb)
-        c.at(key).fail("expected one entry per block dim (" + std::to_string(nb) + ") or none, got " +
-                       std::to_string(v.size()));
       int64_t prod = 1;
       for (int64_t x : v)
         if (__builtin_mul_overflow(prod, x, &prod) || prod > kMaxBlocks) c.at(key).fail("too many tiles");
@@ -330,11 +365,11 @@ struct Reader {
       a.base_partition = small_int("base_partition", 0);
       if (t.buffer == Buffer::kPsum) {
         a.base_bank = static_cast<int>(std::clamp<int64_t>(small_int("base_bank", 0), -1'000'000, 1'000'000));
-        a.num_free_tiles = tiles("num_bank_tiles");
-        if (c.has("num_free_tiles")) c.at("num_free_tiles").fail("PSUM mod_alloc takes num_bank_tiles (one tile per bank)");
-      } else {
-        a.num_free_tiles = tiles("num_free_tiles");
+        a.num_bank_tiles = tiles("num_bank_tiles");
+      } else if (c.has("base_bank") || c.has("num_bank_tiles")) {
+        c.at(c.has("base_bank") ? "base_bank" : "num_bank_tiles").fail("only PSUM mod_alloc has banks");
       }
+      a.num_free_tiles = tiles("num_free_tiles");
       a.num_par_tiles = tiles("num_par_tiles");
     } else if (kind == "func") {
       a.kind = AllocKind::kFunc;
@@ -379,9 +414,10 @@ struct Reader {
   }
 
   void tensor(const JsonCursor& c, Bytes& factory_next) {
-    c.expect_keys({"name", "buffer", "role", "blocks", "partitions", "free", "dtype", "alloc", "comment"});
+    c.expect_keys({"name", "buffer", "role", "blocks", "partitions", "free", "dtype", "alloc", "source", "comment"});
     Tensor t;
     t.json_path = c.path();
+    if (c.has("source")) t.source = c.at("source").as_string();
     t.name = c.at("name").as_string();
     if (t.name.empty()) c.at("name").fail("expected a non-empty name");
     if (k.find_tensor(t.name) >= 0) c.at("name").fail("duplicate tensor name \"" + t.name + "\"");
@@ -515,6 +551,25 @@ bool parse_affine(const std::string& text, const std::vector<std::string>& vars,
   return p.parse(out, error);
 }
 
+int64_t modulo_linear(const std::vector<int64_t>& tiles, const std::vector<int64_t>& idx) {
+  int64_t lin = 0;
+  const std::size_t n = std::min(tiles.size(), idx.size());
+  for (std::size_t d = 0; d < n; ++d) {
+    const int64_t t = std::max<int64_t>(tiles[d], 1);
+    lin = lin * t + ((idx[d] % t) + t) % t;
+  }
+  return lin;
+}
+
+const std::vector<std::pair<std::string, double>>& default_cycle_model() {
+  static const std::vector<std::pair<std::string, double>> m = {
+      {"reference_clock_ghz", 1.4},  // timeline unit: cycles of this clock
+      {"tensor_clock_ghz", 2.8},     {"vector_clock_ghz", 1.12}, {"scalar_clock_ghz", 1.4},
+      {"gpsimd_clock_ghz", 1.4},     {"min_ii", 64},             {"matmul_fp32_factor", 4},
+      {"gpsimd_fixed", 150},         {"dma_fixed", 2000},        {"dma_bytes_per_cycle", 32}};
+  return m;
+}
+
 std::string block_string(const std::vector<int64_t>& idx) {
   std::string s = "(";
   for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
@@ -532,14 +587,28 @@ std::string iteration_string(const Kernel& k, const Instruction& ins, const std:
 
 Result<Hardware> builtin_hardware(const std::string& name) {
   if (name == "neuroncore-v2" || name == "v2" || name == "trn1" || name == "inf2") return Hardware{};
+
   return bad_input("unknown built-in hardware \"" + name + "\" (built in: neuroncore-v2; others via a JSON file)");
 }
 
 Result<Hardware> hardware_from_json(const JsonCursor& c) {
   try {
     c.expect_keys({"name", "partitions", "sbuf_partition_bytes", "sbuf_reserved_bytes", "sbuf_min_align", "psum_banks",
-                   "psum_bank_bytes", "dma_queues", "comment"});
+                   "psum_bank_bytes", "dma_queues", "cycle_model", "comment"});
     Hardware h;
+    if (c.has("cycle_model")) {
+      auto cm = c.at("cycle_model");
+      std::vector<std::string> names;
+      for (auto& [n, v] : h.cycle_model) names.push_back(n);
+      cm.expect_keys(names);
+      for (auto& [n, v] : h.cycle_model)
+        if (cm.has(n)) {
+          auto x = cm.at(n);
+          if (!x.node().is_number()) x.fail("expected a number, got " + describe_json(x.node()));
+          v = x.node().get<double>();
+          if (!(v >= 0 && v <= 1e12)) x.fail("expected a finite number in [0, 1e12]");
+        }
+    }
     if (c.has("name")) h.name = c.at("name").as_string();
     auto get = [&](const char* key, int64_t def, int64_t min) {
       if (!c.has(key)) return def;
@@ -622,10 +691,9 @@ Json alloc_to_json(const Tensor& t) {
       j["base_partition"] = a.base_partition;
       if (t.buffer == Buffer::kPsum) {
         j["base_bank"] = a.base_bank;
-        j["num_bank_tiles"] = a.num_free_tiles;
-      } else {
-        j["num_free_tiles"] = a.num_free_tiles;
+        j["num_bank_tiles"] = a.num_bank_tiles;
       }
+      j["num_free_tiles"] = a.num_free_tiles;
       j["num_par_tiles"] = a.num_par_tiles;
       break;
     case AllocKind::kFunc: {
@@ -653,6 +721,7 @@ void body_to_json(const Kernel& k, const std::vector<Node>& nodes, Json& out, st
       Json l;
       l["loop"] = k.loops[n.id].var;
       l["trip"] = k.loops[n.id].trip;
+      if (k.loops[n.id].kind != "affine") l["kind"] = k.loops[n.id].kind;
       Json b = Json::array();
       body_to_json(k, n.body, b, names);
       l["body"] = b;
@@ -664,6 +733,12 @@ void body_to_json(const Kernel& k, const std::vector<Node>& nodes, Json& out, st
     j["name"] = ins.name;
     j["engine"] = engine_name(ins.engine);
     j["cost"] = ins.cost;
+    if (!ins.source.empty()) j["source"] = ins.source;
+    if (!ins.when.empty()) {
+      Json w = Json::array();
+      for (const Affine& g : ins.when) w.push_back(affine_to_string(g, names));
+      j["when"] = w;
+    }
     for (auto [key, list] : {std::pair{"reads", &ins.reads}, std::pair{"writes", &ins.writes}}) {
       Json arr = Json::array();
       for (const Access& a : *list) {
@@ -672,6 +747,9 @@ void body_to_json(const Kernel& k, const std::vector<Node>& nodes, Json& out, st
         Json b = Json::array();
         for (const Affine& e : a.index) b.push_back(affine_to_string(e, names));
         aj["block"] = b;
+        if (a.p1 >= 0) aj["partitions"] = {a.p0, a.p1};
+        if (a.b1 >= 0) aj["bytes"] = {a.b0, a.b1};
+        if (a.accumulate) aj["accumulate"] = true;
         arr.push_back(aj);
       }
       j[key] = arr;
@@ -695,6 +773,9 @@ Json kernel_to_json(const Kernel& k) {
   hw["psum_banks"] = k.hw.psum_banks;
   hw["psum_bank_bytes"] = k.hw.psum_bank_bytes;
   hw["dma_queues"] = k.hw.dma_queues;
+  Json cm = Json::object();
+  for (auto& [n, v] : k.hw.cycle_model) cm[n] = v;
+  hw["cycle_model"] = cm;
   j["hardware"] = hw;
   Json ts = Json::array();
   for (const Tensor& t : k.tensors) {
@@ -707,6 +788,7 @@ Json kernel_to_json(const Kernel& k) {
     tj["partitions"] = t.pdim;
     tj["free"] = t.free;
     tj["dtype"] = t.dtype;
+    if (!t.source.empty()) tj["source"] = t.source;
     if (t.buffer != Buffer::kHbm) tj["alloc"] = alloc_to_json(t);
     ts.push_back(tj);
   }

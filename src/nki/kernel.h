@@ -19,16 +19,22 @@ using Cycles = int64_t;     // engine time
 using TensorId = int;       // index into Kernel::tensors
 using LoopId = int;         // index into Kernel::loops
 
+// Names and defaults of the per-instruction cycle model (Hardware::cycle_model); docs/nki.md.
+const std::vector<std::pair<std::string, double>>& default_cycle_model();
+
 // One NeuronCore version's on-chip memory. v2 is built in; others come from a JSON file.
 struct Hardware {
   std::string name = "neuroncore-v2";     // for messages
   Partition partitions = 128;             // SBUF and PSUM partitions
   Bytes sbuf_partition_bytes = 192 * 1024;  // physical bytes per SBUF partition
   Bytes sbuf_reserved_bytes = 16 * 1024;  // reserved for the compiler at the top of each partition
-  Bytes sbuf_min_align = 32;              // byte_addr alignment (assumption, see docs/nki.md)
+  Bytes sbuf_min_align = 4;               // byte_addr alignment (AWS's tested kernels use 4-byte multiples)
   int psum_banks = 8;                     // PSUM banks per partition
   Bytes psum_bank_bytes = 2 * 1024;       // bytes per PSUM bank per partition
   int dma_queues = 4;                     // DMA instructions run on this many parallel queues (assumption)
+  // Per-instruction cycle model used by the Python tracer to cost each call (docs/nki.md);
+  // (name, value) pairs, kept here so a hardware file overrides them. Only known names allowed.
+  std::vector<std::pair<std::string, double>> cycle_model = default_cycle_model();
   Bytes sbuf_usable() const { return sbuf_partition_bytes - sbuf_reserved_bytes; }
   Bytes psum_bytes() const { return psum_banks * psum_bank_bytes; }
 };
@@ -66,8 +72,9 @@ struct Allocation {
   Bytes base_addr = 0;                     // mod_alloc
   Partition base_partition = 0;            // mod_alloc
   int base_bank = 0;                       // psum mod_alloc: first bank
-  std::vector<int64_t> num_par_tiles;      // mod_alloc: per block dim (empty = all 1)
-  std::vector<int64_t> num_free_tiles;     // mod_alloc (sbuf) / num_bank_tiles (psum)
+  std::vector<int64_t> num_par_tiles;      // mod_alloc: moduli per block dim (empty = all 1; zip-truncated)
+  std::vector<int64_t> num_free_tiles;     // mod_alloc: moduli per block dim (empty = all 1; zip-truncated)
+  std::vector<int64_t> num_bank_tiles;     // psum mod_alloc: bank moduli per block dim
   Affine start_partition_fn;               // func: variables are block dims
   Affine byte_addr_fn;                     // func
   Bytes factory_size = 0;                  // factory: total_fdim_size reserved
@@ -85,6 +92,7 @@ struct Tensor {
   Bytes dtype_bytes = 2;            // element size
   Allocation alloc;                 // sbuf/psum only
   std::string json_path;            // where it was declared, for messages
+  std::string source;               // "kernel.py:12" when traced from Python source ("" otherwise)
   int64_t num_blocks() const;       // product of block dims (1 if none)
   Bytes fbytes() const;             // bytes per partition of one tile
   std::vector<int64_t> unflatten(int64_t linear) const;  // linear block -> block index
@@ -94,6 +102,9 @@ struct Access {
   TensorId tensor = -1;        // which tensor
   std::vector<Affine> index;   // one affine per block dim, over loop ids
   Affine linear;               // row-major linear block index, over loop ids
+  Partition p0 = 0, p1 = -1;   // partitions [p0, p1) of the tile touched (p1 < 0: the whole tile)
+  Bytes b0 = 0, b1 = -1;       // bytes [b0, b1) of each partition touched (b1 < 0: the whole tile)
+  bool accumulate = false;     // writes only: PSUM += (reads the tile first when it holds data)
 };
 
 struct Instruction {
@@ -103,13 +114,16 @@ struct Instruction {
   std::vector<Access> reads;   // tiles read (before writes take effect)
   std::vector<Access> writes;  // tiles written
   std::vector<LoopId> loops;   // enclosing loops, outermost first
+  std::vector<Affine> when;    // executes only in iterations where every one is >= 0 (a mask on loop indices)
   std::string json_path;
+  std::string source;          // "kernel.py:14" when traced from Python source ("" otherwise)
 };
 
 struct Loop {
   std::string var;    // loop variable name
   int64_t trip = 1;   // affine_range(trip): var = 0..trip-1
   LoopId parent = -1; // enclosing loop
+  std::string kind = "affine";  // affine | sequential | spmd (what the source said; same simulation)
 };
 
 // Program order: a tree of loops and instructions.
@@ -157,7 +171,9 @@ template <class F>
 bool walk(const Kernel& k, const std::vector<Node>& nodes, std::vector<int64_t>& vals, F& f) {
   for (const Node& n : nodes) {
     if (!n.is_loop) {
-      if (!f(n.id, static_cast<const std::vector<int64_t>&>(vals))) return false;
+      bool on = true;
+      for (const Affine& g : k.instrs[n.id].when) on = on && eval(g, vals) >= 0;
+      if (on && !f(n.id, static_cast<const std::vector<int64_t>&>(vals))) return false;
       continue;
     }
     const int64_t trip = k.loops[n.id].trip;
@@ -180,5 +196,10 @@ void for_each_execution(const Kernel& k, F&& f) {
 // "{i=2, j=0}" for the loops enclosing an instruction.
 std::string iteration_string(const Kernel& k, const Instruction& ins, const std::vector<int64_t>& vals);
 std::string block_string(const std::vector<int64_t>& idx);  // "(2, 0)"
+
+// The SDK's reference modulo index: m_d = idx_d mod T_d over zip(idx, T) (the shorter one
+// truncates), linearised row-major in the shape T; empty T gives 0.
+int64_t modulo_linear(const std::vector<int64_t>& tiles, const std::vector<int64_t>& idx);
+
 
 }  // namespace sp::nki

@@ -23,6 +23,7 @@ struct Analysis {
   };
   std::vector<std::vector<Interval>> intervals;
   std::vector<int64_t> first, last;  // per tensor: first and last event touching it (-1: never)
+  std::vector<char> hbm_raw;         // per HBM tensor: some block is read after being written
   std::string uninitialized;         // a read-before-write, described (plans cannot fix it)
 };
 
@@ -32,6 +33,7 @@ Analysis analyse(const Kernel& k) {
   an.intervals.resize(nt);
   an.first.assign(nt, -1);
   an.last.assign(nt, -1);
+  an.hbm_raw.assign(nt, 0);
   std::vector<int64_t> base(nt + 1, 0);
   for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + k.tensors[t].num_blocks();
   std::vector<int64_t> open_start(static_cast<std::size_t>(base[nt]), -1), open_end(open_start.size(), -1);
@@ -43,8 +45,10 @@ Analysis analyse(const Kernel& k) {
       std::size_t f = static_cast<std::size_t>(base[a.tensor] + b);
       if (an.first[a.tensor] < 0) an.first[a.tensor] = ev;
       an.last[a.tensor] = ev;
-      if (open_start[f] >= 0) open_end[f] = ev;
-      else if (an.uninitialized.empty() && k.tensors[a.tensor].role != HbmRole::kInput)
+      if (open_start[f] >= 0) {
+        open_end[f] = ev;
+        if (k.tensors[a.tensor].buffer == Buffer::kHbm) an.hbm_raw[a.tensor] = 1;
+      } else if (an.uninitialized.empty() && k.tensors[a.tensor].role != HbmRole::kInput)
         an.uninitialized = "tensor " + k.tensors[a.tensor].name + " block " +
                            block_string(k.tensors[a.tensor].unflatten(b)) + " is read by " + ins.name + " at " +
                            iteration_string(k, ins, vals) + " before anything writes it";
@@ -54,13 +58,20 @@ Analysis analyse(const Kernel& k) {
       std::size_t f = static_cast<std::size_t>(base[a.tensor] + b);
       if (an.first[a.tensor] < 0) an.first[a.tensor] = ev;
       an.last[a.tensor] = ev;
-      if (open_start[f] >= 0) an.intervals[a.tensor].push_back({open_start[f], open_end[f], b});
+      // PSUM += continues the accumulation group: the tile's lifetime goes on.
+      if (a.accumulate && open_start[f] >= 0) {
+        open_end[f] = ev;
+        continue;
+      }
+      if (open_start[f] >= 0 && k.tensors[a.tensor].buffer != Buffer::kHbm)
+        an.intervals[a.tensor].push_back({open_start[f], open_end[f], b});
       open_start[f] = open_end[f] = ev;
     }
     ++ev;
     return true;
   });
   for (int t = 0; t < nt; ++t) {
+    if (k.tensors[t].buffer == Buffer::kHbm) continue;  // HBM blocks are not planned
     for (int64_t b = 0; b < k.tensors[t].num_blocks(); ++b) {
       std::size_t f = static_cast<std::size_t>(base[t] + b);
       if (open_start[f] >= 0) an.intervals[t].push_back({open_start[f], open_end[f], b});
@@ -107,6 +118,9 @@ struct Planner {
   std::vector<std::vector<TilePlacement>> fixed_tiles;  // kept tensors: distinct placements
 
   bool planned(int t) const { return k.tensors[t].buffer != Buffer::kHbm; }
+  // HBM tensors are tracked on the timeline only when a block is read back after a write (RAW);
+  // otherwise they order nothing, and a four-million-block input costs nothing per evaluation.
+  bool tracked(int t) const { return planned(t) || an.hbm_raw[t]; }
 
   Result<Layout> layout(const std::vector<int>& tiles) const {
     Layout L;
@@ -195,12 +209,14 @@ struct Planner {
       auto lane = std::min_element(lane_free[e].begin(), lane_free[e].end());
       Cycles ready = *lane;
       for (const Access& a : ins.reads) {
+        if (!L.tiles[a.tensor]) continue;
         int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         ready = std::max(ready, write_fin[p]);
       }
       Cycles war = 0;
       int war_tensor = -1;
       for (const Access& a : ins.writes) {
+        if (!L.tiles[a.tensor]) continue;
         int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         Cycles w = std::max(read_fin[p], write_fin[p]);
         for (int u : L.shares[a.tensor]) w = std::max(w, region_use[u]);
@@ -210,11 +226,13 @@ struct Planner {
       const Cycles start = std::max(ready, war);
       const Cycles end = start + ins.cost;
       for (const Access& a : ins.reads) {
+        if (!L.tiles[a.tensor]) continue;
         int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         read_fin[p] = std::max(read_fin[p], end);
         region_use[a.tensor] = std::max(region_use[a.tensor], end);
       }
       for (const Access& a : ins.writes) {
+        if (!L.tiles[a.tensor]) continue;
         int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         write_fin[p] = end;
         region_use[a.tensor] = std::max(region_use[a.tensor], end);
@@ -251,10 +269,12 @@ struct Planner {
       instr_of.push_back(ii);
       const Instruction& ins = k.instrs[ii];
       for (const Access& a : ins.reads) {
+        if (!L.tiles[a.tensor]) continue;
         std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
         if (last_writer[p] >= 0) edges.push_back({last_writer[p], ev, -1});
       }
       for (const Access& a : ins.writes) {
+        if (!L.tiles[a.tensor]) continue;
         std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
         const int who = planned(a.tensor) ? a.tensor : -1;
         if (last_writer[p] >= 0 && last_writer[p] != ev) edges.push_back({last_writer[p], ev, who});
@@ -272,10 +292,12 @@ struct Planner {
       }
       // Reads are recorded after the writes' edges: an instruction never waits for itself.
       for (const Access& a : ins.reads) {
+        if (!L.tiles[a.tensor]) continue;
         std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
         readers[p].push_back(ev);
       }
       for (const Access& a : ins.writes) {
+        if (!L.tiles[a.tensor]) continue;
         std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
         last_writer[p] = ev;
         readers[p].clear();
@@ -459,7 +481,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     const Tensor& ten = k.tensors[t];
     const int64_t nb = ten.num_blocks();
     if (!P.planned(t)) {
-      tiles[t] = static_cast<int>(nb);
+      tiles[t] = P.tracked(t) ? static_cast<int>(nb) : 0;
       continue;
     }
     if (!P.fixed_tiles[t].empty()) {
@@ -644,12 +666,22 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     res.plans.push_back({t, n, min_tiles[t], cur.part[t], cur.offset[t], P.stride[t]});
     Allocation a;
     const bool psum = ten.buffer == Buffer::kPsum;
-    if (ten.blocks.size() <= 1 && (psum || P.stride[t] == ten.fbytes())) {
+    // Block b -> tile b mod n over the row-major linear index is a mod_alloc when n factors
+    // along the trailing block dims (each inner modulus divides its dim or takes all of it).
+    std::vector<int64_t> mods(ten.blocks.size(), 1);
+    int64_t rest = n;
+    for (std::size_t d = ten.blocks.size(); d-- > 0 && rest > 1;) {
+      // The outermost dim takes any modulus: (i0 mod m) * S + inner = b mod (m * S).
+      if (d == 0 || ten.blocks[d] % rest == 0) mods[d] = rest, rest = 1;
+      else if (rest % ten.blocks[d] == 0) mods[d] = ten.blocks[d], rest /= ten.blocks[d];
+      else break;
+    }
+    if (rest == 1 && (psum || P.stride[t] == ten.fbytes())) {
       a.kind = AllocKind::kModAlloc;
       if (psum) a.base_bank = static_cast<int>(cur.offset[t]);
       else a.base_addr = cur.offset[t];
       a.base_partition = cur.part[t];
-      if (!ten.blocks.empty()) a.num_free_tiles = {n};
+      if (n > 1) (psum ? a.num_bank_tiles : a.num_free_tiles) = mods;
     } else {
       a.kind = AllocKind::kTable;
       for (int64_t b = 0; b < ten.num_blocks(); ++b) {
@@ -658,6 +690,14 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
       }
     }
     ten.alloc = std::move(a);
+  }
+  // Never slower than the kernel's own allocation: when the search did not beat it, the plan is
+  // that allocation (every tensor kept as it is).
+  if (res.has_input && res.input.makespan < res.planned.makespan && !opt.keep_direct) {
+    PlanOptions keep = opt;
+    keep.keep_direct = true;
+    auto kept = plan_kernel(k, keep);
+    if (kept && kept->planned.makespan <= res.input.makespan) return kept;
   }
   // The independent checker must accept the plan before anyone sees it.
   auto check = check_kernel(res.kernel);

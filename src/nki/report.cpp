@@ -35,7 +35,13 @@ Json check_report_to_json(const std::string& kernel_label, const Kernel& k, cons
     Json vj = {{"kind", violation_kind_name(v.kind)}, {"tensor", v.tensor}, {"block", v.block},
                {"instruction", v.instruction}, {"iteration", v.iteration}, {"occurrences", v.occurrences},
                {"message", v.message}};
-    if (!v.by_tensor.empty()) vj["overwritten_by"] = {{"tensor", v.by_tensor}, {"block", v.by_block}};
+    if (!v.tensor_source.empty()) vj["declared_at"] = v.tensor_source;
+    if (!v.instruction_source.empty()) vj["source"] = v.instruction_source;
+    if (!v.by_tensor.empty()) {
+      vj["overwritten_by"] = {{"tensor", v.by_tensor}, {"block", v.by_block}, {"instruction", v.by_instruction},
+                              {"iteration", v.by_iteration}};
+      if (!v.by_source.empty()) vj["overwritten_by"]["source"] = v.by_source;
+    }
     vs.push_back(vj);
   }
   out["violations"] = vs;
@@ -101,10 +107,16 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
     std::string how;
     if (tp.kept)
       how = std::string("kept: ") + alloc_kind_name(al.kind) + " (" + std::to_string(tp.tiles) + " physical tiles)";
-    else if (al.kind == AllocKind::kModAlloc)
-      how = psum ? "mod_alloc(base_bank=" + std::to_string(al.base_bank) + ", num_bank_tiles=(" + std::to_string(tp.tiles) + ",))"
+    else if (al.kind == AllocKind::kModAlloc) {
+      auto tuple = [](const std::vector<int64_t>& v) {
+        std::string r = "(";
+        for (std::size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + std::to_string(v[i]);
+        return r + (v.size() == 1 ? ",)" : ")");
+      };
+      how = psum ? "mod_alloc(base_bank=" + std::to_string(al.base_bank) + ", num_bank_tiles=" + tuple(al.num_bank_tiles) + ")"
                  : "mod_alloc(base_addr=" + std::to_string(al.base_addr) + ", base_partition=" +
-                       std::to_string(al.base_partition) + ", num_free_tiles=(" + std::to_string(tp.tiles) + ",))";
+                       std::to_string(al.base_partition) + ", num_free_tiles=" + tuple(al.num_free_tiles) + ")";
+    }
     else
       how = "table: block b -> " + std::string(psum ? "bank " : "byte ") + std::to_string(tp.base) + " + (b mod " +
             std::to_string(tp.tiles) + ")" + (psum ? "" : " * " + std::to_string(tp.stride)) + ", partition " +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -71,9 +72,15 @@ void timeline(std::string& out, const Kernel& k, const Timeline& tl, const std::
 
 constexpr double kMemH = 160, kPsumH = 60;  // heights of the SBUF and PSUM panels
 
-// SBUF partitions (down) x bytes (right) and PSUM; tiles in `bad` (tensor, placement) get a red outline.
+// Roles of a tile in the violations: bit 1 a victim (read after being destroyed), bit 2 a writer
+// that destroyed another tile.
+using TileKey = std::tuple<int, Partition, Bytes>;  // (tensor, start partition, byte address)
+constexpr int kVictim = 1, kWriter = 2;
+
+// SBUF partitions (down) x bytes (right) and PSUM. Tiles in `bad` are outlined on top of every
+// fill, victims in red and writers in dashed orange, so a victim is never hidden under its writer.
 void memory_map(std::string& out, const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements,
-                const std::set<std::tuple<int, Partition, Bytes>>& bad, double left, double y0, double W) {
+                const std::map<TileKey, int>& bad, double left, double y0, double W) {
   // Scale bytes to the used part of SBUF (with some margin) so small tiles stay visible.
   Bytes shown = 0;
   for (std::size_t t = 0; t < placements.size(); ++t)
@@ -91,6 +98,7 @@ void memory_map(std::string& out, const Kernel& k, const std::vector<std::vector
          std::to_string(k.hw.psum_banks) + " x " + std::to_string(k.hw.psum_bank_bytes) + " bytes)</text>\n";
   out += "<rect x=\"" + num(left) + "\" y=\"" + num(py0) + "\" width=\"" + num(W) + "\" height=\"" + num(kPsumH) +
          "\" fill=\"#f4f4f4\" stroke=\"#999\"/>\n";
+  std::string outlines;  // drawn after every fill
   const double kx = W / static_cast<double>(k.hw.psum_bytes());
   const double ky = kPsumH / static_cast<double>(k.hw.partitions);
   for (std::size_t ti = 0; ti < placements.size(); ++ti) {
@@ -106,17 +114,43 @@ void memory_map(std::string& out, const Kernel& k, const std::vector<std::vector
       double x1 = std::clamp(sx * static_cast<double>(p.byte_addr + t.fbytes()), 0.0, W);
       double r0 = std::clamp(sy * static_cast<double>(p.start_partition), 0.0, psum ? kPsumH : kMemH);
       double r1 = std::clamp(sy * static_cast<double>(p.start_partition + t.pdim), 0.0, psum ? kPsumH : kMemH);
-      const bool red = bad.count({static_cast<int>(ti), p.start_partition, p.byte_addr}) > 0;
+      auto role = bad.find({static_cast<int>(ti), p.start_partition, p.byte_addr});
+      const bool red = role != bad.end();
       out += "<rect x=\"" + num(left + x0) + "\" y=\"" + num(oy + r0) + "\" width=\"" + num(std::max(0.5, x1 - x0)) +
              "\" height=\"" + num(std::max(0.5, r1 - r0)) + "\" fill=\"" + tensor_color(static_cast<int>(ti)) +
-             (red ? "\" stroke=\"#d00\" stroke-width=\"1.5\"" : "\" stroke=\"#333\" stroke-width=\"0.4\"") + "><title>" +
-             esc(t.name) + " tile " + std::to_string(seen.size() - 1) + ": partitions " + std::to_string(p.start_partition) +
-             "+" + std::to_string(t.pdim) + ", bytes " + std::to_string(p.byte_addr) + "+" + std::to_string(t.fbytes()) +
-             (red ? " (violation)" : "") + "</title></rect>\n";
+             "\" fill-opacity=\"" + (red ? "0.5" : "0.75") + "\" stroke=\"#333\" stroke-width=\"0.4\"><title>" +
+             esc(t.name) + " tile " +
+             std::to_string(seen.size() - 1) + ": partitions " + std::to_string(p.start_partition) + "+" +
+             std::to_string(t.pdim) + ", bytes " + std::to_string(p.byte_addr) + "+" + std::to_string(t.fbytes()) +
+             (red ? (role->second & kVictim ? " (destroyed while a read was pending)" : " (its write destroyed a tile)")
+                  : "") +
+             "</title></rect>\n";
       if (x1 - x0 > 30)
         out += "<text x=\"" + num(left + x0 + 2) + "\" y=\"" + num(oy + r0 + 12) + "\" font-size=\"9\">" + esc(t.name) +
                "</text>\n";
+      if (red) {
+        // Outlines go last; a victim is inset so it stays visible inside a writer of the same bytes.
+        const double inset = role->second & kVictim ? 1.5 : 0.0;
+        outlines += "<rect x=\"" + num(left + x0 + inset) + "\" y=\"" + num(oy + r0 + inset) + "\" width=\"" +
+                    num(std::max(0.5, x1 - x0 - 2 * inset)) + "\" height=\"" + num(std::max(0.5, r1 - r0 - 2 * inset)) +
+                    "\" fill=\"none\" " +
+                    (role->second & kVictim ? "stroke=\"#d00\" stroke-width=\"2\""
+                                            : "stroke=\"#f80\" stroke-width=\"2\" stroke-dasharray=\"5,3\"") +
+                    "/>\n";
+        if (role->second & kVictim)
+          outlines += "<text x=\"" + num(left + x0 + 3) + "\" y=\"" + num(oy + r1 - 4) +
+                      "\" font-size=\"9\" fill=\"#d00\">" + esc(t.name) + " (victim)</text>\n";
+      }
     }
+  }
+  out += outlines;
+  // Legend for the outlines.
+  if (!bad.empty()) {
+    const double ly = y0 + kMemH + 30 + kPsumH + 14;
+    out += "<rect x=\"" + num(left) + "\" y=\"" + num(ly - 9) + "\" width=\"14\" height=\"10\" fill=\"none\" stroke=\"#d00\" stroke-width=\"2\"/>"
+           "<text x=\"" + num(left + 20) + "\" y=\"" + num(ly) + "\">victim: destroyed while a read was pending</text>\n";
+    out += "<rect x=\"" + num(left + 300) + "\" y=\"" + num(ly - 9) + "\" width=\"14\" height=\"10\" fill=\"none\" stroke=\"#f80\" stroke-width=\"2\" stroke-dasharray=\"5,3\"/>"
+           "<text x=\"" + num(left + 320) + "\" y=\"" + num(ly) + "\">writer that destroyed it</text>\n";
   }
 }
 
@@ -142,30 +176,30 @@ std::string plan_svg(const PlanResult& plan) {
 
 std::string check_svg(const Kernel& k, const CheckReport& report) {
   const double W = 1000, left = 70;
-  std::set<std::tuple<int, Partition, Bytes>> bad;
-  auto mark = [&](const std::string& name, const std::vector<int64_t>& block) {
+  std::map<TileKey, int> bad;
+  auto mark = [&](const std::string& name, const std::vector<int64_t>& block, int role) {
     TensorId t = k.find_tensor(name);
     if (t < 0 || report.placements[t].empty() || block.size() != k.tensors[t].blocks.size()) return;
     int64_t lin = 0;
     for (std::size_t d = 0; d < block.size(); ++d) lin = lin * k.tensors[t].blocks[d] + block[d];
     const TilePlacement& p = report.placements[t][static_cast<std::size_t>(lin)];
-    bad.insert({t, p.start_partition, p.byte_addr});
+    bad[{t, p.start_partition, p.byte_addr}] |= role;
   };
   for (const Violation& v : report.violations) {
     if (v.kind == ViolationKind::kPsumBase || v.kind == ViolationKind::kMixedAllocation ||
         v.kind == ViolationKind::kHbmNotOutput)
       continue;  // whole-tensor rules name no tile
-    mark(v.tensor, v.block);
-    if (!v.by_tensor.empty()) mark(v.by_tensor, v.by_block);
+    mark(v.tensor, v.block, kVictim);
+    if (!v.by_tensor.empty()) mark(v.by_tensor, v.by_block, kWriter);
   }
   const std::size_t listed = std::min<std::size_t>(report.violations.size(), 30);
-  const double H = 40 + kMemH + 40 + kPsumH + 40 + 14.0 * static_cast<double>(listed) + 20;
+  const double H = 40 + kMemH + 40 + kPsumH + 60 + 14.0 * static_cast<double>(listed) + 20;
   std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W + left + 20) + "\" height=\"" + num(H) +
                     "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   out += "<text x=\"" + num(left) + "\" y=\"16\" font-weight=\"bold\">nki check: " +
-         std::to_string(report.distinct_violations) + " violations (tiles involved outlined in red)</text>\n";
+         std::to_string(report.distinct_violations) + " violations (victims outlined in red, their writers dashed orange)</text>\n";
   memory_map(out, k, report.placements, bad, left, 40, W);
-  double y = 40 + kMemH + 30 + kPsumH + 24;
+  double y = 40 + kMemH + 30 + kPsumH + 44;
   for (std::size_t i = 0; i < listed; ++i, y += 14)
     out += "<text x=\"" + num(left) + "\" y=\"" + num(y) + "\" font-size=\"10\">" + esc(report.violations[i].message) +
            "</text>\n";

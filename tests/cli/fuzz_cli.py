@@ -224,7 +224,8 @@ class Fuzzer:
         self.mlsys_solution = (load("examples/mlsys/mlp_block.json"), load("examples/mlsys/mlp_block_solution.json"))
         progs = sorted(os.listdir(os.path.join(ROOT, "examples/programs")))
         self.programs = [load("examples/programs/" + p) for p in progs]
-        kernels = sorted(k for k in os.listdir(os.path.join(ROOT, "examples/nki")) if k != "hardware_small.json")
+        kernels = sorted(k for k in os.listdir(os.path.join(ROOT, "examples/nki"))
+                         if k.endswith(".json") and k != "hardware_small.json")
         self.kernels = [load("examples/nki/" + k) for k in kernels]
         self.nki_hw = load("examples/nki/hardware_small.json")
 

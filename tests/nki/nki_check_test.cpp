@@ -83,7 +83,7 @@ TEST(NkiCheck, OverlapOnlyMattersWhileLive) {
 TEST(NkiCheck, StaticRules) {
   auto k = parse(R"({"tensors": [
       {"name": "x", "buffer": "hbm", "role": "input", "blocks": [2], "partitions": 64, "free": [100]},
-      {"name": "mis", "blocks": [2], "partitions": 64, "free": [100], "alloc": {"kind": "table", "tiles": [[0, 0], [0, 200]]}},
+      {"name": "mis", "blocks": [2], "partitions": 64, "free": [100], "alloc": {"kind": "table", "tiles": [[0, 0], [0, 202]]}},
       {"name": "sp", "blocks": [2], "partitions": 64, "free": [16], "alloc": {"kind": "table", "tiles": [[64, 4096], [32, 8192]]}},
       {"name": "far", "partitions": 128, "free": [1024], "alloc": {"kind": "func", "start_partition": 0, "byte_addr": "180000"}},
       {"name": "ps", "buffer": "psum", "blocks": [2], "partitions": 128, "free": [512], "dtype": "float32",
@@ -104,7 +104,7 @@ TEST(NkiCheck, StaticRules) {
       if (v.kind == kind && v.tensor == tensor) return &v;
     return nullptr;
   };
-  const Violation* v = find(ViolationKind::kMisaligned, "mis");  // 200 is not a multiple of 32
+  const Violation* v = find(ViolationKind::kMisaligned, "mis");  // 202 is not a multiple of 4
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->block, (std::vector<int64_t>{1}));
   EXPECT_EQ(v->instruction, "ld");
@@ -214,6 +214,99 @@ TEST(NkiCheck, MultiDimFuncAndPartitionQuadrants) {
   ASSERT_EQ(r2->distinct_violations, 1);
   EXPECT_EQ(r2->violations[0].kind, ViolationKind::kStartPartition);
   EXPECT_NE(r2->violations[0].message.find("(never used)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+// Issue 11 item 7: one write (b) destroys two adjacent tiles of a; before that, the load of a[1]
+// wrote over bytes that the load of a[0] had also written (both overlap b's tile). Each victim
+// must name b's write, not a's neighbouring load.
+TEST(NkiCheck, EveryDestroyedReadNamesTheWriteThatDestroyedIt) {
+  auto k = testing::parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "partitions": 128, "free": [512]},
+      {"name": "a", "blocks": [2], "partitions": 128, "free": [512], "source": "k.py:5",
+       "alloc": {"kind": "table", "tiles": [[0, 0], [0, 1024]]}},
+      {"name": "b", "partitions": 128, "free": [512], "source": "k.py:6", "alloc": {"kind": "table", "tiles": [[0, 512]]}},
+      {"name": "o", "buffer": "hbm", "role": "output", "partitions": 128, "free": [512]}],
+    "body": [
+      {"name": "load_a0", "engine": "DMA", "source": "k.py:8", "reads": [{"tensor": "x"}], "writes": [{"tensor": "a", "block": [0]}]},
+      {"name": "load_a1", "engine": "DMA", "source": "k.py:9", "reads": [{"tensor": "x"}], "writes": [{"tensor": "a", "block": [1]}]},
+      {"name": "load_b", "engine": "DMA", "source": "k.py:10", "reads": [{"tensor": "x"}], "writes": [{"tensor": "b"}]},
+      {"name": "use", "engine": "Vector", "source": "k.py:11", "reads": [{"tensor": "a", "block": [0]}, {"tensor": "a", "block": [1]}, {"tensor": "b"}],
+       "writes": [{"tensor": "b"}]},
+      {"name": "st", "engine": "DMA", "reads": [{"tensor": "b"}], "writes": [{"tensor": "o"}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->distinct_violations, 2);
+  for (const Violation& v : r->violations) {
+    EXPECT_EQ(v.kind, ViolationKind::kOverlap) << v.message;
+    EXPECT_EQ(v.tensor, "a");
+    EXPECT_EQ(v.by_tensor, "b") << v.message;
+    EXPECT_EQ(v.by_instruction, "load_b");
+    EXPECT_EQ(v.by_source, "k.py:10");
+    EXPECT_EQ(v.instruction_source, "k.py:11");
+    EXPECT_EQ(v.tensor_source, "k.py:5");
+    EXPECT_NE(v.message.find("tensor a (declared at k.py:5)"), std::string::npos) << v.message;
+    EXPECT_NE(v.message.find("read by use (k.py:11)"), std::string::npos) << v.message;
+    EXPECT_NE(v.message.find("(load_b (k.py:10) at {})"), std::string::npos) << v.message;
+  }
+}
+
+// A partial write destroys only the tiles its own rectangle meets.
+TEST(NkiCheck, PartialWritesDestroyOnlyWhatTheyTouch) {
+  auto k = testing::parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "partitions": 128, "free": [512]},
+      {"name": "a", "partitions": 128, "free": [256], "alloc": {"kind": "table", "tiles": [[0, 0]]}},
+      {"name": "b", "partitions": 128, "free": [512], "alloc": {"kind": "table", "tiles": [[0, 256]]}},
+      {"name": "o", "buffer": "hbm", "role": "output", "partitions": 128, "free": [512]}],
+    "body": [
+      {"name": "la", "engine": "DMA", "reads": [{"tensor": "x"}], "writes": [{"tensor": "a"}]},
+      {"name": "lb", "engine": "DMA", "reads": [{"tensor": "x"}], "writes": [{"tensor": "b", "bytes": [512, 1024]}]},
+      {"name": "sa", "engine": "DMA", "reads": [{"tensor": "a"}], "writes": [{"tensor": "o"}]},
+      {"name": "lb2", "engine": "DMA", "reads": [{"tensor": "x"}], "writes": [{"tensor": "b", "partitions": [0, 64], "bytes": [0, 512]}]},
+      {"name": "sa2", "engine": "DMA", "reads": [{"tensor": "a"}], "writes": [{"tensor": "o"}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  // lb writes bytes [768, 1280): a ([0, 512)) survives; lb2 writes [256, 768) on 64 partitions: a is hit.
+  ASSERT_EQ(r->distinct_violations, 1);
+  EXPECT_EQ(r->violations[0].instruction, "sa2");
+  EXPECT_EQ(r->violations[0].by_instruction, "lb2");
+}
+
+}  // namespace
+}  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+// A mask on loop indices switches whole instructions off in some iterations ("when": g >= 0).
+TEST(NkiCheck, GuardedInstructionsRunOnlyWhereTheMaskHolds) {
+  auto k = testing::parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "partitions": 128, "free": [512]},
+      {"name": "t", "blocks": [4], "partitions": 128, "free": [512], "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2]}},
+      {"name": "o", "buffer": "hbm", "role": "output", "partitions": 128, "free": [512]}],
+    "body": [
+      {"loop": "i", "trip": 4, "body": [
+        {"name": "ld", "engine": "DMA", "when": ["1 - i"], "reads": [{"tensor": "x"}], "writes": [{"tensor": "t", "block": ["i"]}]}]},
+      {"loop": "j", "trip": 2, "body": [
+        {"name": "st", "engine": "DMA", "reads": [{"tensor": "t", "block": ["j"]}], "writes": [{"tensor": "o"}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  // Only blocks 0 and 1 are loaded (i <= 1), so nothing overwrites them before the stores.
+  EXPECT_EQ(r->executions, 4);
+  EXPECT_TRUE(r->clean()) << r->violations[0].message;
+  auto j = kernel_to_json(*k);
+  EXPECT_EQ(j["body"][0]["body"][0]["when"][0], "-i + 1");
+  auto again = kernel_from_json(j, "again.json");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(check_kernel(*again)->executions, 4);
 }
 
 }  // namespace

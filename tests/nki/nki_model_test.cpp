@@ -45,11 +45,61 @@ TEST(NkiModel, ModAllocPartitionTilesForSmallPdim) {
       "alloc": {"kind": "mod_alloc", "base_addr": 512, "num_par_tiles": [4], "num_free_tiles": [2]}}], "body": []})");
   ASSERT_TRUE(k.ok()) << k.error().message;
   auto pl = evaluate_allocation(*k, k->tensors[0]);
-  // r = i mod 8; free tile r mod 2, partition tile r div 2.
+  // The SDK's reference model: the moduli apply independently, partition tile i mod 4 and free
+  // tile i mod 2 (not one i mod 8 split in two).
   std::vector<Partition> sp;
   for (auto& p : pl) sp.push_back(p.start_partition);
-  EXPECT_EQ(sp, (std::vector<Partition>{0, 0, 32, 32, 64, 64, 96, 96}));
+  EXPECT_EQ(sp, (std::vector<Partition>{0, 32, 64, 96, 0, 32, 64, 96}));
   EXPECT_EQ(addrs(pl), (std::vector<Bytes>{512, 768, 512, 768, 512, 768, 512, 768}));
+}
+
+TEST(NkiModel, ModAllocPerDimensionModuliOnTwoBlockDims) {
+  // blocks (3, 4), num_free_tiles (2, 3): free tile lin = (i0 mod 2) * 3 + (i1 mod 3).
+  auto k = parse(R"({"tensors": [{"name": "t", "blocks": [3, 4], "partitions": 128, "free": [16], "dtype": "float32",
+      "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2, 3]}}], "body": []})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  std::vector<Bytes> want;
+  for (int i0 = 0; i0 < 3; ++i0)
+    for (int i1 = 0; i1 < 4; ++i1) want.push_back(((i0 % 2) * 3 + (i1 % 3)) * 64);
+  EXPECT_EQ(addrs(evaluate_allocation(*k, k->tensors[0])), want);
+}
+
+TEST(NkiModel, ModAllocTupleLengthsFollowTheReferenceTruncation) {
+  // Longer than the block index: zip truncates to the first entry (attn_fwd_v9 passes (n,) to
+  // tensors without block dims: base_addr for every tile). Shorter: trailing dims ignored.
+  auto k = parse(R"({"tensors": [
+      {"name": "a", "partitions": 128, "free": [16], "alloc": {"kind": "mod_alloc", "base_addr": 64, "num_free_tiles": [4]}},
+      {"name": "b", "blocks": [4], "partitions": 128, "free": [16], "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2, 5, 7]}},
+      {"name": "c", "blocks": [2, 3], "partitions": 128, "free": [16], "alloc": {"kind": "mod_alloc", "base_addr": 0, "num_free_tiles": [2]}}],
+    "body": []})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(addrs(evaluate_allocation(*k, k->tensors[0])), (std::vector<Bytes>{64}));
+  EXPECT_EQ(addrs(evaluate_allocation(*k, k->tensors[1])), (std::vector<Bytes>{0, 32, 0, 32}));
+  EXPECT_EQ(addrs(evaluate_allocation(*k, k->tensors[2])), (std::vector<Bytes>{0, 0, 0, 32, 32, 32}));
+}
+
+TEST(NkiModel, SbufAlignmentDefaultIsFourBytes) {
+  // AWS's tested direct-allocation kernels place tiles at 260, 772, 4356: multiples of 4.
+  auto k = parse(R"({"tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "partitions": 128, "free": [2]},
+      {"name": "t", "blocks": [3], "partitions": 128, "free": [2], "alloc": {"kind": "table", "tiles": [[0, 260], [0, 772], [0, 4356]]}}],
+    "body": [{"loop": "i", "trip": 3, "body": [{"engine": "DMA", "reads": [{"tensor": "x"}], "writes": [{"tensor": "t", "block": ["i"]}]}]}]})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->hw.sbuf_min_align, 4);
+  auto r = check_kernel(*k);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->clean()) << r->violations[0].message;
+}
+
+TEST(NkiModel, ModuloInAFuncAllocationIsOneClearLine) {
+  auto k = parse(R"({"tensors": [{"name": "t", "blocks": [4], "partitions": 128, "free": [512],
+      "alloc": {"kind": "func", "start_partition": 0, "byte_addr": "(idx % 2) * fdim_size"}}], "body": []})");
+  ASSERT_FALSE(k.ok());
+  const std::string& m = k.error().message;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_EQ(m.find("missing ')'"), std::string::npos) << m;
+  EXPECT_NE(m.find("unexpected '%' at column 6"), std::string::npos) << m;
+  EXPECT_NE(m.find("$.tensors[0].alloc.byte_addr"), std::string::npos) << m;
 }
 
 TEST(NkiModel, PsumModAllocUsesBanks) {
@@ -169,6 +219,46 @@ TEST(NkiModel, EmptyLoopsAreDroppedSoHugeTripsCostNothing) {
   int n = 0;
   for_each_execution(*k, [&](int, const std::vector<int64_t>&) { return ++n, true; });
   EXPECT_EQ(n, 1);
+}
+
+}  // namespace
+}  // namespace sp::nki
+
+namespace sp::nki {
+namespace {
+
+// What the tracer adds to the model survives kernel_to_json: sources, partial rectangles,
+// accumulating writes, loop kinds and the hardware's cycle model.
+TEST(NkiModel, TracerFieldsRoundTrip) {
+  const char* text = R"({"hardware": {"cycle_model": {"dma_fixed": 10}},
+    "tensors": [
+      {"name": "x", "buffer": "hbm", "role": "input", "partitions": 128, "free": [512], "source": "k.py:3"},
+      {"name": "p", "buffer": "psum", "blocks": [2], "partitions": 128, "free": [512], "dtype": "float32", "source": "k.py:5",
+       "alloc": {"kind": "mod_alloc", "base_bank": 1, "num_bank_tiles": [2]}}],
+    "body": [{"loop": "i", "trip": 2, "kind": "sequential", "body": [
+      {"name": "mm", "engine": "Tensor", "source": "k.py:7", "reads": [],
+       "writes": [{"tensor": "p", "block": ["i"], "partitions": [0, 64], "bytes": [0, 1024], "accumulate": true}]}]}]})";
+  auto k = parse(text);
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->tensors[1].source, "k.py:5");
+  EXPECT_EQ(k->instrs[0].source, "k.py:7");
+  EXPECT_TRUE(k->instrs[0].writes[0].accumulate);
+  EXPECT_EQ(k->instrs[0].writes[0].p1, 64);
+  EXPECT_EQ(k->loops[0].kind, "sequential");
+  Json j = kernel_to_json(*k);
+  auto again = kernel_from_json(j, "again.json");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(kernel_to_json(*again), j);
+  EXPECT_EQ(j["hardware"]["cycle_model"]["dma_fixed"], 10.0);
+  EXPECT_EQ(j["hardware"]["cycle_model"]["min_ii"], 64.0);
+  // Strict keys hold in the new objects too.
+  auto bad = parse(R"({"hardware": {"cycle_model": {"dma_fixd": 1}}, "tensors": [], "body": []})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("did you mean \"dma_fixed\""), std::string::npos) << bad.error().message;
+  auto rect = parse(R"({"tensors": [{"name": "t", "partitions": 128, "free": [4], "alloc": {"kind": "table", "tiles": [[0, 0]]}}],
+    "body": [{"engine": "Vector", "writes": [{"tensor": "t", "bytes": [0, 9]}]}]})");
+  ASSERT_FALSE(rect.ok());
+  EXPECT_NE(rect.error().message.find("expected [lo, hi) with 0 <= lo < hi <= 8"), std::string::npos) << rect.error().message;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 """NeuronCore SBUF/PSUM kernels (``nki check`` / ``nki plan``; docs/nki.md).
 
 ``kernel`` arguments are dicts in the kernel JSON format of docs/nki.md, paths, or objects
-with ``to_dict()``; ``hardware`` (optional) likewise.
+with ``to_dict()``; ``hardware`` (optional) likewise. :func:`trace` turns a real NKI kernel (its
+Python source) into that format: ``nki.check(nki.trace(my_kernel, ((1, 128, 4096), "bf16")))``.
 """
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 
 from .. import _core
 from .._common import Result, doc
+from .tracer import DEFAULT_CYCLE_MODEL, TraceError, rewrite, stand_ins, trace
 
-__all__ = ["CheckReport", "PlanResult", "check", "plan"]
+__all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "stand_ins", "TraceError",
+           "DEFAULT_CYCLE_MODEL"]
 
 
 class CheckReport(Result):
@@ -32,6 +35,11 @@ class CheckReport(Result):
     def violations(self) -> list:
         """Violations as dicts (kind, tensor, block, instruction, iteration, occurrences, message)."""
         return self.to_dict()["violations"]
+
+    def placements(self) -> dict:
+        """Per directly allocated tensor: ``[(start_partition, byte_addr), ...]`` for every logical
+        block (row-major), as the checker evaluated the allocation."""
+        return self._r.placements()
 
     def report(self) -> str:
         """The text ``scratchplan nki check`` prints."""

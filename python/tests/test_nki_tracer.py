@@ -1,0 +1,543 @@
+"""The NKI tracer (scratchplan.nki.trace and `scratchplan nki check|plan FILE.py`): the direct
+allocation guide's snippets, completed into kernels, give the guide's numbers; tutorial-style
+kernels in both import spellings trace, check and plan, and their --rewrite traces and checks
+clean; bad kernels are one line with file:line, exit 2, no output file."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import scratchplan
+from scratchplan import _core, nki
+
+sys.path.insert(0, os.path.dirname(__file__))
+import nki_kernels as K  # noqa: E402
+
+# The CLI next to the package in the build tree (build/<preset>/python/scratchplan -> build/<preset>).
+CLI = os.environ.get("SCRATCHPLAN_CLI") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(scratchplan.__file__)))), "scratchplan")
+if not os.path.exists(CLI):  # an installed package: the installed CLI
+    CLI = shutil.which("scratchplan") or CLI
+
+OLD = K.HEADERS["modules"]
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def cli(*args):
+    return subprocess.run([CLI, "nki", *args], capture_output=True, text=True, timeout=120)
+
+
+def inputs_args(inputs, grid=None):
+    out = []
+    for i in inputs:
+        out += ["--input", i]
+    if grid:
+        out += ["--grid", grid]
+    return out
+
+
+def line_of(src, snippet):
+    """1-based line of the first line starting (after indentation) with `snippet`."""
+    return next(i for i, l in enumerate(src.splitlines(), 1) if l.strip().startswith(snippet))
+
+
+def placements(kernel):
+    """Allocation of every directly allocated tensor, evaluated by the C++ checker."""
+    return nki.check(kernel).placements()
+
+
+# ---- the guide's snippets --------------------------------------------------------------------
+
+SIMPLE_1D = OLD + '''
+def simple_1d_alloc_func(idx, pdim_size, fdim_size):
+    idx, = idx  # unpack the tuple
+    return (0, idx * fdim_size)
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((4, 128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, par_dim(128), 512), dtype=nl.bfloat16, buffer=ncc.sbuf.alloc(simple_1d_alloc_func))
+    for i in nl.affine_range(4):
+        t[i] = nl.load(x[i])
+        nl.store(out[i], value=t[i])
+    return out
+'''
+
+FACTORY = OLD + '''
+next_addr = 0
+
+
+def simple_1d_alloc_factory(total_fdim_size):
+    global next_addr
+    base_addr = next_addr
+    next_addr += total_fdim_size
+
+    def simple_1d_alloc_func(idx, pdim_size, fdim_size):
+        idx, = idx
+        start_partition = 0
+        return (start_partition, base_addr + idx * fdim_size)
+    return simple_1d_alloc_func
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((4, 128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t0 = nl.ndarray((4, par_dim(128), 512), dtype=nl.bfloat16, buffer=ncc.sbuf.alloc(simple_1d_alloc_factory(512*2*4)))
+    t1 = nl.ndarray((4, par_dim(128), 512), dtype=nl.bfloat16, buffer=ncc.sbuf.alloc(simple_1d_alloc_factory(512*2*4)))
+    for i in nl.affine_range(4):
+        t0[i] = nl.load(x[i])
+        t1[i] = nl.square(t0[i])
+        nl.store(out[i], value=t1[i])
+    return out
+'''
+
+MODULO = OLD + '''
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((4, 128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nki_tensor = nl.ndarray((4, par_dim(128), 512), dtype=nl.bfloat16,
+                            buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2, )))
+    for i in nl.affine_range(4):
+        nki_tensor[i] = nl.load(x[i])
+        nl.store(out[i], value=nki_tensor[i])
+    return out
+'''
+
+LIFETIME_CONFLICT = OLD + '''
+@nki.jit
+def kernel(x):
+    result = nl.ndarray((8, 128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t1 = nl.ndarray((8, par_dim(128), 512), dtype=nl.bfloat16,
+                    buffer=ncc.sbuf.mod_alloc(byte_addr=0, num_free_tiles=(2, )))
+    r = nl.ndarray((8, par_dim(128), 512), dtype=nl.bfloat16,
+                   buffer=ncc.sbuf.mod_alloc(base_addr=4096, num_free_tiles=(2, )))
+    bias = nl.ndarray((128, 1), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=8192))
+    bias[...] = 0.0
+    for i in nl.affine_range(8):
+        t1[i] = nl.load(x[i])
+
+    for j in nl.affine_range(8):
+        r[j] = nl.exp(t1[j], bias=bias)
+        nl.store(result[j], value=r[j])
+    return result
+'''
+
+LIFETIME_FIXED = OLD + '''
+@nki.jit
+def kernel(x):
+    result = nl.ndarray((8, 128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    bias = nl.ndarray((128, 1), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=8192))
+    bias[...] = 0.0
+    for i in nl.affine_range(4):
+        t1 = nl.ndarray((2, par_dim(128), 512), dtype=nl.bfloat16,
+                        buffer=ncc.sbuf.mod_alloc(byte_addr=0, num_free_tiles=(2, )))
+        r = nl.ndarray((2, par_dim(128), 512), dtype=nl.bfloat16,
+                       buffer=ncc.sbuf.mod_alloc(base_addr=4096, num_free_tiles=(2, )))
+        for j in nl.affine_range(2):
+            t1[j] = nl.load(x[i * 2 + j])
+            r[j] = nl.exp(t1[j], bias=bias)
+            nl.store(result[i * 2 + j], value=r[j])
+    return result
+'''
+
+MIXING = OLD + '''
+@nki.jit
+def kernel(input):
+    out = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    u = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    t = nl.load(input)
+    u[...] = nl.square(t)
+    nl.store(out, value=u)
+    return out
+'''
+
+X4 = ((4, 128, 512), "bf16")
+
+
+def test_simple_1d_alloc_func_addresses(tmp_path):
+    k = nki.trace(write(tmp_path, "simple.py", SIMPLE_1D), x=X4)
+    t = next(t for t in k["tensors"] if t["name"] == "t")
+    assert t["alloc"] == {"kind": "table", "tiles": [[0, 0], [0, 1024], [0, 2048], [0, 3072]]}
+    assert t["source"] == "simple.py:%d" % line_of(SIMPLE_1D, "t = nl.ndarray")
+    assert nki.check(k).clean
+
+
+def test_factory_allocator_places_t0_at_0_and_t1_at_4096(tmp_path):
+    k = nki.trace(write(tmp_path, "factory.py", FACTORY), x=X4)
+    pl = placements(k)
+    assert [b for _, b in pl["t0"]] == [0, 1024, 2048, 3072]
+    assert [b for _, b in pl["t1"]] == [4096, 5120, 6144, 7168]
+    assert nki.check(k).clean
+
+
+def test_mod_alloc_double_buffering_table(tmp_path):
+    k = nki.trace(write(tmp_path, "modulo.py", MODULO), x=X4)
+    assert [b for _, b in placements(k)["nki_tensor"]] == [0, 1024, 0, 1024]
+    assert nki.check(k).clean
+
+
+def test_eight_tiles_on_two_physical_tiles_are_flagged_with_source_lines(tmp_path):
+    path = write(tmp_path, "conflict.py", LIFETIME_CONFLICT)
+    rep = nki.check(nki.trace(path, x=((8, 128, 512), "bf16")))
+    assert not rep.clean
+    vs = rep.violations
+    assert [v["kind"] for v in vs] == ["lifetime_conflict"] * 6
+    for b, v in enumerate(vs):
+        assert v["tensor"] == "t1" and v["block"] == [b]
+        assert v["declared_at"] == "conflict.py:%d" % line_of(LIFETIME_CONFLICT, "t1 = nl.ndarray")
+        assert v["source"] == "conflict.py:%d" % line_of(LIFETIME_CONFLICT, "r[j] = nl.exp(t1[j]")
+        assert v["overwritten_by"]["source"] == "conflict.py:%d" % line_of(LIFETIME_CONFLICT, "t1[i] = nl.load")
+        assert v["overwritten_by"]["block"] == [b + 2]
+        assert v["iteration"] == "{j=%d}" % b
+    # The CLI says the same, as one line on stderr with exit 2.
+    r = cli("check", path, "--input", "x=8x128x512:bf16")
+    assert r.returncode == 2
+    for snippet in ("t1 = nl.ndarray", "r[j] = nl.exp(t1[j]", "t1[i] = nl.load"):
+        assert "conflict.py:%d" % line_of(LIFETIME_CONFLICT, snippet) in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_corrected_form_is_clean(tmp_path):
+    k = nki.trace(write(tmp_path, "fixed.py", LIFETIME_FIXED), x=((8, 128, 512), "bf16"))
+    # Declared inside the i loop, traced once: one tensor each, not four.
+    assert sum(t["name"].startswith("t1") for t in k["tensors"]) == 1
+    assert nki.check(k).clean
+
+
+def test_implicit_result_in_a_direct_allocation_kernel_is_mixing(tmp_path):
+    rep = nki.check(nki.trace(write(tmp_path, "mixing.py", MIXING), input=((128, 512), "bf16")))
+    kinds = {(v["kind"], v["tensor"]) for v in rep.violations}
+    assert ("mixed_allocation", "t") in kinds
+    v = next(v for v in rep.violations if v["kind"] == "mixed_allocation")
+    assert v["declared_at"] == "mixing.py:%d" % line_of(MIXING, "t = nl.load(input)")
+
+
+# ---- semantics of the stand-ins ----------------------------------------------------------------
+
+def test_loops_run_once_and_static_range_unrolls(tmp_path):
+    src = OLD + '''
+count = 0
+
+
+@nki.jit
+def kernel(x):
+    global count
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(8):
+        count += 1
+    for i in range(16):
+        count += 1
+    for i in nl.static_range(3):
+        t = nl.load(x)
+        nl.store(out, value=t)
+    assert count == 2
+    return out
+'''
+    k = nki.trace(write(tmp_path, "once.py", src), x=((128, 512), "fp32"))
+    names = [n.get("name") for n in k["body"]]
+    assert names.count("load") == 3 and names.count("store") == 3
+
+
+def test_modules_are_installed_only_while_tracing(tmp_path):
+    before = {m for m in sys.modules if m == "nki" or m.startswith(("nki.", "neuronxcc"))}
+    nki.trace(write(tmp_path, "modulo.py", MODULO), x=X4)
+    after = {m for m in sys.modules if m == "nki" or m.startswith(("nki.", "neuronxcc"))}
+    assert before == after
+
+
+def test_trace_accepts_the_function_and_a_grid(tmp_path):
+    path = write(tmp_path, "add.py", OLD + K.TENSOR_ADD_SPMD)
+    k = nki.trace(path + ":kernel", a_input=((256, 1024), "fp32"), b_input="256x1024:fp32", grid=(2, 2))
+    assert k["body"][0]["loop"] == "pid0" and k["body"][0]["trip"] == 2
+    assert k["body"][0]["body"][0]["loop"] == "pid1"
+    assert nki.check(k).clean
+    # The launch syntax kernel[g0, g1] on an imported kernel (importing needs the stand-ins).
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("sp_add_kernel", path)
+    mod = importlib.util.module_from_spec(spec)
+    with nki.stand_ins():
+        spec.loader.exec_module(mod)
+    assert nki.trace(mod.kernel[2, 2], a_input=((256, 1024), "fp32"), b_input=((256, 1024), "fp32")) == k
+
+
+def test_psum_accumulation_and_engines(tmp_path):
+    k = nki.trace(write(tmp_path, "mm.py", OLD + K.MATMUL_PSUM), lhsT=((256, 256), "bf16"), rhs=((256, 1024), "bf16"))
+    flat = []
+
+    def walk(b):
+        for n in b:
+            walk(n["body"]) if "loop" in n else flat.append(n)
+    walk(k["body"])
+    mm = next(n for n in flat if n["name"] == "nc_matmul")
+    assert mm["engine"] == "Tensor" and mm["writes"] == [{"tensor": "res_psum", "accumulate": True}]
+    assert {n["name"]: n["engine"] for n in flat}["load"] == "DMA"
+    # max(min(64, 128), 512) Tensor cycles at 2.8 GHz in 1.4 GHz reference cycles
+    assert mm["cost"] == 256
+
+
+def test_exact_partitions_and_bytes(tmp_path):
+    src = OLD + '''
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    t[0:64, 128:256] = nl.load(x[0:64, 128:256])
+    ip, jf = nl.mgrid[0:32, 0:16]
+    t[ip + 64, jf] = nl.load(x[ip, jf])
+    t[:, nl.ds(256, 128)] = 0.0
+    nl.store(out, value=t)
+    return out
+'''
+    k = nki.trace(write(tmp_path, "rect.py", src), x=((128, 512), "fp32"))
+    w = [n["writes"][0] for n in k["body"] if n["writes"] and n["writes"][0]["tensor"] == "t"]
+    assert w[0] == {"tensor": "t", "partitions": [0, 64], "bytes": [512, 1024]}
+    assert w[1] == {"tensor": "t", "partitions": [64, 96], "bytes": [0, 64]}
+    assert w[2] == {"tensor": "t", "bytes": [1024, 1536]}
+
+
+def test_cycle_model_defaults_match_the_hardware_description():
+    assert _core.nki_default_cycle_model() == nki.DEFAULT_CYCLE_MODEL
+
+
+def test_cycle_model_is_overridable(tmp_path):
+    path = write(tmp_path, "modulo.py", MODULO)
+    a = nki.trace(path, x=X4)
+    b = nki.trace(path, x=X4, cycle_model={"dma_fixed": 0})
+    cost = lambda k: k["body"][0]["body"][0]["cost"]
+    assert cost(a) - cost(b) == 2000
+
+
+# ---- tutorial kernels, both spellings: trace, check, plan, rewrite ----------------------------
+
+@pytest.mark.parametrize("spelling", sorted(K.HEADERS))
+@pytest.mark.parametrize("name", sorted(K.KERNELS))
+def test_tutorial_kernel(tmp_path, name, spelling):
+    body, inputs, grid, direct = K.KERNELS[name]
+    path = write(tmp_path, f"{name}.py", K.HEADERS[spelling] + body)
+    args = inputs_args(inputs, grid)
+    r = cli("check", path, *args)
+    assert r.returncode == 0, r.stderr
+    r = cli("plan", path, *args, "--json", "--time-limit", "2")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    if direct:
+        assert summary["input_allocation_cycles"] is not None
+        assert summary["simulated_cycles"] <= summary["input_allocation_cycles"]
+        out = str(tmp_path / "planned.py")
+        r = cli("plan", path, *args, "--time-limit", "2", "--rewrite", out)
+        assert r.returncode == 0, r.stderr
+        original = open(path).read().splitlines()
+        rewritten = open(out).read().splitlines()
+        assert len(original) == len(rewritten)
+        for a, b in zip(original, rewritten):  # only buffer= arguments change
+            if a != b:
+                assert "buffer=" in b and a[: a.index("buffer=")] == b[: b.index("buffer=")]
+        r = cli("check", out, *args)
+        assert r.returncode == 0, r.stderr
+
+
+def test_bump_allocator_runs_the_loop_body_once(tmp_path):
+    path = write(tmp_path, "bump.py", OLD + K.BUMP_ALLOCATOR)
+    pl = placements(nki.trace(path, x=((1024, 512), "bf16")))
+    assert pl["t"] == [(0, 0)] and pl["e"] == [(0, 1024)]
+
+
+# ---- bad kernels --------------------------------------------------------------------------------
+
+BAD = {  # kernel source, line of the error (lines 1-7 are the imports), what the message says
+    "syntax": (OLD + "@nki.jit\ndef kernel(x):\n    out = nl.ndarray((128, 512) dtype=nl.float32)\n", 10, "syntax error"),
+    "unknown_api": (OLD + "@nki.jit\ndef kernel(x):\n    t = nl.load(x)\n    u = nl.frobnicate(t)\n", 11,
+                    "nki.language.frobnicate is outside the NKI subset"),
+    "partition_dim": (OLD + "@nki.jit\ndef kernel(x):\n    t = nl.ndarray((256, 512), dtype=nl.float32, buffer=nl.sbuf)\n",
+                      10, "partition dim 256"),
+    "out_of_range": (OLD + "@nki.jit\ndef kernel(x):\n    t = nl.load(x[0:256, :])\n", 10, "out of range"),
+    "branch": (OLD + "@nki.jit\ndef kernel(x):\n    for i in nl.affine_range(4):\n        if i == 0:\n"
+               "            t = nl.load(x)\n", 11, "branch on a symbolic index"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_kernel_is_one_located_line_exit_2_no_output(tmp_path, case):
+    src, line, what = BAD[case]
+    path = write(tmp_path, "bad.py", src)
+    out, rw = str(tmp_path / "o.json"), str(tmp_path / "o.py")
+    r = cli("plan", path, "--input", "x=128x512:fp32", "-o", out, "--rewrite", rw)
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert re.search(r"bad\.py:%d\b" % line, r.stderr), r.stderr
+    assert what in r.stderr
+    assert not os.path.exists(out) and not os.path.exists(rw)
+    with pytest.raises(nki.TraceError, match=r"bad\.py:%d" % line):
+        nki.trace(path, x=((128, 512), "fp32"))
+
+
+PSUM_PARTIAL = OLD + '''
+import functools
+
+BANKS = {0: 2, 1: 5}
+
+
+def bank_of(idx, pdim_size, fdim_size, table):
+    return (table[idx[0]], 0, 0)
+
+
+@nki.jit
+def kernel(x, w):
+    out = nl.ndarray((2, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    xs = nl.ndarray((2, par_dim(128), 128), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    ws = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=512))
+    ps = nl.ndarray((2, par_dim(128), 512), dtype=nl.float32, buffer=ncc.psum.alloc(functools.partial(bank_of, table=BANKS)))
+    o_sb = nl.ndarray((2, par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=1536, num_free_tiles=(2,)))
+    ws[...] = nl.load(w)
+    for i in nl.affine_range(2):
+        xs[i] = nl.load(x[i])
+        ps[i] += nisa.nc_matmul(xs[i], ws)
+        o_sb[i] = nl.copy(ps[i])
+        nl.store(out[i], value=o_sb[i])
+    return out
+'''
+
+
+def test_psum_alloc_with_functools_partial_and_a_dict(tmp_path):
+    k = nki.trace(write(tmp_path, "partial.py", PSUM_PARTIAL), x=((2, 128, 128), "bf16"), w=((128, 512), "bf16"))
+    assert placements(k)["ps"] == [(0, 2 * 2048), (0, 5 * 2048)]
+    assert nki.check(k).clean
+
+
+def test_allocation_function_errors_are_located(tmp_path):
+    src = PSUM_PARTIAL.replace("BANKS = {0: 2, 1: 5}", "BANKS = {0: 2}")
+    path = write(tmp_path, "partial.py", src)
+    with pytest.raises(nki.TraceError, match=r"partial\.py:%d: allocation function of ps failed on block \(1,\): KeyError"
+                       % line_of(src, "return (table[idx[0]]")):
+        nki.trace(path, x=((2, 128, 128), "bf16"), w=((128, 512), "bf16"))
+
+
+def test_hardware_cycle_model_reaches_the_costs_and_the_checker(tmp_path):
+    path = write(tmp_path, "modulo.py", MODULO)
+    k = nki.trace(path, x=X4, hardware={"cycle_model": {"dma_fixed": 0, "dma_bytes_per_cycle": 64}})
+    assert k["body"][0]["body"][0]["cost"] == 128 * 1024 // 64
+    assert nki.check(k).clean
+    with pytest.raises(scratchplan.BadInput, match="dma_fixd"):
+        nki.check(nki.trace(path, x=X4, hardware={"cycle_model": {"dma_fixd": 0}}))
+
+
+def test_new_namespace_unrolls_and_takes_addresses(tmp_path):
+    src = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((2, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    bufs = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, i * 2048)) for i in range(2)]
+    for i in nl.affine_range(2):
+        bufs[i][...] = nl.load(x[i])
+        nl.store(out[i], value=bufs[i])
+    return out
+'''
+    k = nki.trace(write(tmp_path, "newapi.py", src), x=((2, 128, 512), "fp32"))
+    assert [n["name"] for n in k["body"]] == ["load", "store", "load", "store"]
+    assert placements(k) == {"bufs": [(0, 0)], "bufs_2": [(0, 2048)]}
+    assert nki.check(k).clean
+
+
+def test_four_byte_aligned_addresses_of_real_kernels_check_clean(tmp_path):
+    # AWS's allocated kernels place SBUF tensors at 260, 772, 4356 (multiples of 4, not of 32).
+    src = OLD + '''
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 2), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 2), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=260))
+    b = nl.ndarray((128, 2), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=772))
+    c = nl.ndarray((128, 2), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=4356))
+    a[...] = nl.load(x)
+    b[...] = nl.square(a)
+    c[...] = nl.square(b)
+    nl.store(out, value=c)
+    return out
+'''
+    k = nki.trace(write(tmp_path, "aligned.py", src), x=((128, 2), "bf16"))
+    assert nki.check(k).clean
+    k2 = nki.trace(write(tmp_path, "aligned.py", src.replace("base_addr=772", "base_addr=774")), x=((128, 2), "bf16"))
+    kinds = [v["kind"] for v in nki.check(k2).violations]
+    assert kinds == ["misaligned"]
+
+
+GUARDED = OLD + '''
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((4, 128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, par_dim(128), 512), dtype=nl.bfloat16,
+                   buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    for i in nl.affine_range(4):
+        t[i] = nl.load(x[i], mask=(i * 128 < 200))
+    for j in nl.affine_range(2):
+        nl.store(out[j], value=t[j])
+    return out
+'''
+
+
+def test_masks_on_loop_indices_switch_instructions_off(tmp_path):
+    # allocated_fused_rms_norm_qkv style: (i * 128 < seqlen) turns whole loads off, so blocks 2
+    # and 3 never overwrite the tiles of blocks 0 and 1.
+    k = nki.trace(write(tmp_path, "guarded.py", GUARDED), x=X4)
+    load = k["body"][0]["body"][0]
+    assert load["when"] == ["-128*i + 199"]
+    rep = nki.check(k)
+    assert rep.clean
+    assert rep.to_dict()["executions"] == 4
+    # Without the mask, the same kernel has two lifetime conflicts.
+    k2 = nki.trace(write(tmp_path, "guarded.py", GUARDED.replace(", mask=(i * 128 < 200)", "")), x=X4)
+    assert [v["kind"] for v in nki.check(k2).violations] == ["lifetime_conflict"] * 2
+
+
+def test_mutated_kernels_fail_only_with_located_errors(tmp_path):
+    """Random edits of the tutorial kernels (a line deleted, duplicated, or a word replaced)
+    either trace or raise TraceError naming the file; never another exception, and never one
+    raised by the tracer's own code."""
+    import random
+    from scratchplan.nki import tracer
+    rng = random.Random(7)
+    words = ["i", "0", "128", "nl.sbuf", "nl.psum", "(128, 512)", "x", "-1", "None", "nl.arange(128)[:, None]",
+             "[...]", "t", "2", "nl.ds(i, 128)"]
+    for n in range(150):
+        name = rng.choice(sorted(K.KERNELS))
+        body, inputs, grid, _ = K.KERNELS[name]
+        lines = (OLD + body).splitlines()
+        j = rng.randrange(8, len(lines))
+        op = rng.randrange(3)
+        if op == 0:
+            del lines[j]
+        elif op == 1:
+            w = lines[j].split(" ")
+            w[rng.randrange(len(w))] = rng.choice(words)
+            lines[j] = " ".join(w)
+        else:
+            lines.insert(j, lines[rng.randrange(8, len(lines))])
+        path = write(tmp_path, "mutant.py", "\n".join(lines) + "\n")
+        kw = {}
+        for i in inputs:
+            nm, shape, dt = tracer.parse_input(i)
+            kw[nm] = (shape, dt)
+        try:
+            nki.trace(path, grid=tuple(int(g) for g in grid.split("x")) if grid else None, **kw)
+        except nki.TraceError as e:
+            assert str(e).startswith("mutant.py:"), str(e)
+            assert "\n" not in str(e)
+            c = e.__context__
+            if c is not None and not isinstance(c, nki.TraceError):
+                tb, last = c.__traceback__, None
+                while tb is not None:
+                    last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+                assert not last.endswith("tracer.py"), f"tracer bug on mutant {n}: {type(c).__name__}: {c}"
