@@ -291,11 +291,17 @@ Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const st
       vars[st.stick_var].elems_per_stick = std::max(vars[st.stick_var].elems_per_stick, st.elems_per_stick);
     s.tensors.push_back(std::move(st));
   }
+  const std::vector<char> summed = program::summed_vars(op);
   for (int v = 0; v < n; ++v) {
     VarInfo& vi = vars[v];
     vi.adjusted = vi.elems_per_stick > 0 ? (vi.size + vi.elems_per_stick - 1) / vi.elems_per_stick : vi.size;
     // A reduction over a partial stick would mask coordinates mid-core: never split it.
     vi.blocked = vi.reduction && vi.elems_per_stick > 0 && vi.size % vi.elems_per_stick != 0;
+    // A var inside an affine sum (conv's 2*h + r, a reshape's 64*h + d, a slice's d + 64) is never
+    // split: its per-core slice of that dim would overlap the neighbour's (a halo) or not be the
+    // plain 1/k of the dim the spans assume. Only plain dims are exact to divide.
+    vi.summed = static_cast<std::size_t>(v) < summed.size() && summed[v];
+    vi.blocked = vi.blocked || vi.summed;
     s.names.push_back(vi.name);
     s.sizes.push_back(vi.adjusted);
     s.reduction.push_back(vi.reduction);
@@ -409,6 +415,10 @@ Status check_division(const program::Program& p, const std::vector<layout::Layou
     }
     if (cores > opt.max_cores) return bad_input(at + "uses " + std::to_string(cores) + " cores");
     if (red > 1) return bad_input(at + "splits " + std::to_string(red) + " reduction variables");
+    const std::vector<char> summed = program::summed_vars(op);
+    for (std::size_t v = 0; v < n && v < summed.size(); ++v)
+      if (summed[v] && od.splits[v] > 1)
+        return bad_input(at + "d" + std::to_string(v) + " appears in an affine sum but is split " + std::to_string(od.splits[v]) + " ways");
     // Per-core device address range: sum over device dims of (extent - 1) * stride, one core's box.
     for (std::size_t m = 0; m < noperands; ++m) {
       const program::TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];

@@ -108,7 +108,8 @@ struct VarInfo {
   Dim adjusted = 0;         // in sticks for stick vars, else = size
   int elems_per_stick = 0;  // largest eps among tensors sticked on it; 0 if not a stick var
   bool reduction = false;   // reduction iterator
-  bool blocked = false;     // reduction stick var with a partial stick: never split
+  bool blocked = false;     // never split: a reduction stick var with a partial stick, or summed
+  bool summed = false;      // appears in an affine-sum result of some operand (docs/workdiv.md)
 };
 
 struct TensorSpanInfo {
