@@ -127,7 +127,9 @@ VarId simple_var(const AffineExpr& e) {
   return is_plain(e) ? e.terms[0].var : kSummed;
 }
 
-bool is_plain(const AffineExpr& e) { return e.terms.size() == 1 && e.terms[0].coeff == 1 && e.offset == 0; }
+bool is_plain(const AffineExpr& e) {
+  return e.terms.size() == 1 && e.terms[0].coeff == 1 && e.offset == 0 && !e.prefix;
+}
 
 int64_t expr_max(const AffineExpr& e, const std::vector<Dim>& extent) {
   constexpr __int128 kCap = __int128{1} << 62;
@@ -300,9 +302,14 @@ Status finalize(Program& p, const std::string& source) {
                                 (output ? " (an output dim of size > 1 needs an iteration variable)" : " (must be below the size)"));
           continue;
         }
+        op.exprs[m][d].prefix = false;
         if (!is_plain(e)) continue;  // summed: bounds checked once the ranges are known
         const VarId v = e.terms[0].var;
         const std::string here = "dim " + std::to_string(d) + " of '" + x.name + "'";
+        if (!op.given_ranges.empty() && op.ranges[v] < x.shape[d]) {
+          op.exprs[m][d].prefix = true;  // with explicit ranges, d<i> may read a prefix slice
+          continue;
+        }
         if (op.ranges[v] < 0) {
           op.ranges[v] = x.shape[d];
           first_use[v] = here;
@@ -315,6 +322,8 @@ Status finalize(Program& p, const std::string& source) {
     for (std::size_t v = 0; v < nv; ++v)
       if (op.ranges[v] < 0)
         return fail(at + ".iterator_types", "d" + std::to_string(v) + " indexes no operand dim on its own (give \"ranges\" when a var appears only in sums)");
+    for (std::size_t m = 0; m < noperands; ++m)
+      for (std::size_t d = 0; d < op.exprs[m].size(); ++d) op.indexing_maps[m][d] = simple_var(op.exprs[m][d]);
     // Summed and offset results stay inside their dims over the whole iteration box.
     for (std::size_t m = 0; m < noperands; ++m) {
       const TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
@@ -486,7 +495,10 @@ Json program_to_json(const Program& p) {
       for (const auto& m : op.exprs)
         for (const AffineExpr& e : m)
           if (is_plain(e) && static_cast<std::size_t>(e.terms[0].var) < plain.size()) plain[e.terms[0].var] = 1;
-      const bool need = !op.exprs.empty() && std::find(plain.begin(), plain.end(), 0) != plain.end();
+      bool any_prefix = false;
+      for (const auto& m : op.exprs)
+        for (const AffineExpr& e : m) any_prefix = any_prefix || e.prefix;
+      const bool need = !op.exprs.empty() && (any_prefix || std::find(plain.begin(), plain.end(), 0) != plain.end());
       if (need && op.ranges.size() == op.iterators.size()) x["ranges"] = op.ranges;
       else if (need && !op.given_ranges.empty()) x["ranges"] = op.given_ranges;
     }

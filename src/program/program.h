@@ -34,6 +34,7 @@ struct AffineTerm {
 struct AffineExpr {
   std::vector<AffineTerm> terms;  // distinct vars
   int64_t offset = 0;             // >= 0
+  bool prefix = false;            // derived: a lone var whose given range is below the dim size (a slice [0, n))
 };
 
 enum class OpKind {

@@ -191,5 +191,18 @@ TEST(ProgramFormat, ConstantsSelectOnInputsOnly) {
   expect_error(replaced(kGood, "\"(d0, d1) -> (d0, d1)\"]", "\"(d0, d1) -> (d0, 0)\"]"), "needs an iteration variable");
 }
 
+TEST(ProgramFormat, GivenRangesAllowPrefixSlices) {
+  // x[:, :128] read with explicit ranges: d1 is a prefix of x's dim, so it is not plain there.
+  const std::string wide = replaced(kGood, "[8, 128], \"dtype\": \"fp16\", \"graph_input\"", "[8, 256], \"dtype\": \"fp16\", \"graph_input\"");
+  expect_error(wide, "d1 indexes");
+  auto p = parse(replaced(wide, "\"indexing_maps\"", "\"ranges\": [8, 128], \"indexing_maps\""));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->ops[0].indexing_maps[0], (std::vector<VarId>{0, kSummed}));
+  EXPECT_EQ(summed_vars(p->ops[0]), (std::vector<char>{0, 1}));
+  auto again = program_from_json(program_to_json(*p), "again");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  expect_error(replaced(wide, "\"indexing_maps\"", "\"ranges\": [8, 300], \"indexing_maps\""), "d1 indexes");
+}
+
 }  // namespace
 }  // namespace sp::program
