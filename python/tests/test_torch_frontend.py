@@ -209,6 +209,33 @@ def test_unknown_op_is_opaque_with_reason():
     sp.program.load(program)
 
 
+def test_embedding_is_an_opaque_gather():
+    m = nn.Sequential(nn.Embedding(100, 32), nn.Linear(32, 8))
+    program, report = spt.to_program(m, (torch.zeros(2, 5, dtype=torch.long),))
+    emb = [r for r in report.rows if r.target.startswith("aten.embedding")]
+    assert len(emb) == 1 and emb[0].decision == "opaque" and "gather" in emb[0].reason
+    assert emb[0].module == "0"
+    gather = [op for op in program["ops"] if op["payload"] == "gather"][0]
+    assert gather["kind"] == "opaque" and "indexing_maps" not in gather
+    assert [t["dtype"] for t in program["tensors"] if t["name"] == "input"] == ["int64"]
+    sp.program.load(program)
+
+
+def test_clone_then_in_place_keeps_the_source():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x.relu()
+            z = y.clone()
+            z.add_(1)
+            return y * z
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8),))
+    payloads = [op["payload"] for op in program["ops"]]
+    assert payloads == ["relu", "copy", "add", "mul"], payloads
+    mul = program["ops"][-1]
+    assert mul["inputs"][0] == program["ops"][0]["outputs"][0]  # y is the relu output, not the mutated copy
+
+
 def test_data_dependent_control_flow_names_the_module():
     class Gate(nn.Module):
         def forward(self, x):
@@ -244,6 +271,7 @@ def test_plan_returns_checked_lx_plan_with_program():
     assert isinstance(p, sp.lx.Plan)
     assert p.program["ops"] and p.torch_report.mapped_fraction >= 0.95
     assert "HBM" in p.summary()
+    assert p.report() and p.svg().lstrip().startswith("<")
 
 
 def test_cli_module_form(tmp_path):

@@ -204,6 +204,8 @@ class _Converter:
         self.node_pts: Dict[int, List[Any]] = {}  # id(pt) -> fx nodes whose value views it
         self.processed: set = set()
         self.node = None
+        # With in-place ops in the graph a clone must stay a copy (the mutation would reach both).
+        self.has_inplace = False
 
     # -- names and tensors
     def uniq(self, base: str) -> str:
@@ -837,7 +839,7 @@ class _Run(_Converter):
             if name in ("clone", "contiguous", "_to_copy", "to", "copy"):
                 x = ins[0]
                 dt = self.dtype_of(m.dtype)
-                if x.is_identity() and dt == x.pt.dtype:
+                if x.is_identity() and dt == x.pt.dtype and not self.has_inplace:
                     self.bind(node, x)
                     self.set_row("folded", f"{name} of a whole tensor moves no bytes in a planned program: the same tensor",
                                  compute=False)
@@ -1165,6 +1167,8 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
     t1 = time.perf_counter()
     c = _Run(name or type(model).__name__, dtype)
     placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
+    c.has_inplace = any(n.op == "call_function" and _target_name(n.target).startswith("aten.")
+                        and _target_name(n.target).split(".")[1].endswith("_") for n in g.graph.nodes)
     for k, n in enumerate(placeholders):
         m = flat_metas[k] if k < len(flat_metas) else _meta(n)
         label = names[k] if k < len(names) else (f"input{k - len(names)}" if nin > 1 else "input")
