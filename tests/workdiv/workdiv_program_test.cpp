@@ -275,5 +275,39 @@ TEST(WorkdivSummed, ConvSplitsOnlyPlainVars) {
   EXPECT_NE(st.error().message.find("affine sum"), std::string::npos) << st.error().message;
 }
 
+// Heads read through a reshape, x[s, h * 64 + d]: h is the outer var of a dense sum on whole
+// sticks, so it splits exactly; d (inner) never does. With 32-element heads a core's run would
+// end mid-stick (fp16 sticks hold 64), so h is blocked too.
+TEST(WorkdivSummed, OuterVarOfDenseSumSplits) {
+  auto make = [](int hd) {
+    const std::string n = std::to_string(768 / hd), d = std::to_string(hd);
+    return std::string(R"J({"name": "heads", "tensors": [
+      {"name": "x", "shape": [197, 768], "dtype": "fp16", "graph_input": true},
+      {"name": "y", "shape": [)J") + n + ", 197, " + d + R"J(], "dtype": "fp16", "graph_output": true}],
+     "ops": [{"name": "split_heads", "kind": "pointwise", "inputs": ["x"], "outputs": ["y"],
+      "iterator_types": ["parallel", "parallel", "parallel"],
+      "indexing_maps": ["(d0, d1, d2) -> (d1, d0 * )J" + d + R"J( + d2)", "(d0, d1, d2) -> (d0, d1, d2)"]}]})J";
+  };
+  for (int hd : {64, 32}) {
+    auto j = parse_json_text(make(hd), "heads.json");
+    ASSERT_TRUE(j.ok());
+    auto p = program::program_from_json(*j, "heads.json");
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    Options o;
+    o.candidates = true;
+    auto d = divide(*p, o);
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    const OpDivision& od = d->ops[0];
+    EXPECT_TRUE(od.vars[2].blocked);
+    EXPECT_EQ(od.vars[0].blocked, hd == 32) << hd;
+    bool h_split = false;
+    for (std::size_t c = 0; c < od.candidates.size(); ++c) {
+      EXPECT_EQ(od.candidates[c][2], 1);
+      h_split = h_split || od.candidates[c][0] > 1;
+    }
+    EXPECT_EQ(h_split, hd == 64) << hd;
+  }
+}
+
 }  // namespace
 }  // namespace sp::workdiv
