@@ -12,6 +12,15 @@ from __future__ import annotations
 from . import _core
 from ._common import BadInput
 from . import alloc, layout, lx, mlsys, nki, program, spyre, workdiv
+from .sweep import sweep
 
-__all__ = ["BadInput", "alloc", "layout", "lx", "mlsys", "nki", "program", "spyre", "workdiv"]
+__all__ = ["BadInput", "alloc", "layout", "lx", "mlsys", "nki", "program", "spyre", "sweep", "torch", "workdiv"]
+
+
+def __getattr__(name: str):
+    # scratchplan.torch imports PyTorch (seconds): loaded on first use only.
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'scratchplan' has no attribute {name!r}")
 __version__ = "0.1.0"

@@ -7,7 +7,10 @@ program::TensorId operand_tensor(const program::Op& op, int m) {
   return m < static_cast<int>(op.inputs.size()) ? op.inputs[m] : op.outputs[m - op.inputs.size()];
 }
 
-std::string var_name(int v) { return v < 0 ? std::string("nothing (sparse)") : "d" + std::to_string(v); }
+std::string var_name(int v) {
+  if (v == program::kSummed) return "an affine sum (no single var)";
+  return v < 0 ? std::string("nothing (sparse)") : "d" + std::to_string(v);
+}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Programs -> planning graphs (layouts, work division, per-operand core slicing) and the
 // co-optimization of core splits with placement, scored by the roofline cost model.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -43,6 +44,24 @@ GOperand operand(const Model& m, const program::Op& op, const workdiv::OpDivisio
     g.slicing = f + "/c" + std::to_string(cores);
   }
   g.per_core = (m.bytes[t] + parts - 1) / parts;
+  // Summed, offset and constant results touch only part of their dim: a slice (d + 64), a select
+  // (a constant), a strided window (2*h + r), a reshape (h * 64 + d). The extent over one core's
+  // tile is max - offset + 1 with each var over its per-core range (only outer vars of dense sums
+  // are ever split, workdiv::sum_splits).
+  if (slot < op.exprs.size()) {
+    double frac = 1;
+    const auto& shape = m.prog->tensors[t].shape;
+    std::vector<program::Dim> tile = op.ranges;
+    if (od.divided && cores > 1)
+      for (std::size_t v = 0; v < tile.size() && v < s.size(); ++v) tile[v] = (tile[v] + s[v] - 1) / s[v];
+    for (std::size_t d = 0; d < op.exprs[slot].size() && d < shape.size(); ++d) {
+      const program::AffineExpr& e = op.exprs[slot][d];
+      if (program::is_plain(e)) continue;
+      const int64_t extent = program::expr_max(e, tile) - e.offset + 1;
+      frac *= std::min(1.0, static_cast<double>(extent) / static_cast<double>(shape[d]));
+    }
+    if (frac < 1) g.per_core = std::max<Bytes>(1, static_cast<Bytes>(std::ceil(static_cast<double>(g.per_core) * frac)));
+  }
   return g;
 }
 

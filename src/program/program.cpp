@@ -24,11 +24,13 @@ const char* op_kind_name(OpKind k) {
 
 const char* iterator_name(IteratorType t) { return t == IteratorType::kParallel ? "parallel" : "reduction"; }
 
-Result<std::vector<VarId>> parse_affine_map(const std::string& text, int* num_vars) {
-  // Grammar: "(" [d<i> {"," d<j>}] ")" "->" "(" [d<k> | 0 {"," ...}] ")"; dims in the domain must
-  // be d0, d1, ... in order.
+Result<std::vector<AffineExpr>> parse_affine_exprs(const std::string& text, int* num_vars) {
+  // Grammar: "(" [d0 {"," d<i>}] ")" "->" "(" [sum {"," sum}] ")" with
+  // sum = term {"+" term}, term = d<i> | int | int "*" d<i> | d<i> "*" int. The domain lists
+  // d0, d1, ... in order; coefficients are >= 1, a var appears at most once per result.
+  constexpr int64_t kMaxConst = int64_t{1} << 40;
   std::size_t i = 0;
-  auto fail = [&](const std::string& what) -> Result<std::vector<VarId>> {
+  auto fail = [&](const std::string& what) -> Result<std::vector<AffineExpr>> {
     return bad_input("affine map \"" + text + "\": " + what + " at character " + std::to_string(i + 1));
   };
   auto skip = [&] {
@@ -42,27 +44,29 @@ Result<std::vector<VarId>> parse_affine_map(const std::string& text, int* num_va
     }
     return false;
   };
-  // Reads d<i> (returns i) or the constant 0 (returns kConstZero when allowed); -2 on error.
-  auto term = [&](bool allow_zero) -> int64_t {
+  // d<i>: returns i, or -1 when the next token is not a var, -2 on a malformed var.
+  auto var = [&]() -> int64_t {
     skip();
-    if (i < text.size() && text[i] == 'd') {
-      ++i;
-      std::size_t start = i;
-      int64_t v = 0;
-      while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 6) v = v * 10 + (text[i++] - '0');
-      return i > start ? v : -2;
-    }
-    if (allow_zero && i < text.size() && text[i] == '0') {
-      ++i;
-      return kConstZero;
-    }
-    return -2;
+    if (i >= text.size() || text[i] != 'd') return -1;
+    ++i;
+    std::size_t start = i;
+    int64_t v = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 6) v = v * 10 + (text[i++] - '0');
+    return i > start ? v : -2;
+  };
+  // An integer literal (capped at 2^40 + 1 so the bound check below reports it); -1 if none.
+  auto integer = [&]() -> int64_t {
+    skip();
+    if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
+    int64_t v = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) v = std::min(kMaxConst + 1, v * 10 + (text[i++] - '0'));
+    return v;
   };
   if (!expect('(')) return fail("expected '('");
   int n = 0;
   if (!expect(')')) {
     while (true) {
-      int64_t v = term(false);
+      int64_t v = var();
       if (v != n) return fail("expected d" + std::to_string(n));
       ++n;
       if (expect(')')) break;
@@ -73,20 +77,90 @@ Result<std::vector<VarId>> parse_affine_map(const std::string& text, int* num_va
   if (text.compare(i, 2, "->") != 0) return fail("expected '->'");
   i += 2;
   if (!expect('(')) return fail("expected '('");
-  std::vector<VarId> out;
+  std::vector<AffineExpr> out;
   if (!expect(')')) {
     while (true) {
-      int64_t v = term(true);
-      if (v == -2) return fail("expected d<i> or 0");
-      if (v >= n) return fail("d" + std::to_string(v) + " is not among the " + std::to_string(n) + " dims");
-      out.push_back(static_cast<VarId>(v));
+      AffineExpr e;
+      bool has_const = false;
+      while (true) {
+        int64_t v = var();
+        int64_t c = 1;
+        if (v == -2) return fail("expected d<i>");
+        if (v == -1) {
+          c = integer();
+          if (c < 0) return fail("expected d<i> or an integer");
+          if (expect('*')) {
+            v = var();
+            if (v < 0) return fail("expected d<i> after '*'");
+          }
+        } else if (expect('*')) {
+          c = integer();
+          if (c < 0) return fail("expected an integer after '*'");
+        }
+        if (c > kMaxConst) return fail("constant above 2^40");
+        if (v >= 0) {
+          if (v >= n) return fail("d" + std::to_string(v) + " is not among the " + std::to_string(n) + " dims");
+          if (c < 1) return fail("coefficient of d" + std::to_string(v) + " must be >= 1");
+          for (const AffineTerm& t : e.terms)
+            if (t.var == v) return fail("d" + std::to_string(v) + " appears twice in one result");
+          e.terms.push_back({static_cast<VarId>(v), c});
+        } else {
+          if (has_const) return fail("at most one constant per result");
+          has_const = true;
+          e.offset = c;
+        }
+        if (!expect('+')) break;
+      }
+      out.push_back(std::move(e));
       if (expect(')')) break;
-      if (!expect(',')) return fail("expected ',' or ')'");
+      if (!expect(',')) return fail("expected ',', '+' or ')'");
     }
   }
   skip();
   if (i != text.size()) return fail("unexpected text after the map");
   *num_vars = n;
+  return out;
+}
+
+VarId simple_var(const AffineExpr& e) {
+  if (e.terms.empty() && e.offset == 0) return kConstZero;
+  return is_plain(e) ? e.terms[0].var : kSummed;
+}
+
+bool is_plain(const AffineExpr& e) {
+  return e.terms.size() == 1 && e.terms[0].coeff == 1 && e.offset == 0 && !e.prefix;
+}
+
+int64_t expr_max(const AffineExpr& e, const std::vector<Dim>& extent) {
+  constexpr __int128 kCap = __int128{1} << 62;
+  __int128 m = e.offset;
+  for (const AffineTerm& t : e.terms) {
+    const Dim x = t.var >= 0 && static_cast<std::size_t>(t.var) < extent.size() ? extent[t.var] : 1;
+    m += static_cast<__int128>(t.coeff) * (x > 0 ? x - 1 : 0);
+    if (m > kCap) return static_cast<int64_t>(kCap);
+  }
+  return static_cast<int64_t>(m);
+}
+
+std::vector<char> summed_vars(const Op& op) {
+  std::vector<char> out(op.iterators.size(), 0);
+  for (const auto& map : op.exprs)
+    for (const AffineExpr& e : map)
+      if (!is_plain(e))
+        for (const AffineTerm& t : e.terms)
+          if (t.var >= 0 && static_cast<std::size_t>(t.var) < out.size()) out[t.var] = 1;
+  return out;
+}
+
+Result<std::vector<VarId>> parse_affine_map(const std::string& text, int* num_vars) {
+  auto e = parse_affine_exprs(text, num_vars);
+  if (!e) return e.error();
+  std::vector<VarId> out;
+  for (const AffineExpr& x : *e) {
+    const VarId v = simple_var(x);
+    if (v == kSummed) return bad_input("affine map \"" + text + "\": expected d<i> or 0 for every result (no sums)");
+    out.push_back(v);
+  }
   return out;
 }
 
@@ -96,6 +170,20 @@ std::string format_affine_map(const std::vector<VarId>& results, int num_vars) {
   s += ") -> (";
   for (std::size_t i = 0; i < results.size(); ++i)
     s += (i ? ", " : "") + (results[i] == kConstZero ? std::string("0") : "d" + std::to_string(results[i]));
+  return s + ")";
+}
+
+std::string format_affine_exprs(const std::vector<AffineExpr>& results, int num_vars) {
+  std::string s = "(";
+  for (int v = 0; v < num_vars; ++v) s += (v ? ", d" : "d") + std::to_string(v);
+  s += ") -> (";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    std::string r;
+    for (const AffineTerm& t : results[i].terms)
+      r += (r.empty() ? "d" : " + d") + std::to_string(t.var) + (t.coeff != 1 ? " * " + std::to_string(t.coeff) : "");
+    if (results[i].offset != 0 || r.empty()) r += (r.empty() ? "" : " + ") + std::to_string(results[i].offset);
+    s += (i ? ", " : "") + r;
+  }
   return s + ")";
 }
 
@@ -153,33 +241,75 @@ Status finalize(Program& p, const std::string& source) {
       p.producer[t] = static_cast<OpId>(o);
     }
     op.ranges.clear();
-    if (op.kind == OpKind::kOpaque && op.iterators.empty() && op.indexing_maps.empty()) continue;
+    if (op.kind == OpKind::kOpaque && op.iterators.empty() && op.indexing_maps.empty() && op.exprs.empty()) continue;
     const std::size_t noperands = op.inputs.size() + op.outputs.size();
-    if (op.indexing_maps.size() != noperands)
+    const std::size_t nmaps = op.exprs.empty() ? op.indexing_maps.size() : op.exprs.size();
+    if (nmaps != noperands)
       return fail(at + ".indexing_maps", "expected " + std::to_string(noperands) + " maps (inputs then outputs), got " +
-                                             std::to_string(op.indexing_maps.size()));
+                                             std::to_string(nmaps));
     const std::size_t nv = op.iterators.size();
+    // The full results: from the parsed sums, or built from the plain maps (builders).
+    if (op.exprs.empty()) {
+      for (const auto& map : op.indexing_maps) {
+        std::vector<AffineExpr> es;
+        for (VarId v : map) {
+          AffineExpr e;
+          if (v != kConstZero) e.terms.push_back({v, 1});
+          es.push_back(std::move(e));
+        }
+        op.exprs.push_back(std::move(es));
+      }
+    } else {
+      op.indexing_maps.clear();
+      for (const auto& map : op.exprs) {
+        std::vector<VarId> vs;
+        for (const AffineExpr& e : map) vs.push_back(simple_var(e));
+        op.indexing_maps.push_back(std::move(vs));
+      }
+    }
     op.ranges.assign(nv, -1);
     std::vector<std::string> first_use(nv);
+    if (!op.given_ranges.empty()) {
+      if (op.given_ranges.size() != nv)
+        return fail(at + ".ranges", "expected " + std::to_string(nv) + " ranges (one per iterator), got " + std::to_string(op.given_ranges.size()));
+      for (std::size_t v = 0; v < nv; ++v) {
+        if (op.given_ranges[v] < 1 || op.given_ranges[v] > layout::kMaxExtent)
+          return fail(at + ".ranges[" + std::to_string(v) + "]", "expected a range in 1..2^40, got " + std::to_string(op.given_ranges[v]));
+        op.ranges[v] = op.given_ranges[v];
+        first_use[v] = "the given range";
+      }
+    }
     for (std::size_t m = 0; m < noperands; ++m) {
       const TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
       const Tensor& x = p.tensors[t];
-      const auto& map = op.indexing_maps[m];
+      const auto& map = op.exprs[m];
       const std::string mp = at + ".indexing_maps[" + std::to_string(m) + "]";
       if (map.size() != x.shape.size())
         return fail(mp, "map has " + std::to_string(map.size()) + " results but tensor '" + x.name + "' has rank " +
                             std::to_string(x.shape.size()));
       for (std::size_t d = 0; d < map.size(); ++d) {
-        const VarId v = map[d];
-        if (v == kConstZero) {
-          if (x.shape[d] != 1)
-            return fail(mp, "constant 0 indexes dim " + std::to_string(d) + " of '" + x.name + "', which has size " +
-                                std::to_string(x.shape[d]) + " (only size-1 dims may be constant)");
+        const AffineExpr& e = map[d];
+        for (const AffineTerm& term : e.terms)
+          if (term.var < 0 || static_cast<std::size_t>(term.var) >= nv)
+            return fail(mp, "d" + std::to_string(term.var) + " is not one of the " + std::to_string(nv) + " iterators");
+        if (e.terms.empty()) {
+          // A constant: 0 for a size-1 dim (broadcast, kept reduced dim); an input may also
+          // read one index of a larger dim (a select).
+          const bool output = m >= op.inputs.size();
+          if (e.offset >= x.shape[d] || (output && x.shape[d] != 1))
+            return fail(mp, "constant " + std::to_string(e.offset) + " indexes dim " + std::to_string(d) + " of '" + x.name +
+                                "', which has size " + std::to_string(x.shape[d]) +
+                                (output ? " (an output dim of size > 1 needs an iteration variable)" : " (must be below the size)"));
           continue;
         }
-        if (v < 0 || static_cast<std::size_t>(v) >= nv)
-          return fail(mp, "d" + std::to_string(v) + " is not one of the " + std::to_string(nv) + " iterators");
+        op.exprs[m][d].prefix = false;
+        if (!is_plain(e)) continue;  // summed: bounds checked once the ranges are known
+        const VarId v = e.terms[0].var;
         const std::string here = "dim " + std::to_string(d) + " of '" + x.name + "'";
+        if (!op.given_ranges.empty() && op.ranges[v] < x.shape[d]) {
+          op.exprs[m][d].prefix = true;  // with explicit ranges, d<i> may read a prefix slice
+          continue;
+        }
         if (op.ranges[v] < 0) {
           op.ranges[v] = x.shape[d];
           first_use[v] = here;
@@ -190,12 +320,29 @@ Status finalize(Program& p, const std::string& source) {
       }
     }
     for (std::size_t v = 0; v < nv; ++v)
-      if (op.ranges[v] < 0) return fail(at + ".iterator_types", "d" + std::to_string(v) + " indexes no operand");
+      if (op.ranges[v] < 0)
+        return fail(at + ".iterator_types", "d" + std::to_string(v) + " indexes no operand dim on its own (give \"ranges\" when a var appears only in sums)");
+    for (std::size_t m = 0; m < noperands; ++m)
+      for (std::size_t d = 0; d < op.exprs[m].size(); ++d) op.indexing_maps[m][d] = simple_var(op.exprs[m][d]);
+    // Summed and offset results stay inside their dims over the whole iteration box.
+    for (std::size_t m = 0; m < noperands; ++m) {
+      const TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
+      const Tensor& x = p.tensors[t];
+      for (std::size_t d = 0; d < op.exprs[m].size(); ++d) {
+        const AffineExpr& e = op.exprs[m][d];
+        if (e.terms.empty() || is_plain(e)) continue;
+        const int64_t hi = expr_max(e, op.ranges);
+        if (hi >= x.shape[d])
+          return fail(at + ".indexing_maps[" + std::to_string(m) + "]",
+                      "result " + std::to_string(d) + " reaches index " + std::to_string(hi) + " of dim " + std::to_string(d) +
+                          " of '" + x.name + "', which has size " + std::to_string(x.shape[d]));
+      }
+    }
     // Kind rules.
     std::vector<char> in_output(nv, 0);
     for (std::size_t m = op.inputs.size(); m < noperands; ++m)
-      for (VarId v : op.indexing_maps[m])
-        if (v >= 0) in_output[v] = 1;
+      for (const AffineExpr& e : op.exprs[m])
+        for (const AffineTerm& term : e.terms) in_output[term.var] = 1;
     int reductions = 0;
     for (std::size_t v = 0; v < nv; ++v) {
       const bool red = op.iterators[v] == IteratorType::kReduction;
@@ -258,7 +405,7 @@ Result<Program> program_from_json(const Json& j, const std::string& source) {
       return it->second;
     };
     for (const JsonCursor& oc : root.at("ops").elements()) {
-      oc.expect_keys({"name", "kind", "payload", "inputs", "outputs", "iterator_types", "indexing_maps"});
+      oc.expect_keys({"name", "kind", "payload", "inputs", "outputs", "iterator_types", "indexing_maps", "ranges"});
       Op op;
       op.name = oc.at("name").as_string();
       const std::string kind = oc.at("kind").as_string();
@@ -280,13 +427,14 @@ Result<Program> program_from_json(const Json& j, const std::string& source) {
         }
         for (const JsonCursor& c : oc.at("indexing_maps").elements()) {
           int nv = 0;
-          auto m = parse_affine_map(c.as_string(), &nv);
+          auto m = parse_affine_exprs(c.as_string(), &nv);
           if (!m) c.fail(m.error().message);
           if (static_cast<std::size_t>(nv) != op.iterators.size())
             c.fail("map has " + std::to_string(nv) + " dims but the op has " + std::to_string(op.iterators.size()) +
                    " iterator types");
-          op.indexing_maps.push_back(std::move(*m));
+          op.exprs.push_back(std::move(*m));
         }
+        if (oc.has("ranges")) op.given_ranges = oc.at("ranges").as_int_array(1);
       }
       p.ops.push_back(std::move(op));
     }
@@ -335,9 +483,24 @@ Json program_to_json(const Program& p) {
     if (!op.iterators.empty() || !op.indexing_maps.empty()) {
       Json it = Json::array(), maps = Json::array();
       for (IteratorType t : op.iterators) it.push_back(iterator_name(t));
-      for (const auto& m : op.indexing_maps) maps.push_back(format_affine_map(m, static_cast<int>(op.iterators.size())));
+      const int nv = static_cast<int>(op.iterators.size());
+      if (!op.exprs.empty())
+        for (const auto& m : op.exprs) maps.push_back(format_affine_exprs(m, nv));
+      else
+        for (const auto& m : op.indexing_maps) maps.push_back(format_affine_map(m, nv));
       x["iterator_types"] = std::move(it);
       x["indexing_maps"] = std::move(maps);
+      // Ranges are written only when some var has no plain dim to take its extent from.
+      std::vector<char> plain(op.iterators.size(), 0);
+      for (const auto& m : op.exprs)
+        for (const AffineExpr& e : m)
+          if (is_plain(e) && static_cast<std::size_t>(e.terms[0].var) < plain.size()) plain[e.terms[0].var] = 1;
+      bool any_prefix = false;
+      for (const auto& m : op.exprs)
+        for (const AffineExpr& e : m) any_prefix = any_prefix || e.prefix;
+      const bool need = !op.exprs.empty() && (any_prefix || std::find(plain.begin(), plain.end(), 0) != plain.end());
+      if (need && op.ranges.size() == op.iterators.size()) x["ranges"] = op.ranges;
+      else if (need && !op.given_ranges.empty()) x["ranges"] = op.given_ranges;
     }
     os.push_back(std::move(x));
   }
@@ -387,7 +550,7 @@ std::string program_to_text(const Program& p) {
     const Json& op = j["ops"][o];
     s += "  {" + fields(op, {"name", "kind", "payload", "inputs", "outputs"});
     if (op.contains("iterator_types"))
-      s += ",\n   " + fields(op, {"iterator_types"}) + ",\n   " + fields(op, {"indexing_maps"});
+      s += ",\n   " + fields(op, {"iterator_types"}) + ",\n   " + fields(op, {"indexing_maps", "ranges"});
     s += std::string("}") + (o + 1 < j["ops"].size() ? "," : "") + "\n";
   }
   return s + " ]\n}\n";

@@ -23,6 +23,19 @@ using OpId = int32_t;      // index into Program::ops
 using VarId = int32_t;     // iteration variable d<i> of an op
 
 inline constexpr VarId kConstZero = -1;  // an indexing-map result that is the constant 0
+inline constexpr VarId kSummed = -2;     // an indexing-map result that is no single var: see Op::exprs
+
+// One result of an indexing map: sum of coeff * d<var> plus offset (no terms = the constant
+// `offset`). A "plain" result is one var with coefficient 1 and offset 0.
+struct AffineTerm {
+  VarId var = 0;       // iteration variable
+  int64_t coeff = 1;   // >= 1
+};
+struct AffineExpr {
+  std::vector<AffineTerm> terms;  // distinct vars
+  int64_t offset = 0;             // >= 0
+  bool prefix = false;            // derived: a lone var whose given range is below the dim size (a slice [0, n))
+};
 
 enum class OpKind {
   kPointwise,  // elementwise (with broadcasts); every iterator parallel
@@ -54,7 +67,9 @@ struct Op {
   std::vector<TensorId> inputs;                  // read operands, in order
   std::vector<TensorId> outputs;                 // written operands
   std::vector<IteratorType> iterators;           // one per iteration variable d0..d(n-1)
-  std::vector<std::vector<VarId>> indexing_maps; // inputs then outputs: per tensor dim, a var or kConstZero
+  std::vector<std::vector<VarId>> indexing_maps; // inputs then outputs: per tensor dim, a var, kConstZero or kSummed
+  std::vector<std::vector<AffineExpr>> exprs;    // same shape, the full results (affine sums); empty = all from indexing_maps
+  std::vector<Dim> given_ranges;                 // optional "ranges" of the JSON (needed when a var is in no plain dim)
   std::vector<Dim> ranges;                       // derived: extent of each iteration variable
 };
 
@@ -85,7 +100,21 @@ std::string program_to_text(const Program& p);
 Result<layout::Layout> tensor_layout(const Tensor& t);
 
 // Parses "(d0, d1, d2) -> (d0, 0, d2)" into results over `num_vars` vars; errors are one line.
+// Rejects affine sums (use parse_affine_exprs for the full grammar).
 Result<std::vector<VarId>> parse_affine_map(const std::string& text, int* num_vars);
 std::string format_affine_map(const std::vector<VarId>& results, int num_vars);
+// The full grammar: each result is a sum of terms `d<i>`, `c * d<i>`, `d<i> * c` and one
+// non-negative constant, e.g. "(d0, d1, d2, d3) -> (d0, d1 * 2 + d3, d2 + 1)".
+Result<std::vector<AffineExpr>> parse_affine_exprs(const std::string& text, int* num_vars);
+std::string format_affine_exprs(const std::vector<AffineExpr>& results, int num_vars);
+// kConstZero / the var of a plain result / kSummed for anything else.
+VarId simple_var(const AffineExpr& e);
+bool is_plain(const AffineExpr& e);
+// Largest value of `e` when every var v ranges over [0, extent[v]); 0-based, so the dim extent
+// the result touches is this + 1 - offset (overflow-safe: saturates at 2^62).
+int64_t expr_max(const AffineExpr& e, const std::vector<Dim>& extent);
+// Vars that appear in some non-plain result of the op: work division never splits them (a split
+// of h in `2*h + r` would need a halo of r rows on each core).
+std::vector<char> summed_vars(const Op& op);
 
 }  // namespace sp::program

@@ -79,7 +79,7 @@ std::string division_report_text(const program::Program& p, const Division& d,
       os << " " << v.name << "=" << v.size;
       if (v.elems_per_stick) os << " (" << v.adjusted << " sticks)";
       if (v.reduction) os << " red";
-      if (v.blocked) os << " blocked";
+      if (v.blocked) os << (v.summed ? " blocked (summed)" : " blocked");
     }
     os << "\n  per-core span:";
     for (const auto& s : od.spans) os << " " << p.tensors[s.tensor].name << " " << s.span << " B";

@@ -35,7 +35,55 @@ Split floor_of(const SplitSpace& s, int v) { return s.min_splits.empty() ? 1 : s
 
 std::string mib(Bytes b) { return std::to_string(b) + " bytes (" + std::to_string(b >> 20) + " MiB)"; }
 
+bool lone_var(const program::AffineExpr& e) { return e.terms.size() == 1 && e.terms[0].coeff == 1; }
+
+// The var of a non-plain result that slices its dim exactly, or -1: the var with the largest
+// coefficient c when the other terms tile [0, c) densely (mixed radix: coefficients 1, r1,
+// r1*r2, ... with c the product of the inner ranges), e.g. `d0 * 64 + d3` or a slice `d1 + 768`.
+// Splitting it k ways gives each core a contiguous run of c * range / k indices. On the stick
+// dim the run must start and end on sticks: c and the offset multiples of the elements per stick.
+int outer_var(const program::AffineExpr& e, const std::vector<Dim>& ranges, int stick_eps) {
+  if (e.terms.empty() || program::is_plain(e)) return -1;
+  std::vector<program::AffineTerm> t = e.terms;
+  std::sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.coeff < b.coeff; });
+  int64_t next = 1;
+  for (std::size_t i = 0; i + 1 < t.size(); ++i) {
+    if (t[i].coeff != next) return -1;
+    next *= ranges[t[i].var];
+  }
+  const program::AffineTerm& o = t.back();
+  if (o.coeff != next) return -1;
+  // A lone var (a slice d + 768) stays a stick var: splits count whole sticks as for plain dims.
+  if (stick_eps > 0 && (e.offset % stick_eps != 0 || (o.coeff % stick_eps != 0 && t.size() > 1) ||
+                        (t.size() == 1 && o.coeff != 1 && o.coeff % stick_eps != 0)))
+    return -1;
+  return o.var;
+}
+
 }  // namespace
+
+SumSplits sum_splits(const program::Program& p, program::OpId o, const std::vector<layout::Layout>& layouts) {
+  const program::Op& op = p.ops[o];
+  SumSplits s;
+  s.blocked.assign(op.ranges.size(), 0);
+  const std::size_t noperands = op.inputs.size() + op.outputs.size();
+  for (std::size_t m = 0; m < noperands && m < op.exprs.size(); ++m) {
+    const program::TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
+    const int sh = layout::stick_host_dim(layouts[t]);
+    std::vector<int> voh(op.indexing_maps[m].begin(), op.indexing_maps[m].end());
+    for (std::size_t d = 0; d < op.exprs[m].size(); ++d) {
+      const program::AffineExpr& e = op.exprs[m][d];
+      if (program::is_plain(e) || e.terms.empty()) continue;
+      const int eps = static_cast<int>(d) == sh ? layout::elems_per_stick(layouts[t].dtype) : 0;
+      const int v = outer_var(e, op.ranges, eps);
+      voh[d] = v;
+      for (const program::AffineTerm& term : e.terms)
+        if (term.var != v) s.blocked[term.var] = 1;
+    }
+    s.var_of_host.push_back(std::move(voh));
+  }
+  return s;
+}
 
 SpanTensor span_tensor(const layout::Layout& l, const std::vector<int>& var_of_host_dim, program::TensorId id) {
   auto dec = layout::decompose(l);
@@ -281,12 +329,18 @@ Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const st
   }
   std::vector<program::TensorId> seen;
   const std::size_t noperands = op.inputs.size() + op.outputs.size();
+  const SumSplits sums = sum_splits(p, o, layouts);
   for (std::size_t m = 0; m < noperands; ++m) {
     const program::TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
     if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;  // x * x reads x once
     seen.push_back(t);
-    std::vector<int> var_of_host(op.indexing_maps[m].begin(), op.indexing_maps[m].end());
+    const std::vector<int>& var_of_host = sums.var_of_host[m];
     SpanTensor st = decs ? span_tensor(layouts[t], (*decs)[t], var_of_host, t) : span_tensor(layouts[t], var_of_host, t);
+    // An outer var on the stick dim slices whole sticks (checked by sum_splits): no stick rounding.
+    const int sh = layout::stick_host_dim(layouts[t]);
+    if (sh >= 0 && static_cast<std::size_t>(sh) < op.indexing_maps[m].size() && op.indexing_maps[m][sh] == program::kSummed &&
+        !lone_var(op.exprs[m][sh]))
+      st.stick_var = -1;
     if (st.stick_var >= 0)
       vars[st.stick_var].elems_per_stick = std::max(vars[st.stick_var].elems_per_stick, st.elems_per_stick);
     s.tensors.push_back(std::move(st));
@@ -296,6 +350,11 @@ Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const st
     vi.adjusted = vi.elems_per_stick > 0 ? (vi.size + vi.elems_per_stick - 1) / vi.elems_per_stick : vi.size;
     // A reduction over a partial stick would mask coordinates mid-core: never split it.
     vi.blocked = vi.reduction && vi.elems_per_stick > 0 && vi.size % vi.elems_per_stick != 0;
+    // A var inside an affine sum is split only when it is the outer var of a dense mixed-radix
+    // sum (a reshape's h of 64*h + d, a slice's d of d + 768): then each core reads a contiguous
+    // run. Any other var of a sum (conv's h in 2*h + r: a halo; the inner d) is never split.
+    vi.summed = sums.blocked[v] != 0;
+    vi.blocked = vi.blocked || vi.summed;
     s.names.push_back(vi.name);
     s.sizes.push_back(vi.adjusted);
     s.reduction.push_back(vi.reduction);
@@ -393,8 +452,9 @@ Status check_division(const program::Program& p, const std::vector<layout::Layou
     for (std::size_t m = 0; m < noperands; ++m) {
       const program::TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
       const int sh = layout::stick_host_dim(layouts[t]);
-      if (sh >= 0 && op.indexing_maps[m][sh] >= 0)
-        eps[op.indexing_maps[m][sh]] = std::max<int64_t>(eps[op.indexing_maps[m][sh]], layout::elems_per_stick(layouts[t].dtype));
+      int sv = sh >= 0 ? op.indexing_maps[m][sh] : -1;
+      if (sv == program::kSummed && lone_var(op.exprs[m][sh])) sv = op.exprs[m][sh].terms[0].var;  // a slice of sticks
+      if (sv >= 0) eps[sv] = std::max<int64_t>(eps[sv], layout::elems_per_stick(layouts[t].dtype));
     }
     int64_t cores = 1;
     int red = 0;
@@ -409,6 +469,11 @@ Status check_division(const program::Program& p, const std::vector<layout::Layou
     }
     if (cores > opt.max_cores) return bad_input(at + "uses " + std::to_string(cores) + " cores");
     if (red > 1) return bad_input(at + "splits " + std::to_string(red) + " reduction variables");
+    const SumSplits sums = sum_splits(p, static_cast<program::OpId>(o), layouts);
+    for (std::size_t v = 0; v < n && v < sums.blocked.size(); ++v)
+      if (sums.blocked[v] && od.splits[v] > 1)
+        return bad_input(at + "d" + std::to_string(v) + " appears in an affine sum it does not slice exactly but is split " +
+                         std::to_string(od.splits[v]) + " ways");
     // Per-core device address range: sum over device dims of (extent - 1) * stride, one core's box.
     for (std::size_t m = 0; m < noperands; ++m) {
       const program::TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
@@ -419,7 +484,7 @@ Status check_division(const program::Program& p, const std::vector<layout::Layou
       std::vector<Dim> ext = l.device_size;
       for (std::size_t h = 0; h < dec->levels.size() && dec->host_size.size() == l.host_size.size(); ++h) {
         if (dec->levels[h].empty()) continue;
-        const int v = op.indexing_maps[m][h];
+        const int v = m < sums.var_of_host.size() && h < sums.var_of_host[m].size() ? sums.var_of_host[m][h] : -1;
         const int k = dec->levels[h].back().device_dim;
         if (v >= 0) ext[k] = (ext[k] + od.splits[v] - 1) / od.splits[v];
       }

@@ -102,13 +102,21 @@ struct Menu {
 // Appends the enumeration to `menu` (same order and rules), skipping a row equal to `skip`.
 void enumerate_into(const SplitSpace& s, int max_cores, std::size_t cap, const std::vector<Split>& skip, Menu& menu);
 
+// How the affine sums of an op's maps may be divided (docs/workdiv.md, "Affine sums").
+struct SumSplits {
+  std::vector<std::vector<int>> var_of_host;  // per operand, per host dim: the var slicing it (plain or outer var), else < 0
+  std::vector<char> blocked;                  // per var: in a sum it does not slice exactly: never split
+};
+SumSplits sum_splits(const program::Program& p, program::OpId o, const std::vector<layout::Layout>& layouts);
+
 struct VarInfo {
   std::string name;         // d<i>
   Dim size = 0;             // iteration extent in elements
   Dim adjusted = 0;         // in sticks for stick vars, else = size
   int elems_per_stick = 0;  // largest eps among tensors sticked on it; 0 if not a stick var
   bool reduction = false;   // reduction iterator
-  bool blocked = false;     // reduction stick var with a partial stick: never split
+  bool blocked = false;     // never split: a reduction stick var with a partial stick, or summed
+  bool summed = false;      // appears in an affine-sum result of some operand (docs/workdiv.md)
 };
 
 struct TensorSpanInfo {

@@ -126,5 +126,83 @@ TEST(ProgramFormat, BadInputIsOneLocatedLine) {
   expect_error(replaced(kGood, "\"tensors\"", "\"tensorz\""), "unknown key \"tensorz\" (did you mean \"tensors\"?)");
 }
 
+
+// A stride-2 3x3 convolution over a pre-padded input, written with linalg's affine sums.
+const char* kConv = R"J({"name": "conv", "tensors": [
+  {"name": "x", "shape": [1, 8, 17, 17], "dtype": "fp16", "graph_input": true},
+  {"name": "w", "shape": [16, 8, 3, 3], "dtype": "fp16", "graph_input": true},
+  {"name": "y", "shape": [1, 16, 8, 8], "dtype": "fp16", "graph_output": true}],
+ "ops": [{"name": "conv", "kind": "reduction", "payload": "conv2d", "inputs": ["x", "w"], "outputs": ["y"],
+  "iterator_types": ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"],
+  "indexing_maps": ["(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, 2*d2 + d5, d3 * 2 + d6)",
+                    "(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)",
+                    "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)"]}]})J";
+
+TEST(ProgramFormat, AffineSums) {
+  int n = 0;
+  auto e = parse_affine_exprs("(d0, d1, d2) -> (d0 * 2 + d1, 3*d2 + 5, 7, d1)", &n);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  ASSERT_EQ(e->size(), 4u);
+  EXPECT_EQ((*e)[0].terms.size(), 2u);
+  EXPECT_EQ((*e)[0].terms[0].coeff, 2);
+  EXPECT_EQ((*e)[1].offset, 5);
+  EXPECT_TRUE((*e)[2].terms.empty());
+  EXPECT_EQ(simple_var((*e)[3]), 1);
+  EXPECT_EQ(simple_var((*e)[0]), kSummed);
+  EXPECT_EQ(format_affine_exprs(*e, 3), "(d0, d1, d2) -> (d0 * 2 + d1, d2 * 3 + 5, 7, d1)");
+  EXPECT_EQ(expr_max((*e)[0], {4, 3, 1}), 3 * 2 + 2);
+  EXPECT_FALSE(parse_affine_exprs("(d0) -> (d0 + d0)", &n).ok());
+  EXPECT_FALSE(parse_affine_exprs("(d0) -> (0 * d0)", &n).ok());
+  EXPECT_FALSE(parse_affine_exprs("(d0) -> (d0 + 1 + 2)", &n).ok());
+  EXPECT_FALSE(parse_affine_exprs("(d0) -> (d0 - 1)", &n).ok());
+  EXPECT_FALSE(parse_affine_exprs("(d0) -> (d0 * 99999999999999)", &n).ok());
+  EXPECT_FALSE(parse_affine_map("(d0, d1) -> (d0 + d1)", &n).ok());  // the plain parser keeps rejecting sums
+}
+
+TEST(ProgramFormat, ConvolutionMapsValidateAndRoundTrip) {
+  auto p = parse(kConv);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const Op& op = p->ops[0];
+  EXPECT_EQ(op.ranges, (std::vector<Dim>{1, 16, 8, 8, 8, 3, 3}));
+  EXPECT_EQ(op.indexing_maps[0], (std::vector<VarId>{0, 4, kSummed, kSummed}));
+  EXPECT_EQ(summed_vars(op), (std::vector<char>{0, 0, 1, 1, 0, 1, 1}));
+  auto again = program_from_json(program_to_json(*p), "again");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(program_to_text(*again), program_to_text(*p));
+  // Out of bounds: 2*7 + 2 = 16 fits 17 rows, not 16.
+  expect_error(replaced(kConv, "[1, 8, 17, 17]", "[1, 8, 16, 17]"), "reaches index 16 of dim 2 of 'x'");
+  // A var that appears only in sums needs explicit ranges.
+  const std::string flat = replaced(replaced(kConv, "[1, 16, 8, 8], \"dtype\": \"fp16\", \"graph_output\"",
+                                             "[1, 16, 64], \"dtype\": \"fp16\", \"graph_output\""),
+                                    "-> (d0, d1, d2, d3)\"]", "-> (d0, d1, d2 * 8 + d3)\"]");
+  expect_error(flat, "d2 indexes no operand dim on its own");
+  auto ranged = parse(replaced(flat, "\"indexing_maps\"", "\"ranges\": [1, 16, 8, 8, 8, 3, 3], \"indexing_maps\""));
+  ASSERT_TRUE(ranged.ok()) << ranged.error().message;
+  EXPECT_NE(program_to_text(*ranged).find("\"ranges\": [1, 16, 8, 8, 8, 3, 3]"), std::string::npos);
+  expect_error(replaced(flat, "\"indexing_maps\"", "\"ranges\": [1, 16, 8, 9, 8, 3, 3], \"indexing_maps\""),
+               "reaches index");
+}
+
+TEST(ProgramFormat, ConstantsSelectOnInputsOnly) {
+  // An input may read one index of a larger dim (a select); an output dim > 1 needs a var.
+  auto sel = parse(replaced(replaced(kGood, "[8, 128], \"dtype\": \"fp16\", \"graph_input\"", "[3, 8, 128], \"dtype\": \"fp16\", \"graph_input\""),
+                            "[\"(d0, d1) -> (d0, d1)\",", "[\"(d0, d1) -> (2, d0, d1 + 0)\","));
+  ASSERT_TRUE(sel.ok()) << sel.error().message;
+  expect_error(replaced(kGood, "\"(d0, d1) -> (d0, d1)\"]", "\"(d0, d1) -> (d0, 0)\"]"), "needs an iteration variable");
+}
+
+TEST(ProgramFormat, GivenRangesAllowPrefixSlices) {
+  // x[:, :128] read with explicit ranges: d1 is a prefix of x's dim, so it is not plain there.
+  const std::string wide = replaced(kGood, "[8, 128], \"dtype\": \"fp16\", \"graph_input\"", "[8, 256], \"dtype\": \"fp16\", \"graph_input\"");
+  expect_error(wide, "d1 indexes");
+  auto p = parse(replaced(wide, "\"indexing_maps\"", "\"ranges\": [8, 128], \"indexing_maps\""));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->ops[0].indexing_maps[0], (std::vector<VarId>{0, kSummed}));
+  EXPECT_EQ(summed_vars(p->ops[0]), (std::vector<char>{0, 1}));
+  auto again = program_from_json(program_to_json(*p), "again");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  expect_error(replaced(wide, "\"indexing_maps\"", "\"ranges\": [8, 300], \"indexing_maps\""), "d1 indexes");
+}
+
 }  // namespace
 }  // namespace sp::program

@@ -235,3 +235,79 @@ TEST(WorkdivScale, SyntheticTenThousandOps) {
 
 }  // namespace
 }  // namespace sp::workdiv
+
+namespace sp::workdiv {
+namespace {
+
+// Vars inside affine sums (conv's 2*h + r) are never split; batch, output and input channels are.
+TEST(WorkdivSummed, ConvSplitsOnlyPlainVars) {
+  const char* text = R"J({"name": "conv", "tensors": [
+    {"name": "x", "shape": [2, 64, 58, 58], "dtype": "fp16", "graph_input": true},
+    {"name": "w", "shape": [128, 64, 3, 3], "dtype": "fp16", "graph_input": true},
+    {"name": "y", "shape": [2, 128, 28, 28], "dtype": "fp16", "graph_output": true}],
+   "ops": [{"name": "conv", "kind": "reduction", "payload": "conv2d", "inputs": ["x", "w"], "outputs": ["y"],
+    "iterator_types": ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"],
+    "indexing_maps": ["(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 * 2 + d5, d3 * 2 + d6)",
+                      "(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)",
+                      "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)"]}]})J";
+  auto j = parse_json_text(text, "conv.json");
+  ASSERT_TRUE(j.ok());
+  auto p = program::program_from_json(*j, "conv.json");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  Options o;
+  o.candidates = true;
+  auto d = divide(*p, o);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  const OpDivision& od = d->ops[0];
+  for (int v : {2, 3, 5, 6}) {
+    EXPECT_TRUE(od.vars[v].summed) << v;
+    EXPECT_TRUE(od.vars[v].blocked) << v;
+    EXPECT_EQ(od.splits[v], 1) << v;
+    for (std::size_t c = 0; c < od.candidates.size(); ++c) EXPECT_EQ(od.candidates[c][v], 1) << v;
+  }
+  EXPECT_GT(od.cores, 1);
+  std::vector<layout::Layout> ls;
+  for (const auto& t : p->tensors) ls.push_back(*program::tensor_layout(t));
+  Division bad = *d;
+  bad.ops[0].splits = {1, 1, 2, 1, 1, 1, 1};  // splitting h would need a halo
+  auto st = check_division(*p, ls, bad, o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("affine sum"), std::string::npos) << st.error().message;
+}
+
+// Heads read through a reshape, x[s, h * 64 + d]: h is the outer var of a dense sum on whole
+// sticks, so it splits exactly; d (inner) never does. With 32-element heads a core's run would
+// end mid-stick (fp16 sticks hold 64), so h is blocked too.
+TEST(WorkdivSummed, OuterVarOfDenseSumSplits) {
+  auto make = [](int hd) {
+    const std::string n = std::to_string(768 / hd), d = std::to_string(hd);
+    return std::string(R"J({"name": "heads", "tensors": [
+      {"name": "x", "shape": [197, 768], "dtype": "fp16", "graph_input": true},
+      {"name": "y", "shape": [)J") + n + ", 197, " + d + R"J(], "dtype": "fp16", "graph_output": true}],
+     "ops": [{"name": "split_heads", "kind": "pointwise", "inputs": ["x"], "outputs": ["y"],
+      "iterator_types": ["parallel", "parallel", "parallel"],
+      "indexing_maps": ["(d0, d1, d2) -> (d1, d0 * )J" + d + R"J( + d2)", "(d0, d1, d2) -> (d0, d1, d2)"]}]})J";
+  };
+  for (int hd : {64, 32}) {
+    auto j = parse_json_text(make(hd), "heads.json");
+    ASSERT_TRUE(j.ok());
+    auto p = program::program_from_json(*j, "heads.json");
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    Options o;
+    o.candidates = true;
+    auto d = divide(*p, o);
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    const OpDivision& od = d->ops[0];
+    EXPECT_TRUE(od.vars[2].blocked);
+    EXPECT_EQ(od.vars[0].blocked, hd == 32) << hd;
+    bool h_split = false;
+    for (std::size_t c = 0; c < od.candidates.size(); ++c) {
+      EXPECT_EQ(od.candidates[c][2], 1);
+      h_split = h_split || od.candidates[c][0] > 1;
+    }
+    EXPECT_EQ(h_split, hd == 64) << hd;
+  }
+}
+
+}  // namespace
+}  // namespace sp::workdiv

@@ -1,0 +1,314 @@
+"""scratchplan.torch: real models traced, converted, planned and memory-planned (issue 13)."""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import scratchplan as sp  # noqa: E402
+import scratchplan.torch as spt  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLI = os.environ.get("SCRATCHPLAN_CLI", os.path.join(HERE, "..", "..", "build", "release", "scratchplan"))
+
+
+# ------------------------------------------------------------------ a Llama-style decoder block
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads, kv_heads, seq):
+        super().__init__()
+        self.h, self.kvh, self.d = heads, kv_heads, dim // heads
+        self.q_proj = nn.Linear(dim, heads * self.d, bias=False)
+        self.k_proj = nn.Linear(dim, kv_heads * self.d, bias=False)
+        self.v_proj = nn.Linear(dim, kv_heads * self.d, bias=False)
+        self.o_proj = nn.Linear(heads * self.d, dim, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.d, 2).float() / self.d))
+        freqs = torch.outer(torch.arange(seq).float(), inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos", emb.cos())
+        self.register_buffer("sin", emb.sin())
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, self.h, self.d).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, self.kvh, self.d).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, self.kvh, self.d).transpose(1, 2)
+        q = q * self.cos + rotate_half(q) * self.sin
+        k = k * self.cos + rotate_half(k) * self.sin
+        rep = self.h // self.kvh
+        k = k[:, :, None].expand(b, self.kvh, rep, s, self.d).reshape(b, self.h, s, self.d)
+        v = v[:, :, None].expand(b, self.kvh, rep, s, self.d).reshape(b, self.h, s, self.d)
+        att = (q @ k.transpose(-2, -1)) / (self.d ** 0.5)
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, self.h * self.d)
+        return self.o_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, dim=1024, heads=16, kv_heads=4, hidden=2816, seq=256):
+        super().__init__()
+        self.input_layernorm = RMSNorm(dim)
+        self.self_attn = Attention(dim, heads, kv_heads, seq)
+        self.post_attention_layernorm = RMSNorm(dim)
+        self.mlp = MLP(dim, hidden)
+
+    def forward(self, x):
+        h = x + self.self_attn(self.input_layernorm(x))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+def _models():
+    return {
+        "llama_block": (lambda: LlamaBlock(), (1, 256, 1024)),
+        "resnet50": (lambda: torchvision.models.resnet50(weights=None), (1, 3, 224, 224)),
+        "mobilenet_v3_large": (lambda: torchvision.models.mobilenet_v3_large(weights=None), (1, 3, 224, 224)),
+        "vit_b_16": (lambda: torchvision.models.vit_b_16(weights=None), (1, 3, 224, 224)),
+    }
+
+
+@pytest.fixture(scope="module", params=list(_models()))
+def converted(request):
+    make, shape = _models()[request.param]
+    model = make()
+    x = torch.empty(shape)
+    program, report = spt.to_program(model, (x,), dtype="fp16", name=request.param)
+    return request.param, model, x, program, report
+
+
+def test_models_convert_with_every_compute_op_mapped(converted):
+    name, _, _, program, report = converted
+    c = report.counts
+    assert sum(c.values()) == len(report.rows) > 0
+    assert report.mapped_fraction >= 0.95, report.text()
+    for r in report.rows:
+        assert r.decision in ("mapped", "folded", "opaque") and r.reason, r
+        assert r.target.startswith("aten.") or r.target == "output", r
+    # every emitted program op comes from some row: nothing appears from nowhere
+    emitted = [o for r in report.rows for o in r.ops]
+    assert sorted(emitted) == sorted(op["name"] for op in program["ops"])
+    assert all(t["dtype"] in ("fp16", "int64", "bool") for t in program["tensors"])
+    # it is a valid program for the C++ reader
+    p = sp.program.load(program)
+    assert p.num_ops == len(program["ops"])
+
+
+def test_models_plan_on_32_cores(converted):
+    name, model, x, program, report = converted
+    plan = sp.lx.plan(program, cores=32, time_limit=0.3)
+    d = plan.to_dict()
+    assert plan.hbm_bytes <= plan.baseline_hbm_bytes
+    assert plan.lower_bound_hbm_bytes <= plan.hbm_bytes
+    assert plan.time_s > 0
+    assert d["ops"] and d["buffers"] is not None
+
+
+def test_models_cli_plan_and_divide(converted, tmp_path):
+    if not os.path.exists(CLI):
+        pytest.skip("scratchplan CLI not built")
+    name, _, _, program, _ = converted
+    path = tmp_path / f"{name}.program.json"
+    path.write_text(json.dumps(program))
+    for verb in ("plan", "divide"):
+        r = subprocess.run([CLI, verb, str(path), "--cores", "32"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, (verb, r.stderr)
+
+
+def test_models_memory_plan(converted, tmp_path):
+    name, _, _, program, _ = converted
+    mp = spt.memory_plan(program, time_limit=1.0)
+    assert mp.lower_bound >= mp.max_load > 0
+    assert mp.lower_bound <= mp.arena_bytes <= mp.no_reuse_bytes
+    assert mp.proven or mp.arena_bytes <= 1.01 * mp.lower_bound, mp
+    assert mp.greedy_by_size_bytes >= mp.lower_bound
+    csv = tmp_path / "acts.csv"
+    text = mp.to_csv(str(csv))
+    assert csv.read_text() == text
+    lines = text.strip().splitlines()
+    assert lines[0] == "id,lower,upper,size" and len(lines) == len(mp.buffers) + 1
+    # the CSV is valid alloc input and gives the same lower bound
+    r = sp.alloc.alloc(str(csv), minimize=True, time_limit=1.0)
+    assert r.lower_bound == mp.lower_bound
+
+
+# ------------------------------------------------------------------ small exact cases
+
+def test_conv_is_exact_affine_sum_and_divides_on_channels():
+    m = nn.Sequential(nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU())
+    program, report = spt.to_program(m, (torch.empty(1, 16, 32, 32),))
+    conv = [op for op in program["ops"] if op["payload"] == "conv2d"][0]
+    assert conv["kind"] == "reduction"
+    # batch 1 reads index 0; d0 = out channels, d1/d2 = out rows/cols, d3 = in channels, d4/d5 = window
+    assert conv["indexing_maps"][0].endswith("(0, d3, d1 * 2 + d4, d2 * 2 + d5)"), conv
+    pad = [op for op in program["ops"] if op["payload"] == "pad"][0]
+    assert pad["indexing_maps"][1].endswith("d1 + 1, d2 + 1)"), pad
+    d = sp.workdiv.divide(program, cores=32).to_dict()
+    cv = [o for o in d["ops"] if o["op"] == conv["name"]][0]
+    splits = {v["name"]: v["split"] for v in cv["vars"]}
+    assert splits["d1"] == splits["d2"] == splits["d4"] == splits["d5"] == 1
+    assert cv["cores"] > 1
+
+
+def test_views_fold_and_merges_write_through_the_producer():
+    class M(nn.Module):
+        def forward(self, x):
+            y = (x * 2).permute(0, 2, 1)            # folded into the consumer's map
+            z = y.reshape(4, 6 * 8)                 # merge of a permuted view: one copy op
+            return z[:, 8:40] + 1                   # slice: offset in the map
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8, 6),))
+    kinds = [op["payload"] for op in program["ops"]]
+    assert kinds == ["mul", "copy", "add"], kinds
+    assert program["ops"][2]["indexing_maps"][0].endswith("(d0, d1 + 8)")
+    decisions = {r.target: r.decision for r in report.rows}
+    assert decisions["aten.permute.default"] == "folded"
+    sp.program.load(program)
+
+
+def test_unknown_op_is_opaque_with_reason():
+    class M(nn.Module):
+        def forward(self, x):
+            return torch.sort(x, dim=-1)[0] + 1
+
+    program, report = spt.to_program(M(), (torch.empty(8, 16),))
+    opq = report.opaque()
+    assert len(opq) == 1 and "aten.sort" in opq[0].target and opq[0].reason
+    assert any(op["kind"] == "opaque" for op in program["ops"])
+    sp.program.load(program)
+
+
+def test_embedding_is_an_opaque_gather():
+    m = nn.Sequential(nn.Embedding(100, 32), nn.Linear(32, 8))
+    program, report = spt.to_program(m, (torch.zeros(2, 5, dtype=torch.long),))
+    emb = [r for r in report.rows if r.target.startswith("aten.embedding")]
+    assert len(emb) == 1 and emb[0].decision == "opaque" and "gather" in emb[0].reason
+    assert emb[0].module == "0"
+    gather = [op for op in program["ops"] if op["payload"] == "gather"][0]
+    assert gather["kind"] == "opaque" and "indexing_maps" not in gather
+    assert [t["dtype"] for t in program["tensors"] if t["name"] == "input"] == ["int64"]
+    sp.program.load(program)
+
+
+def test_clone_then_in_place_keeps_the_source():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x.relu()
+            z = y.clone()
+            z.add_(1)
+            return y * z
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8),))
+    payloads = [op["payload"] for op in program["ops"]]
+    assert payloads == ["relu", "copy", "add", "mul"], payloads
+    mul = program["ops"][-1]
+    assert mul["inputs"][0] == program["ops"][0]["outputs"][0]  # y is the relu output, not the mutated copy
+
+
+def test_data_dependent_control_flow_names_the_module():
+    class Gate(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x * 2
+            return x
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.Sequential(nn.Linear(4, 4), Gate())
+
+        def forward(self, x):
+            return self.inner(x)
+
+    with pytest.raises(spt.UnsupportedModel) as e:
+        spt.to_program(M(), (torch.empty(2, 4),))
+    msg = str(e.value)
+    assert "inner.1" in msg and "\n" not in msg
+    assert isinstance(e.value, sp.BadInput)
+
+
+def test_bad_arguments_are_bad_input():
+    with pytest.raises(sp.BadInput):
+        spt.to_program("not a model", (torch.empty(1),))
+    with pytest.raises(sp.BadInput):
+        spt.to_program(nn.ReLU(), (torch.empty(2),), dtype="fp7")
+
+
+def test_plan_returns_checked_lx_plan_with_program():
+    p = spt.plan(LlamaBlock(dim=256, heads=4, kv_heads=2, hidden=512, seq=64), (torch.empty(1, 64, 256),),
+                 cores=32, dtype="fp16", time_limit=0.3)
+    assert isinstance(p, sp.lx.Plan)
+    assert p.program["ops"] and p.torch_report.mapped_fraction >= 0.95
+    assert "HBM" in p.summary()
+    assert p.report() and p.svg().lstrip().startswith("<")
+
+
+def test_cli_module_form(tmp_path):
+    out = tmp_path / "m.program.json"
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-m", "scratchplan.torch", "torch.nn:Linear", "--input", "2,3"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "building the model failed" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "scratchplan.torch", "torchvision.models:squeezenet1_0", "--input",
+                        "1,3,64,64", "--dtype", "fp16", "-o", str(out)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert sp.program.load(str(out)).num_ops > 0
+    r = subprocess.run([sys.executable, "-m", "scratchplan.torch", "torchvision.models:nope", "--input", "1,3"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "nope" in r.stderr
+
+
+# ------------------------------------------------------------------ sweep
+
+def _plan_cores(cfg):
+    return cfg["cores"], sp.lx.plan(sp.program.example(cfg["program"]), cores=cfg["cores"], time_limit=0.1).hbm_bytes
+
+
+CONFIGS = [{"program": "mlp", "cores": c} for c in (1, 8, 32)]
+
+
+def test_sweep_serial_and_process_pool():
+    serial = sp.sweep(_plan_cores, CONFIGS)
+    assert [c for c, _ in serial] == [1, 8, 32]
+    with concurrent.futures.ProcessPoolExecutor(2) as ex:
+        assert sp.sweep(_plan_cores, CONFIGS, executor=ex) == serial
+
+
+def test_sweep_dask_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cl, \
+            distributed.Client(cl) as client:
+        res = sp.sweep(_plan_cores, CONFIGS, executor=client.get_executor())
+    assert res == sp.sweep(_plan_cores, CONFIGS)
