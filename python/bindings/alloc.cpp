@@ -171,7 +171,7 @@ void bind_alloc(py::module_& m) {
   m.def(
       "alloc_doc",
       [opts](const Doc& d, int64_t capacity, bool minimize, std::string objective, std::string solver, double time_limit,
-             int threads, uint64_t seed, int64_t iterations, std::vector<std::string> exact_off) {
+             int threads, uint64_t seed, int64_t iterations, std::vector<std::string> exact_off, int64_t alignment) {
         alloc::Problem p;
         {
           py::gil_scoped_release nogil;
@@ -182,13 +182,19 @@ void bind_alloc(py::module_& m) {
             p = take(alloc::problem_from_json(j, d.source));
           }
         }
+        // The torch-spyre drop-in's alignment: any positive value, as in the library and in
+        // torch-spyre (the JSON readers accept powers of two only).
+        if (alignment == 0 || alignment < -1) throw BadInputError("alignment " + std::to_string(alignment) + ": expected >= 1");
+        if (alignment > 0)
+          for (auto& b : p.buffers) b.alignment = alignment;
         return solve(std::move(p),
                      opts(capacity, minimize, std::move(objective), std::move(solver), time_limit, threads, seed,
                           iterations, std::move(exact_off)),
                      d.name());
       },
       py::arg("doc"), py::arg("capacity"), py::arg("minimize"), py::arg("objective"), py::arg("solver"),
-      py::arg("time_limit"), py::arg("threads"), py::arg("seed"), py::arg("iterations"), py::arg("exact_off"));
+      py::arg("time_limit"), py::arg("threads"), py::arg("seed"), py::arg("iterations"), py::arg("exact_off"),
+      py::arg("alignment") = -1);
 }
 
 }  // namespace sp::bindings

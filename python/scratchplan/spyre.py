@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from . import _core
-from ._common import BadInput, doc
+from ._common import BadInput, doc, flag
 
 __all__ = ["solve", "solve_core_divisions", "SpyreResult", "CoreDivisionResult"]
 
@@ -123,11 +123,14 @@ def solve(buffers: Iterable[Any], capacity: int, alignment: int = 128, time_limi
     whose ``residency_reason`` is None gets the solver's reason ("did not fit ..."), as
     torch-spyre's SA solver does (a reason present iff address is None). Bad input (non-increasing
     uses, broken in-place edges) raises BadInput."""
+    capacity = flag("--capacity", "bytes", capacity)
+    alignment = flag("alignment", "count", alignment, 1, 2 ** 62)
+    time_limit = flag("--time-limit", "seconds", time_limit)
     bufs = list(buffers)
     items = [_buffer(b, i) for i, b in enumerate(bufs)]
-    problem = {"capacity": int(capacity), "alignment": int(alignment), "buffers": items}
-    r = _core.alloc_doc(doc(problem, "buffers"), int(capacity), False, "select", str(solver), float(time_limit), 1, 1,
-                        0, [])
+    problem = {"capacity": capacity, "buffers": items}
+    r = _core.alloc_doc(doc(problem, "buffers"), capacity, False, "select", str(solver), time_limit, 1, 1, 0, [],
+                        alignment)
     offsets = r.offsets
     reasons = r.spill_reasons
     for i, b in enumerate(bufs):
@@ -208,6 +211,9 @@ def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int =
     (per-core LX offset, ``None`` = HBM) on each buffer. A buffer is resident only when every
     child edge slices it compatibly (``cd_parent_matches``); footprints are
     ``ceil(size / output_partition)``. Never worse than the seed divisions."""
+    capacity = flag("--capacity", "bytes", capacity)
+    alignment = flag("alignment", "count", alignment, 1, 2 ** 62)
+    time_limit = flag("--time-limit", "seconds", time_limit)
     bufs = list(buffers)
     keys: Dict[str, int] = {}
     items = []
@@ -224,7 +230,7 @@ def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int =
         matches = _get(b, "cd_parent_matches") or {}
         d["cd_parent_matches"] = {_name(p): [[int(x), int(y)] for x, y in pairs] for p, pairs in matches.items()}
         items.append(d)
-    s = _core.lx_cd_solve(doc(items, "buffers"), int(capacity), int(alignment), float(time_limit))
+    s = _core.lx_cd_solve(doc(items, "buffers"), capacity, alignment, time_limit)
     for i, b in enumerate(bufs):
         menu = _get(b, "core_divisions") or []
         k = s.division[i]
