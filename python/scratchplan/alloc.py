@@ -89,7 +89,10 @@ class AllocResult(Result):
 
 
 def _ints(x: Any, what: str, n: Optional[int] = None) -> np.ndarray:
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise BadInput(f"{what}: expected a 1-d array of integers ({e})") from None
     if a.dtype == object or (a.size and a.dtype.kind not in "iub"):
         raise BadInput(f"{what}: expected integers, got dtype {a.dtype}")
     if a.ndim != 1:
@@ -105,7 +108,7 @@ def _opt(x: Any, what: str, n: int) -> Optional[np.ndarray]:
     if x is None:
         return None
     if np.isscalar(x):
-        return np.full(n, int(x), dtype=np.int64)
+        return np.full(n, _ints([x], what)[0], dtype=np.int64)
     return _ints(x, what, n)
 
 
