@@ -33,17 +33,23 @@ struct AllocOptions {
   std::vector<std::string> exact_off;
 };
 
-// The CLI's `alloc` verb after reading: option checks, solve, independent validation.
+// The CLI's `alloc` verb after reading: same checks, same messages, solve, independent validation.
+// (Flag ranges -- capacity, time limit, threads, seed, iterations -- are checked by the Python layer
+// with the CLI's rules, core/flags.h; the guards here keep direct _core calls safe.)
 AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& input) {
   if (a.objective != "pack" && a.objective != "select")
-    throw BadInputError("objective '" + a.objective + "': expected pack or select");
-  if (a.time_limit < 0) throw BadInputError("time_limit must be >= 0");
-  if (a.threads < 1 || a.threads > 256) throw BadInputError("threads " + std::to_string(a.threads) + ": expected 1..256");
+    throw BadInputError("--objective: " + a.objective + " not in {pack,select}");
+  if (a.minimize && a.objective == "select")
+    throw BadInputError("--minimize: applies to --objective pack only (select minimizes the spill cost)");
+  auto kind = alloc::parse_solver_kind(a.solver);
+  if (!kind) throw BadInputError("--solver: " + kind.error().message);
+  if (!(a.time_limit >= 0)) throw BadInputError("--time-limit: expected seconds, a finite number 0..1e6");
+  if (a.threads < 1 || a.threads > 256) throw BadInputError("--threads: expected an integer 1..256");
   if (a.capacity >= 0) p.capacity = a.capacity;
   if (p.capacity == alloc::kUnbounded && !(a.minimize && a.objective == "pack"))
     throw BadInputError(input + ": no capacity (give --capacity N)");
   alloc::SolveOptions o;
-  o.solver = take(alloc::parse_solver_kind(a.solver));
+  o.solver = *kind;
   o.objective = a.objective == "select" ? alloc::Objective::kSelect : alloc::Objective::kPack;
   o.minimize = a.minimize;
   o.time_limit = a.time_limit;
@@ -56,13 +62,16 @@ AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& in
   const bool pack = o.objective == alloc::Objective::kPack;
   const alloc::SolveResult& r = out.result;
   if (pack && !r.feasible)
-    throw BadInputError("infeasible: no plan within capacity " + std::to_string(out.problem.capacity) +
-                        (r.proven_infeasible ? " (proven" : " (not proven") + "; lower bound " +
-                        std::to_string(r.lower_bound) + ")");
+    throw BadInputError(input + ": no plan within capacity " + std::to_string(out.problem.capacity) +
+                        (r.proven_infeasible ? " (proven infeasible)" : " (search gave up)") + "; no output written");
   // Independent check of what is returned (the library already validated it), as the CLI does.
-  alloc::Problem judged = out.problem;
-  auto rep = alloc::validate(judged, r.placement, pack);
-  if (!rep.ok()) throw std::runtime_error("invalid plan: " + rep.issues[0].message);
+  {
+    py::gil_scoped_release nogil;
+    alloc::Problem judged = out.problem;
+    if (pack && a.minimize && out.problem.capacity == alloc::kUnbounded) judged.capacity = alloc::kUnbounded;
+    auto rep = alloc::validate(judged, r.placement, pack);
+    if (!rep.ok()) throw std::runtime_error("internal error: invalid plan: " + rep.issues[0].message);
+  }
   return out;
 }
 
@@ -162,7 +171,7 @@ void bind_alloc(py::module_& m) {
   m.def(
       "alloc_doc",
       [opts](const Doc& d, int64_t capacity, bool minimize, std::string objective, std::string solver, double time_limit,
-             int threads, uint64_t seed, int64_t iterations, std::vector<std::string> exact_off) {
+             int threads, uint64_t seed, int64_t iterations, std::vector<std::string> exact_off, int64_t alignment) {
         alloc::Problem p;
         {
           py::gil_scoped_release nogil;
@@ -173,13 +182,19 @@ void bind_alloc(py::module_& m) {
             p = take(alloc::problem_from_json(j, d.source));
           }
         }
+        // The torch-spyre drop-in's alignment: any positive value, as in the library and in
+        // torch-spyre (the JSON readers accept powers of two only).
+        if (alignment == 0 || alignment < -1) throw BadInputError("alignment " + std::to_string(alignment) + ": expected >= 1");
+        if (alignment > 0)
+          for (auto& b : p.buffers) b.alignment = alignment;
         return solve(std::move(p),
                      opts(capacity, minimize, std::move(objective), std::move(solver), time_limit, threads, seed,
                           iterations, std::move(exact_off)),
                      d.name());
       },
       py::arg("doc"), py::arg("capacity"), py::arg("minimize"), py::arg("objective"), py::arg("solver"),
-      py::arg("time_limit"), py::arg("threads"), py::arg("seed"), py::arg("iterations"), py::arg("exact_off"));
+      py::arg("time_limit"), py::arg("threads"), py::arg("seed"), py::arg("iterations"), py::arg("exact_off"),
+      py::arg("alignment") = -1);
 }
 
 }  // namespace sp::bindings

@@ -28,6 +28,31 @@ def doc(x: Any, what: str) -> "_core.Doc":
     return _core.Doc(text, f"<{what}>", False)
 
 
+def _text(value: Any) -> str:
+    """An option value as the text a user would type on the command line."""
+    if isinstance(value, float) or type(value).__name__.startswith("float"):
+        f = float(value)
+        return str(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
+    return str(value)
+
+
+def flag(name: str, kind: str, value: Any, lo: int = 0, hi: int = 0, words: Any = ()) -> Any:
+    """Checks a keyword argument with the CLI's rule for the flag ``name`` (core/flags.h: kind
+    "count" in lo..hi, "seconds", "bytes", "gbps", "enum" of ``words``) and returns it as int,
+    float or str. Raises BadInput with the CLI's words, e.g. ``--cores: expected an integer
+    1..32, got 40``."""
+    if kind in ("count", "bytes") and isinstance(value, float) and value.is_integer():
+        text = str(value)  # 2.0 is not an integer flag value, as on the command line
+    else:
+        text = value if isinstance(value, str) else _text(value)
+    _core.check_flag(name, kind, text, int(lo), int(hi), list(words))
+    if kind in ("count", "bytes"):
+        return int(text)
+    if kind in ("seconds", "gbps"):
+        return float(text)
+    return text
+
+
 class Result:
     """Base of every result object: ``to_dict()``, ``to_json()``, ``svg()`` and the notebook
     picture ``_repr_svg_()``. Subclasses hold the C++ result in ``_r``."""

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from . import _core
-from ._common import BadInput, Result, doc
+from ._common import BadInput, Result, doc, flag
 
 __all__ = ["AllocResult", "pack", "select", "alloc", "SOLVERS"]
 
@@ -89,7 +89,10 @@ class AllocResult(Result):
 
 
 def _ints(x: Any, what: str, n: Optional[int] = None) -> np.ndarray:
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise BadInput(f"{what}: expected a 1-d array of integers ({e})") from None
     if a.dtype == object or (a.size and a.dtype.kind not in "iub"):
         raise BadInput(f"{what}: expected integers, got dtype {a.dtype}")
     if a.ndim != 1:
@@ -105,7 +108,7 @@ def _opt(x: Any, what: str, n: int) -> Optional[np.ndarray]:
     if x is None:
         return None
     if np.isscalar(x):
-        return np.full(n, int(x), dtype=np.int64)
+        return np.full(n, _ints([x], what)[0], dtype=np.int64)
     return _ints(x, what, n)
 
 
@@ -117,17 +120,20 @@ def _arrays(sizes, starts, ends, alignment, fixed_offsets, spill_costs):
 
 
 def _cap(capacity: Optional[int]) -> int:
-    if capacity is None:
-        return -1
-    c = int(capacity)
-    if c < 0:
-        raise BadInput(f"--capacity: Value {c} should be a non-negative number")
-    return c
+    return -1 if capacity is None else flag("--capacity", "bytes", capacity)
+
+
+def _opts(time_limit, threads, seed, iterations, exact_off):
+    """The CLI's flag rules for the options every alloc entry point shares."""
+    return (flag("--time-limit", "seconds", time_limit), flag("--threads", "count", threads, 1, 256),
+            flag("--seed", "count", seed, 0, 2 ** 63 - 1),
+            0 if iterations is None else flag("--iterations", "count", iterations, 1, 2 ** 40),
+            [str(t) for t in exact_off])
 
 
 def pack(sizes: Any, starts: Any, ends: Any, capacity: Optional[int] = None, alignment: Any = None,
          time_limit: float = 10.0, *, fixed_offsets: Any = None, minimize: Optional[bool] = None,
-         solver: str = "auto", threads: int = 1, seed: int = 1, iterations: int = 0,
+         solver: str = "auto", threads: int = 1, seed: int = 1, iterations: Optional[int] = None,
          exact_off: Iterable[str] = ()) -> AllocResult:
     """Places every buffer (``alloc --objective pack``).
 
@@ -136,29 +142,33 @@ def pack(sizes: Any, starts: Any, ends: Any, capacity: Optional[int] = None, ali
     fixed_offsets (-1 = free) are per-buffer arrays or a scalar. Raises BadInput for bad input or
     when no plan fits (the CLI's "infeasible: ..." line).
     """
+    cap = _cap(capacity)
+    opts = _opts(time_limit, threads, seed, iterations, exact_off)
     arrays = _arrays(sizes, starts, ends, alignment, fixed_offsets, None)
     mini = capacity is None if minimize is None else bool(minimize)
-    return AllocResult(_core.alloc_arrays(*arrays, _cap(capacity), mini, "pack", solver, float(time_limit),
-                                          int(threads), int(seed), int(iterations), list(exact_off)))
+    return AllocResult(_core.alloc_arrays(*arrays, cap, mini, "pack", str(solver), *opts))
 
 
 def select(sizes: Any, starts: Any, ends: Any, capacity: int, spill_costs: Any = None, alignment: Any = None,
            time_limit: float = 10.0, *, fixed_offsets: Any = None, solver: str = "auto", threads: int = 1,
-           seed: int = 1, iterations: int = 0, exact_off: Iterable[str] = ()) -> AllocResult:
+           seed: int = 1, iterations: Optional[int] = None, exact_off: Iterable[str] = ()) -> AllocResult:
     """Places a subset within ``capacity`` minimizing the spill cost of the rest
     (``alloc --objective select``). ``offsets[i] == -1``: spilled. spill_costs=None uses
     torch-spyre's rule (reads + 1) x size."""
     if capacity is None:
-        raise BadInput("select: a capacity is required")
+        raise BadInput("<arrays>: no capacity (give --capacity N)")
+    cap = _cap(capacity)
+    opts = _opts(time_limit, threads, seed, iterations, exact_off)
     arrays = _arrays(sizes, starts, ends, alignment, fixed_offsets, spill_costs)
-    return AllocResult(_core.alloc_arrays(*arrays, _cap(capacity), False, "select", solver, float(time_limit),
-                                          int(threads), int(seed), int(iterations), list(exact_off)))
+    return AllocResult(_core.alloc_arrays(*arrays, cap, False, "select", str(solver), *opts))
 
 
 def alloc(input: Any, capacity: Optional[int] = None, minimize: bool = False, objective: str = "pack",
-          solver: str = "auto", time_limit: float = 10.0, threads: int = 1, seed: int = 1, iterations: int = 0,
-          exact_off: Iterable[str] = ()) -> AllocResult:
+          solver: str = "auto", time_limit: float = 10.0, threads: int = 1, seed: int = 1,
+          iterations: Optional[int] = None, exact_off: Iterable[str] = ()) -> AllocResult:
     """The ``alloc`` verb on a problem document: a path (MiniMalloc ``.csv`` or JSON) or a dict
     in the alloc JSON format (docs/alloc.md: in-place parents, spill costs, torch-spyre uses)."""
-    return AllocResult(_core.alloc_doc(doc(input, "alloc"), _cap(capacity), bool(minimize), objective, solver,
-                                       float(time_limit), int(threads), int(seed), int(iterations), list(exact_off)))
+    cap = _cap(capacity)
+    objective = flag("--objective", "enum", objective, words=("pack", "select"))
+    opts = _opts(time_limit, threads, seed, iterations, exact_off)
+    return AllocResult(_core.alloc_doc(doc(input, "alloc"), cap, bool(minimize), objective, str(solver), *opts))

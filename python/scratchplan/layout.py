@@ -60,6 +60,8 @@ class Layout:
 def _list(x, what: str) -> Optional[List[int]]:
     if x is None:
         return None
+    if isinstance(x, (str, bytes)):
+        raise BadInput(f"--{what}: expected a list of integers")
     try:
         return [int(v) for v in x]
     except (TypeError, ValueError, OverflowError):
@@ -73,6 +75,8 @@ def layout(size: Sequence[int], dtype: str = "fp16", dim_order: Optional[Sequenc
     dim_order: host dims outermost..innermost (last = stick dim; trailing -1 = sparse).
     strides: host strides (default contiguous). dma: also compute the DMA descriptors.
     """
+    if size is None or isinstance(size, (str, bytes)):
+        raise BadInput("--size: expected a list of integers")
     s = _list(size, "size")
     for v in s:
         if abs(v) >= 1 << 62:

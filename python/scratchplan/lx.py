@@ -5,7 +5,8 @@ import os
 from typing import Any, Union
 
 from . import _core
-from ._common import Result, doc
+from .program import Program
+from ._common import Result, doc, flag
 
 __all__ = ["Plan", "plan"]
 
@@ -58,7 +59,7 @@ class Plan(Result):
 
 
 def plan(program: Any, cores: "int | None" = None, hardware: Any = "spyre", time_limit: float = 2.0,
-         stage: int = 0, capacity: "int | None" = None, hbm_gbps: "float | None" = None,
+         stage: "int | None" = None, capacity: "int | None" = None, hbm_gbps: "float | None" = None,
          in_place: bool = True, clone_inputs: bool = True, clone_outputs: bool = True,
          eviction: bool = True, reorder: bool = True, coopt: bool = True) -> Plan:
     """Plans the LX scratchpad of a program (``scratchplan plan``).
@@ -69,8 +70,14 @@ def plan(program: Any, cores: "int | None" = None, hardware: Any = "spyre", time
     capacity / hbm_gbps override the hardware. The ``in_place`` ... ``coopt`` switches are the
     CLI's ``--no-*`` flags. Raises BadInput on bad input.
     """
+    cores = -1 if cores is None else flag("--cores", "count", cores, 1, 32)
+    time_limit = flag("--time-limit", "seconds", time_limit)
+    stage = 0 if not stage else flag("--stage", "count", stage, 1, 4)
+    capacity = -1 if capacity is None else flag("--capacity", "bytes", capacity)
+    hbm_gbps = -1.0 if hbm_gbps is None else flag("--hbm-gbps", "gbps", hbm_gbps)
     hw = _core.Doc("spyre", "", True) if hardware is None else doc(hardware, "hardware")
-    return Plan(_core.lx_plan(doc(program, "program"), hw, -1 if cores is None else int(cores), float(time_limit),
-                              int(stage), -1 if capacity is None else int(capacity),
-                              -1.0 if hbm_gbps is None else float(hbm_gbps), in_place, clone_inputs, clone_outputs,
-                              eviction, reorder, coopt))
+    if isinstance(program, Program):
+        program = program.to_dict()
+    return Plan(_core.lx_plan(doc(program, "program"), hw, cores, time_limit, stage, capacity, hbm_gbps,
+                              bool(in_place), bool(clone_inputs), bool(clone_outputs), bool(eviction), bool(reorder),
+                              bool(coopt)))

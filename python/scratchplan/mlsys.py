@@ -6,7 +6,7 @@ import json
 from typing import Any, List, Optional
 
 from . import _core
-from ._common import doc
+from ._common import BadInput, doc, flag
 
 __all__ = ["Evaluation", "Schedule", "evaluate", "schedule"]
 
@@ -94,17 +94,26 @@ def evaluate(problem: Any, solution: Any, verbose: bool = False, check_reported:
     ``valid == False`` (the CLI exits 2); malformed input raises BadInput."""
     if isinstance(solution, Schedule):
         solution = solution.to_dict()
+    mm_compute = flag("--mm-compute", "enum", mm_compute, words=("opk", "native"))
     return Evaluation(_core.mlsys_evaluate(doc(problem, "problem"), doc(solution, "solution"), bool(verbose),
-                                           bool(check_reported), str(mm_compute), bool(allow_super_native),
+                                           bool(check_reported), mm_compute, bool(allow_super_native),
                                            bool(spill_ephemeral), bool(resident_only_if_consumed),
                                            bool(strict_ephemeral), bool(no_reuse_for_null_traversal)))
 
 
-def schedule(problem: Any, time_limit: Optional[float] = None, iterations: Optional[int] = None, threads: int = 0,
+def schedule(problem: Any, time_limit: Optional[float] = None, iterations: Optional[int] = None,
+             threads: Optional[int] = None,
              seed: int = 1, max_segment_ops: int = 12, mm_compute: str = "opk") -> Schedule:
     """Plans a schedule (``scratchplan schedule``). time_limit=None and iterations=None: a budget
-    from the problem size, as the CLI. threads=0: all hardware threads. Anytime and validated;
-    Ctrl-C stops it (KeyboardInterrupt)."""
-    return Schedule(_core.mlsys_schedule(doc(problem, "problem"), -1.0 if time_limit is None else float(time_limit),
-                                         -1 if iterations is None else int(iterations), int(threads), int(seed),
-                                         int(max_segment_ops), str(mm_compute)))
+    from the problem size, as the CLI; iterations (a move budget, deterministic) excludes
+    time_limit. threads=None: all hardware threads. Anytime and validated; Ctrl-C stops it
+    (KeyboardInterrupt)."""
+    if time_limit is not None and iterations is not None:
+        raise BadInput("--time-limit excludes --iterations")
+    tl = -1.0 if time_limit is None else flag("--time-limit", "seconds", time_limit)
+    it = -1 if iterations is None else flag("--iterations", "count", iterations, 0, 2 ** 40)
+    th = 0 if threads is None else flag("--threads", "count", threads, 1, 256)
+    sd = flag("--seed", "count", seed, 0, 2 ** 63 - 1)
+    ms = flag("--max-segment-ops", "count", max_segment_ops, 1, 4096)
+    mm = flag("--mm-compute", "enum", mm_compute, words=("opk", "native"))
+    return Schedule(_core.mlsys_schedule(doc(problem, "problem"), tl, it, th, sd, ms, mm))

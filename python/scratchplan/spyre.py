@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from . import _core
-from ._common import BadInput, doc
+from ._common import BadInput, doc, flag
 
 __all__ = ["solve", "solve_core_divisions", "SpyreResult", "CoreDivisionResult"]
 
@@ -51,7 +51,7 @@ def _buffer(b: Any, i: int) -> Dict[str, Any]:
     try:
         uses = [int(u) for u in (uses or [])]
         size = -1 if size is None else int(size)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise BadInput(f"buffers[{i}] ({name}): expected integer size and uses: {e}") from None
     reason = _get(b, "residency_reason")
     d: Dict[str, Any] = {"name": str(name), "size": max(size, 0)}
@@ -123,11 +123,19 @@ def solve(buffers: Iterable[Any], capacity: int, alignment: int = 128, time_limi
     whose ``residency_reason`` is None gets the solver's reason ("did not fit ..."), as
     torch-spyre's SA solver does (a reason present iff address is None). Bad input (non-increasing
     uses, broken in-place edges) raises BadInput."""
+    capacity = flag("--capacity", "bytes", capacity)
+    alignment = flag("alignment", "count", alignment, 1, 2 ** 62)
+    time_limit = flag("--time-limit", "seconds", time_limit)
     bufs = list(buffers)
-    items = [_buffer(b, i) for i, b in enumerate(bufs)]
-    problem = {"capacity": int(capacity), "alignment": int(alignment), "buffers": items}
-    r = _core.alloc_doc(doc(problem, "buffers"), int(capacity), False, "select", str(solver), float(time_limit), 1, 1,
-                        0, [])
+    try:
+        items = [_buffer(b, i) for i, b in enumerate(bufs)]
+    except (TypeError, ValueError, OverflowError, AttributeError) as e:
+        if isinstance(e, BadInput):
+            raise
+        raise BadInput(f"buffers: expected LifetimeBoundBuffer fields: {e}") from None
+    problem = {"capacity": capacity, "buffers": items}
+    r = _core.alloc_doc(doc(problem, "buffers"), capacity, False, "select", str(solver), time_limit, 1, 1, 0, [],
+                        alignment)
     offsets = r.offsets
     reasons = r.spill_reasons
     for i, b in enumerate(bufs):
@@ -159,6 +167,22 @@ def _splits(cd: Any, keys: Dict[str, int]) -> Dict[str, Dict[str, int]]:
     red_syms = {str(s) for s in (_get(cd, "reduction_syms") or ())}
     return {"output_splits": {key(k): int(v) for k, v in splits.items()},
             "reduction_splits": {key(k): int(v) for k, v in splits.items() if str(k) in red_syms}}
+
+
+def _cd_buffer(b: Any, i: int, keys: Dict[str, int]) -> Dict[str, Any]:
+    """One CoreDivisionBuffer in the capture format lx_cd_solve reads."""
+    d = _buffer(b, i)
+    if "uses" not in d:
+        d["uses"] = []
+        d.pop("start", None), d.pop("end", None)
+    size = _get(b, "size")
+    d["size"] = -1 if size is None else int(size)
+    d["parents"] = [_name(p) for p in (_get(b, "parents") or [])]
+    menu = _get(b, "core_divisions") or []
+    d["core_divisions"] = [_splits(cd, keys) for cd in menu]
+    matches = _get(b, "cd_parent_matches") or {}
+    d["cd_parent_matches"] = {_name(p): [[int(x), int(y)] for x, y in pairs] for p, pairs in matches.items()}
+    return d
 
 
 class CoreDivisionResult:
@@ -208,23 +232,20 @@ def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int =
     (per-core LX offset, ``None`` = HBM) on each buffer. A buffer is resident only when every
     child edge slices it compatibly (``cd_parent_matches``); footprints are
     ``ceil(size / output_partition)``. Never worse than the seed divisions."""
+    capacity = flag("--capacity", "bytes", capacity)
+    alignment = flag("alignment", "count", alignment, 1, 2 ** 62)
+    time_limit = flag("--time-limit", "seconds", time_limit)
     bufs = list(buffers)
     keys: Dict[str, int] = {}
     items = []
     for i, b in enumerate(bufs):
-        d = _buffer(b, i)
-        if "uses" not in d:
-            d["uses"] = []
-            d.pop("start", None), d.pop("end", None)
-        size = _get(b, "size")
-        d["size"] = -1 if size is None else int(size)
-        d["parents"] = [_name(p) for p in (_get(b, "parents") or [])]
-        menu = _get(b, "core_divisions") or []
-        d["core_divisions"] = [_splits(cd, keys) for cd in menu]
-        matches = _get(b, "cd_parent_matches") or {}
-        d["cd_parent_matches"] = {_name(p): [[int(x), int(y)] for x, y in pairs] for p, pairs in matches.items()}
-        items.append(d)
-    s = _core.lx_cd_solve(doc(items, "buffers"), int(capacity), int(alignment), float(time_limit))
+        try:
+            items.append(_cd_buffer(b, i, keys))
+        except (TypeError, ValueError, OverflowError, AttributeError) as e:
+            if isinstance(e, BadInput):
+                raise
+            raise BadInput(f"buffers[{i}]: expected a CoreDivisionBuffer's fields: {e}") from None
+    s = _core.lx_cd_solve(doc(items, "buffers"), capacity, alignment, time_limit)
     for i, b in enumerate(bufs):
         menu = _get(b, "core_divisions") or []
         k = s.division[i]

@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from . import _core
-from ._common import doc
+from ._common import doc, flag
 
 __all__ = ["Division", "divide"]
 
@@ -51,5 +51,6 @@ def divide(program: Any, cores: int = 32, candidates: bool = False, span_reducti
     p = program
     if isinstance(p, Program):
         p = p.to_dict()
-    return Division(_core.workdiv_divide(doc(p, "program"), int(cores), bool(candidates), bool(span_reduction),
+    cores = flag("--cores", "count", cores, 1, 32)
+    return Division(_core.workdiv_divide(doc(p, "program"), cores, bool(candidates), bool(span_reduction),
                                          bool(work_distribution)))

@@ -155,6 +155,16 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   }
   const Cost lb_sel = pack ? 0 : selection_lower_bound(p);
   res.lower_bound = pack ? lb_pack : lb_sel;
+  // A pack whose lower bound is above the capacity is infeasible: answer before any heuristic runs
+  // (they place below kUnbounded = 2^61, which one buffer of up to 2^62 bytes can exceed).
+  if (pack && lb_pack > p.capacity) {
+    res.placement.offsets.assign(p.buffers.size(), kSpilled);
+    res.placement.spill_reasons.assign(p.buffers.size(), "no plan found");
+    res.solver = solver_kind_name(o.solver);
+    res.proven_infeasible = true;
+    res.seconds = dl.elapsed_seconds();
+    return res;
+  }
   std::vector<Candidate> cands;
   bool exact_complete = false, exact_infeasible = false;
   int64_t exact_lb = res.lower_bound;
@@ -363,6 +373,9 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
                       (cands[i].value == cands[best].value &&
                        in_place_handoffs(p, cands[i].pl) <= in_place_handoffs(p, cands[best].pl))))
       continue;
+    // A heuristic that could not place every buffer below 2^61 (huge alignments or fixed offsets)
+    // has no plan to offer; that is not an invalid plan.
+    if (pack && !all_placed(p, cands[i].pl)) continue;
     Problem unbounded = p;
     if (pack) unbounded.capacity = kUnbounded;  // pack plans are judged on height below
     if (!validate(unbounded, cands[i].pl, pack).ok()) {

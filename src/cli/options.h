@@ -8,15 +8,17 @@
 #include <iostream>
 #include <string>
 
+#include "core/flags.h"
 #include "core/result.h"
 
 namespace sp::cli {
 
-inline constexpr int kMaxThreads = 256;                    // search threads: 1..256 on any machine
-inline constexpr double kMaxSeconds = 1e6;                 // time limits: 0..1e6 s (11.5 days)
-inline constexpr int64_t kMaxBytes = int64_t{1} << 62;     // byte sizes: 0..2^62, overflow-safe sums
-inline constexpr double kMinGbps = 1e-9;                   // bandwidths: [1e-9, 1e9] GB/s (1 B/s ..),
-inline constexpr double kMaxGbps = 1e9;                    // so every time estimate stays finite
+// The rules themselves live in core/flags.h, shared with the Python bindings.
+using flags::kMaxBytes;
+using flags::kMaxGbps;
+using flags::kMinGbps;
+using flags::kMaxSeconds;
+using flags::kMaxThreads;
 
 // An integer in [lo, hi] (counts, cores, stages, iterations, seeds).
 CLI::Validator count_in(int64_t lo, int64_t hi);

@@ -398,3 +398,38 @@ TEST(AllocSolvers, PackInfeasibleBelowMaxLoadIsProvenByBound) {
 
 }  // namespace
 }  // namespace sp::alloc
+
+namespace sp::alloc {
+namespace {
+
+// A buffer of 2^62 bytes (the largest a reader accepts) under a small capacity: proven
+// infeasible, not an internal error (the heuristics place below 2^61). Found by the Python fuzzer.
+TEST(AllocSolve, HugeBufferAboveCapacityIsProvenInfeasible) {
+  Problem p;
+  p.capacity = 64;
+  p.buffers = {Buffer{}, Buffer{}};
+  p.buffers[0].id = "a", p.buffers[0].size = 8, p.buffers[0].start = 0, p.buffers[0].end = 2;
+  p.buffers[1].id = "b", p.buffers[1].size = int64_t{1} << 62, p.buffers[1].start = 1, p.buffers[1].end = 3;
+  for (SolverKind k : {SolverKind::kAuto, SolverKind::kFirstFit, SolverKind::kGreedy, SolverKind::kExact}) {
+    SolveOptions o;
+    o.solver = k;
+    o.time_limit = 1;
+    auto r = solve(p, o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_FALSE(r->feasible);
+    EXPECT_TRUE(r->proven_infeasible);
+  }
+  // Two co-live buffers aligned to 2^62: the second cannot go below 2^61 -- no plan, no error.
+  p.capacity = kUnbounded;
+  p.buffers[1].size = 8;
+  for (auto& b : p.buffers) b.alignment = int64_t{1} << 62;
+  SolveOptions o;
+  o.minimize = true;
+  o.time_limit = 0.2;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->feasible);
+}
+
+}  // namespace
+}  // namespace sp::alloc

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from .. import _core
-from .._common import Result, doc
+from .._common import BadInput, Result, doc, flag
 from .tracer import DEFAULT_CYCLE_MODEL, TraceError, rewrite, stand_ins, trace
 
 __all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "stand_ins", "TraceError",
@@ -85,8 +85,15 @@ def check(kernel: Any, hardware: Any = None) -> CheckReport:
     return CheckReport(_core.nki_check(doc(kernel, "kernel"), _hw(hardware)))
 
 
-def plan(kernel: Any, hardware: Any = None, max_buffers: int = 8, single: bool = False, in_order: bool = False,
-         keep_direct: bool = False, time_limit: float = 10.0) -> PlanResult:
-    """Chooses buffer counts and addresses maximizing engine overlap (``nki plan``)."""
-    return PlanResult(_core.nki_plan(doc(kernel, "kernel"), _hw(hardware), int(max_buffers), bool(single),
-                                     bool(in_order), bool(keep_direct), float(time_limit)))
+def plan(kernel: Any, hardware: Any = None, max_buffers: "int | None" = None, single: bool = False,
+         in_order: bool = False, keep_direct: bool = False, time_limit: float = 10.0) -> PlanResult:
+    """Chooses buffer counts and addresses maximizing engine overlap (``nki plan``).
+    max_buffers: most physical tiles per tensor to try (None: 8, as the CLI); single: keep every
+    tensor at its smallest legal tile count (excludes max_buffers); in_order: engine queues in
+    program order; keep_direct: plan only the automatically allocated tensors."""
+    if single and max_buffers is not None:
+        raise BadInput("--max-buffers excludes --single")
+    mb = 8 if max_buffers is None else flag("--max-buffers", "count", max_buffers, 1, 1024)
+    tl = flag("--time-limit", "seconds", time_limit)
+    return PlanResult(_core.nki_plan(doc(kernel, "kernel"), _hw(hardware), mb, bool(single), bool(in_order),
+                                     bool(keep_direct), tl))
