@@ -308,7 +308,117 @@ def test_sweep_serial_and_process_pool():
 
 def test_sweep_dask_local_cluster():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cl, \
-            distributed.Client(cl) as client:
+    # An in-process LocalCluster (processes=False): the same sweep code runs on a remote cluster.
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
         res = sp.sweep(_plan_cores, CONFIGS, executor=client.get_executor())
     assert res == sp.sweep(_plan_cores, CONFIGS)
+
+
+# ------------------------------------------------------------------ the maps compute the model
+
+def _evaluate(program, values):
+    """Runs a program with numpy by its indexing maps (payloads without scalar operands only):
+    an independent check that views, reshapes, slices, conv and matmul maps are exact."""
+    import numpy as np
+    from scratchplan.torch._convert import _parse_results
+
+    shapes = {t["name"]: t["shape"] for t in program["tensors"]}
+    env = {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
+    for op in program["ops"]:
+        ranges = op["ranges"]
+        idx = np.indices(ranges).reshape(len(ranges), -1)
+
+        def coords(text):
+            out = []
+            for e, off in _parse_results(text.split(" -> ")[1]):
+                c = np.full(idx.shape[1], off, dtype=np.int64)
+                for v, k in e.items():
+                    c = c + k * idx[v]
+                out.append(c)
+            return tuple(out)
+        ins = [env[n][coords(m)] for n, m in zip(op["inputs"], op["indexing_maps"])]
+        name = op["outputs"][0]
+        where = coords(op["indexing_maps"][len(op["inputs"])])
+        pay = op["payload"]
+        if op["kind"] == "pointwise":
+            fn = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+                  "sub": lambda a, b: a - b, "relu": lambda a: np.maximum(a, 0), "copy": lambda a: a,
+                  "pad": lambda a: a, "sub_exp": lambda a, b: np.exp(a - b)}[pay]
+            out = np.zeros(shapes[name])
+            out[where] = fn(*ins)
+        elif pay in ("matmul", "conv2d"):
+            out = np.zeros(shapes[name])
+            np.add.at(out, where, ins[0] * ins[1])
+        elif pay == "sum":
+            out = np.zeros(shapes[name])
+            np.add.at(out, where, ins[0])
+        elif pay in ("max", "max_pool2d"):
+            out = np.full(shapes[name], -np.inf)
+            np.maximum.at(out, where, ins[0])
+        else:
+            raise AssertionError(f"evaluator: no payload {pay}")
+        env[name] = out
+    return env
+
+
+def test_converted_program_computes_the_model():
+    import numpy as np
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 8, 3, stride=2, padding=1)
+            self.pool = nn.MaxPool2d(2, 1)
+            self.lin = nn.Linear(8, 16)
+
+        def forward(self, x):
+            y = self.pool(torch.relu(self.conv(x)))               # pad, conv2d (2*h + r), bias, window max
+            y = y.flatten(2).transpose(1, 2)                      # merge written by the producer, transpose
+            z = self.lin(y)                                       # addmm through views
+            q = z.view(1, 16, 4, 4).transpose(1, 2)               # split (h * 4 + d) + permute
+            att = torch.softmax(q @ q.transpose(-1, -2), dim=-1)  # bmm with a transposed operand, softmax
+            return (att @ q)[:, :, 3:12]                          # slice (offset in the map)
+
+    torch.manual_seed(0)
+    m = M().eval()
+    x = torch.randn(1, 4, 10, 10)
+    program, report = spt.to_program(m, (x,))
+    sp.program.load(program)
+    values = {"input": x.numpy()}
+    values.update({k: v.detach().numpy() for k, v in m.state_dict().items()})
+    env = _evaluate(program, values)
+    out = [t["name"] for t in program["tensors"] if t.get("graph_output")]
+    assert len(out) == 1
+    with torch.no_grad():
+        want = m(x).numpy()
+    assert env[out[0]].shape == want.shape
+    np.testing.assert_allclose(env[out[0]], want, rtol=1e-4, atol=1e-5)
+
+
+def test_grouped_conv_and_gqa_copies_compute_the_model():
+    import numpy as np
+
+    class G(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 8, 3, padding=1, groups=2)       # (g * Cg + c) input channels
+            self.dw = nn.Conv2d(8, 8, 3, stride=2, groups=8, bias=False)  # depthwise
+
+        def forward(self, x):
+            y = self.dw(self.conv(x))                                   # [1, 8, 4, 4]
+            k = y.view(1, 2, 4, 16)                                     # split channels, merge spatial
+            k = k[:, :, None].expand(1, 2, 2, 4, 16).reshape(1, 4, 4, 16)  # GQA repeat: a copy
+            return k.permute(0, 2, 1, 3).reshape(1, 4, 64)                 # permute + merge: a copy
+
+    torch.manual_seed(1)
+    m = G().eval()
+    x = torch.randn(1, 4, 10, 10)
+    program, report = spt.to_program(m, (x,))
+    sp.program.load(program)
+    assert report.counts["opaque"] == 0
+    values = {"input": x.numpy()}
+    values.update({k: v.detach().numpy() for k, v in m.state_dict().items()})
+    env = _evaluate(program, values)
+    out = [t["name"] for t in program["tensors"] if t.get("graph_output")][0]
+    with torch.no_grad():
+        np.testing.assert_allclose(env[out], m(x).numpy(), rtol=1e-4, atol=1e-5)

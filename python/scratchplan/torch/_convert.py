@@ -1085,7 +1085,7 @@ class _Run(_Converter):
 
 
 def _uses_output(node: Any, k: int) -> bool:
-    return any(u.target is operator.getitem and u.args[1] == k for u in node.users)
+    return any(u.target is operator.getitem and u.args[1] == k and len(u.users) > 0 for u in node.users)
 
 
 # ---------------------------------------------------------------- tracing
