@@ -236,6 +236,19 @@ def test_clone_then_in_place_keeps_the_source():
     assert mul["inputs"][0] == program["ops"][0]["outputs"][0]  # y is the relu output, not the mutated copy
 
 
+def test_binary_max_where_and_two_inputs_are_pointwise():
+    class M(nn.Module):
+        def forward(self, x, y):
+            return torch.max(x, y) + torch.where(x > y, x, y)
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8), torch.empty(1, 8)))
+    assert report.counts["opaque"] == 0
+    assert [op["payload"] for op in program["ops"]] == ["maximum", "gt", "where", "add"]
+    assert {t["name"] for t in program["tensors"] if t.get("graph_input")} == {"input0", "input1"}
+    assert program["ops"][0]["indexing_maps"][1] == "(d0, d1) -> (0, d1)"  # y broadcast over rows
+    sp.program.load(program)
+
+
 def test_data_dependent_control_flow_names_the_module():
     class Gate(nn.Module):
         def forward(self, x):

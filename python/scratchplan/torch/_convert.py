@@ -780,6 +780,8 @@ class _Run(_Converter):
             return True
         if name in ("max_pool2d_with_indices", "max_pool2d", "avg_pool2d"):
             return self.do_pool(node, name)
+        if name in ("max", "min") and len(node.args) > 1 and isinstance(node.args[1], torch.fx.Node):
+            name = "maximum" if name == "max" else "minimum"  # the binary overloads
         if name in ("mean", "sum", "amax", "amin", "var", "std", "prod", "any", "all", "logsumexp", "norm",
                     "linalg_vector_norm", "max", "min", "argmax", "argmin") and isinstance(m, _TM) or \
                 (name in ("max", "min") and isinstance(m, (list, tuple))):
@@ -871,6 +873,7 @@ class _Run(_Converter):
                 for n, v in list(self.env.items()):
                     if isinstance(v, _Val) and v.pt is old:
                         self.env[n] = _Val(out.pt, v.shape, v.terms, v.off)
+                        self.node_pts.setdefault(id(out.pt), []).append(n)
             self.bind(node, out)
             self.set_row("mapped", f"pointwise {base}" + (" (in place: writes a new tensor)" if inplace else ""))
             return True
@@ -1190,7 +1193,12 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
             else:
                 c.env[n] = t
         elif n.op == "call_function":
-            c.run_node(n)
+            try:
+                c.run_node(n)
+            except BadInput:
+                raise
+            except Exception as e:  # noqa: BLE001 - a clear line, never a traceback
+                raise c.error(f"cannot convert ({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})") from None
         elif n.op == "output":
             flat = []
 
