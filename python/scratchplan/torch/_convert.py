@@ -434,7 +434,7 @@ class _Converter:
         if any(len(gi) > 1 for gi, _ in groups):
             # Merging dims is div/mod for a consumer: write the merged shape through the producer
             # (fresh tensor) or materialize a copy first.
-            v1 = self.merge_in_place(v1, groups, node)
+            v1 = self.merge_in_place(v, [i for i, s in enumerate(old) if s != 1], groups, node)
             groups = [([k], gj) for k, (_, gj) in enumerate(groups)]
         # Now every group splits one dim: old = sum(stride_k * new_k) (mixed radix).
         split = {}
@@ -452,8 +452,10 @@ class _Converter:
                 v2 = self.view_insert(v2, k)
         return v2
 
-    def merge_in_place(self, v: _Val, groups, node: Any) -> _Val:
-        """Rewrites the producer of a fresh tensor to write the merged shape (no copy)."""
+    def merge_in_place(self, v: _Val, nonone: List[int], groups, node: Any) -> _Val:
+        """Rewrites the producer of a fresh tensor to write the merged shape (no copy). `v` is the
+        value before its size-1 dims were dropped; `nonone` maps the dims the groups count to
+        v's dims; the result has one dim per group."""
         pt = v.pt
         users_ok = all(set(u for u in n.users) <= (self.processed | {node}) for n in self.node_pts.get(id(pt), []))
         if not (v.is_identity() and pt.reads == 0 and users_ok and not pt.graph_output
@@ -462,7 +464,8 @@ class _Converter:
             self.row.reason = "reshape merging dims of a non-contiguous view: copy op, then the copy writes the merged shape"
             self.row.decision = "folded"
             pt = c.pt
-        merged = [math.prod(pt.shape[k] for k in gi) for gi, _ in groups]
+        dims = [[nonone[k] for k in gi] for gi, _ in groups]  # pt dims of each group
+        merged = [math.prod(pt.shape[d] for d in ds) for ds in dims]
         op = pt.producer
         if op is not None and op["kind"] != "opaque":
             if "ranges" not in op:
@@ -473,11 +476,11 @@ class _Converter:
             nvars = dom.count("d")
             results = _parse_results(res)
             new_res = []
-            for gi, _ in groups:
+            for ds in dims:
                 e: Dict[int, int] = {}
                 off = 0
                 stride = 1
-                for k in reversed(gi):
+                for k in reversed(ds):
                     re_, ro = results[k]
                     for var, c in re_.items():
                         e[var] = e.get(var, 0) + c * stride
@@ -485,7 +488,7 @@ class _Converter:
                     stride *= pt.shape[k]
                 new_res.append((e, off))
             op["indexing_maps"][slot] = _fmt(nvars, new_res)
-        pt.shape = merged
+        pt.shape = merged  # an opaque producer (gather, concat) has no maps: the bytes are the same
         return _Val.whole(pt)
 
 
