@@ -93,7 +93,7 @@ class Report:
 
 class _PT:
     """A program tensor."""
-    __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads")
+    __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads", "dim_order")
 
     def __init__(self, name: str, shape: Sequence[int], dtype: str, graph_input: bool = False) -> None:
         self.name = name
@@ -103,6 +103,7 @@ class _PT:
         self.graph_output = False
         self.producer: Optional[dict] = None  # the op dict writing it
         self.reads = 0
+        self.dim_order: Optional[List[int]] = None  # device layout when not the default
 
 
 class _Val:
@@ -290,6 +291,7 @@ class _Converter:
                   name: Optional[str] = None, out: Optional[_Val] = None) -> _Val:
         """Numpy broadcasting: output dims are the vars; size-1 input dims read constant 0."""
         r = len(out_shape)
+        fresh = out is None
         if out is None:
             out = _Val.whole(self.new_pt(name or self.node.name, out_shape, out_dtype))
         var_of: Dict[int, int] = {}
@@ -309,6 +311,10 @@ class _Converter:
                 continue  # x * x reads x once
             seen.add(key)
             operands.append((v, m))
+        # Pointwise ops on sparse reduction results (rsqrt of a variance) stay sparse.
+        same = [v for v in ins if v.shape == list(out_shape)]
+        if fresh and same and all(v.pt.dim_order and v.pt.dim_order[-1] == -1 for v in same):
+            out.pt.dim_order = list(range(r)) + [-1]
         n = len(var_of)
         self.emit("pointwise", payload, operands, [(out, [var_of.get(od) for od in range(r)])], ["parallel"] * n,
                   name=name, ranges=[out_shape[od] for od in sorted(var_of)])
@@ -341,6 +347,11 @@ class _Converter:
         else:
             om = [var_of.get(d) for d in range(r) if d not in dims]
         kind = "reduction" if "reduction" in iters else "pointwise"
+        # Reducing along the input's stick (its tensor's last dim) writes a sparse output, the
+        # layout torch-spyre gives such reductions (docs/program.md, "Decisions").
+        last = _expr(x, xin)[-1][0] if x.pt.shape else {}
+        if any(iters[v] == "reduction" for v in last) and out_shape:
+            out.pt.dim_order = list(range(len(out_shape))) + [-1]
         ins = [(x, xin)] + [(e, self.bcast_map(e, x.shape, xin)) for e in extra]
         self.emit(kind, payload, ins, [(out, om)], iters, name=name, ranges=ranges)
         return out
@@ -945,6 +956,12 @@ class _Run(_Converter):
         else:
             self.emit("matmul", "matmul", [(a, am), (b, bm)], [(out, om)], ["parallel"] * k + ["reduction"],
                       name=mmname, ranges=ranges)
+        # A weight read only here as a transposed B ([N, K] read as (k, n)) is laid out sticked on
+        # N, the layout matmul needs (weights are laid out once when loaded, as torch-spyre does).
+        w = b.pt
+        if (w.graph_input and w.reads == 1 and len(w.shape) == 2 and len(b.shape) == 2 and b.off == [0, 0]
+                and b.terms == [{1: 1}, {0: 1}] and w.dim_order is None):
+            w.dim_order = [1, 0]
         if isinstance(bias, _Val):
             out = self.pointwise("add", [out, bias], out_shape, dt, name=node.name)
         self.bind(node, out)
@@ -1236,6 +1253,9 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
         if pt.name not in used:
             continue
         t = {"name": pt.name, "shape": pt.shape, "dtype": pt.dtype}
+        if pt.dim_order is not None and (pt.reads == 1 or not pt.graph_input) and len(pt.shape) == len(
+                [d for d in pt.dim_order if d >= 0]):
+            t["dim_order"] = pt.dim_order
         if pt.graph_input:
             t["graph_input"] = True
         if pt.graph_output:
