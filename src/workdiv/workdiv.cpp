@@ -48,7 +48,8 @@ int outer_var(const program::AffineExpr& e, const std::vector<Dim>& ranges, int 
   std::sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.coeff < b.coeff; });
   int64_t next = 1;
   for (std::size_t i = 0; i + 1 < t.size(); ++i) {
-    if (t[i].coeff != next) return -1;
+    // Coefficients are <= 2^40 (parser), so a product above that can match none: stop before it overflows.
+    if (t[i].coeff != next || ranges[t[i].var] > (int64_t{1} << 40) / next) return -1;
     next *= ranges[t[i].var];
   }
   const program::AffineTerm& o = t.back();
