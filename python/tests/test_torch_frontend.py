@@ -353,7 +353,15 @@ def _evaluate(program, values):
         name = op["outputs"][0]
         where = coords(op["indexing_maps"][len(op["inputs"])])
         pay = op["payload"]
-        if op["kind"] == "pointwise":
+        if pay == "pad_neg_inf":
+            out = np.full(shapes[name], -np.inf)
+            out[where] = ins[0]
+        elif pay == "avg_pool2d":
+            out, cnt = np.zeros(shapes[name]), np.zeros(shapes[name])
+            np.add.at(out, where, ins[0])
+            np.add.at(cnt, where, 1.0)
+            out = out / cnt
+        elif op["kind"] == "pointwise":
             fn = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
                   "sub": lambda a, b: a - b, "relu": lambda a: np.maximum(a, 0), "copy": lambda a: a,
                   "pad": lambda a: a, "sub_exp": lambda a, b: np.exp(a - b)}[pay]
@@ -381,14 +389,14 @@ def test_converted_program_computes_the_model():
         def __init__(self):
             super().__init__()
             self.conv = nn.Conv2d(4, 8, 3, stride=2, padding=1)
-            self.pool = nn.MaxPool2d(2, 1)
+            self.pool = nn.MaxPool2d(2, 2, ceil_mode=True)           # 5x5 -> 3x3: pads the high side
             self.lin = nn.Linear(8, 16)
 
         def forward(self, x):
             y = self.pool(torch.relu(self.conv(x)))               # pad, conv2d (2*h + r), bias, window max
             y = y.flatten(2).transpose(1, 2)                      # merge written by the producer, transpose
             z = self.lin(y)                                       # addmm through views
-            q = z.view(1, 16, 4, 4).transpose(1, 2)               # split (h * 4 + d) + permute
+            q = z.view(1, 9, 4, 4).transpose(1, 2)                # split (h * 4 + d) + permute
             att = torch.softmax(q @ q.transpose(-1, -2), dim=-1)  # bmm with a transposed operand, softmax
             return (att @ q)[:, :, 3:12]                          # slice (offset in the map)
 
@@ -416,12 +424,14 @@ def test_grouped_conv_and_gqa_copies_compute_the_model():
             super().__init__()
             self.conv = nn.Conv2d(4, 8, 3, padding=1, groups=2)       # (g * Cg + c) input channels
             self.dw = nn.Conv2d(8, 8, 3, stride=2, groups=8, bias=False)  # depthwise
+            self.avg = nn.AdaptiveAvgPool2d((2, 2))
 
         def forward(self, x):
             y = self.dw(self.conv(x))                                   # [1, 8, 4, 4]
             k = y.view(1, 2, 4, 16)                                     # split channels, merge spatial
             k = k[:, :, None].expand(1, 2, 2, 4, 16).reshape(1, 4, 4, 16)  # GQA repeat: a copy
-            return k.permute(0, 2, 1, 3).reshape(1, 4, 64)                 # permute + merge: a copy
+            k = k.permute(0, 2, 1, 3).reshape(1, 4, 64)                 # permute + merge: a copy
+            return self.avg(k.view(1, 4, 8, 8))                         # adaptive pool 8x8 -> 2x2
 
     torch.manual_seed(1)
     m = G().eval()

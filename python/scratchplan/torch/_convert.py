@@ -792,7 +792,7 @@ class _Run(_Converter):
             self.bind(node, outs if isinstance(m, (list, tuple)) else y)
             self.set_row("mapped", "batch norm (inference): one pointwise op with per-channel statistics")
             return True
-        if name in ("max_pool2d_with_indices", "max_pool2d", "avg_pool2d"):
+        if name in ("max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "_adaptive_avg_pool2d"):
             return self.do_pool(node, name)
         if name in ("max", "min") and len(node.args) > 1 and isinstance(node.args[1], torch.fx.Node):
             name = "maximum" if name == "max" else "minimum"  # the binary overloads
@@ -893,7 +893,7 @@ class _Run(_Converter):
             return True
         return False
 
-    def pad(self, x: _Val, pad: List[int], value: Any, name: str) -> _Val:
+    def pad(self, x: _Val, pad: List[int], value: Any, name: str, payload: str = "pad") -> _Val:
         r = len(x.shape)
         lo = [0] * r
         hi = [0] * r
@@ -911,7 +911,7 @@ class _Run(_Converter):
             if x.shape[d] > 1:
                 var_of[d] = len(var_of)
         m = [var_of.get(d) for d in range(r)]
-        self.emit("pointwise", "pad", [(x, m)], [(outv, m)], ["parallel"] * len(var_of),
+        self.emit("pointwise", payload, [(x, m)], [(outv, m)], ["parallel"] * len(var_of),
                   name=name, ranges=[x.shape[d] for d in sorted(var_of)])
         return out
 
@@ -1055,10 +1055,19 @@ class _Run(_Converter):
 
     def do_pool(self, node: Any, name: str) -> bool:
         x = self.tensor(node.args[0])
-        ks = list(node.args[1])
-        stride = list(_arg(node, 2, "stride", []) or ks)
-        padding = list(_arg(node, 3, "padding", [0, 0]))
-        dil = list(_arg(node, 4, "dilation", [1, 1])) if name != "avg_pool2d" else [1, 1]
+        if name == "_adaptive_avg_pool2d":
+            # Exact when the output divides the input: a window of in / out with the same stride.
+            oh, ow = list(node.args[1])
+            hh, ww = x.shape[-2], x.shape[-1]
+            if hh % oh or ww % ow:
+                self.do_opaque(node, f"adaptive average pool {hh}x{ww} -> {oh}x{ow}: windows of varying size")
+                return True
+            ks, stride, padding, dil = [hh // oh, ww // ow], [hh // oh, ww // ow], [0, 0], [1, 1]
+        else:
+            ks = list(node.args[1])
+            stride = list(_arg(node, 2, "stride", []) or ks)
+            padding = list(_arg(node, 3, "padding", [0, 0]))
+            dil = list(_arg(node, 4, "dilation", [1, 1])) if name != "avg_pool2d" else [1, 1]
         if len(ks) == 1:
             ks *= 2
         if len(stride) == 1:
@@ -1067,13 +1076,18 @@ class _Run(_Converter):
             padding *= 2
         if len(dil) == 1:
             dil *= 2
-        if name != "avg_pool2d" and _arg(node, 5, "ceil_mode", False):
-            return False
         m = _meta(node)
         mv = m[0] if isinstance(m, (list, tuple)) else m
-        if any(padding):
-            x = self.pad(x, [padding[1], padding[1], padding[0], padding[0]], 0, node.name + "_pad")
         out_shape = list(mv.shape)
+        # ceil_mode: the last window may run past the padded input; pad the high side to cover it.
+        hi = [padding[i] for i in range(2)]
+        for i in range(2):
+            need = (out_shape[-2 + i] - 1) * stride[i] + (ks[i] - 1) * dil[i] + 1
+            hi[i] = max(hi[i], need - x.shape[-2 + i] - padding[i])
+        if any(padding) or any(hi):
+            # Max pools pad with -inf (the pad op's payload says so), average pools with 0.
+            x = self.pad(x, [padding[1], hi[1], padding[0], hi[0]], 0, node.name + "_pad",
+                         payload="pad_neg_inf" if "max" in name else "pad")
         r = len(out_shape)
         iters, ranges = [], []
 
@@ -1092,8 +1106,8 @@ class _Run(_Converter):
         xin = [e((v, 1)) for v in lead] + [e((vh[i], stride[i]), (vr[i], dil[i])) for i in range(2)]
         yout = [e((v, 1)) for v in lead] + [e((vh[i], 1)) for i in range(2)]
         y = _Val.whole(self.new_pt(node.name, out_shape, self.dtype_of(mv.dtype)))
-        self.emit_exprs("reduction", "max_pool2d" if "max" in name else "avg_pool2d", [(x, xin)], [(y, yout)], iters,
-                        ranges, node.name)
+        self.emit_exprs("reduction" if "reduction" in iters else "pointwise", "max_pool2d" if "max" in name else "avg_pool2d",
+                        [(x, xin)], [(y, yout)], iters, ranges, node.name)
         if isinstance(m, (list, tuple)) and _uses_output(node, 1):
             idx = self.fresh(node.name + "_indices", m[1])
             self.opaque("pool_indices", [x], [idx], name=node.name + "_indices")
