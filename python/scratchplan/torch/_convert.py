@@ -1237,6 +1237,8 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
             flat = []
 
             def walk(a):
+                if isinstance(a, dict):
+                    a = list(a.values())
                 if isinstance(a, (list, tuple)):
                     for x in a:
                         walk(x)
