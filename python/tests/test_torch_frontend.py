@@ -194,6 +194,8 @@ def test_views_fold_and_merges_write_through_the_producer():
     assert program["ops"][2]["indexing_maps"][0].endswith("(d0, d1 + 8)")
     decisions = {r.target: r.decision for r in report.rows}
     assert decisions["aten.permute.default"] == "folded"
+    rows = report.to_list()
+    assert len(rows) == len(report.rows) and rows[0]["decision"] == "mapped" and "mapped" in str(report)
     sp.program.load(program)
 
 

@@ -84,6 +84,14 @@ class Report:
                          + (f" -> {', '.join(r.ops)}" if r.ops else ""))
         return "\n".join(lines)
 
+    def to_list(self) -> List[dict]:
+        """The rows as dicts (node, target, module, decision, reason, ops, compute)."""
+        return [dict(node=r.node, target=r.target, module=r.module, decision=r.decision, reason=r.reason,
+                     ops=list(r.ops), compute=r.compute) for r in self.rows]
+
+    def __str__(self) -> str:
+        return self.text()
+
     def __repr__(self) -> str:
         c = self.counts
         return f"<scratchplan.torch.Report mapped={c['mapped']} folded={c['folded']} opaque={c['opaque']}>"
