@@ -251,6 +251,19 @@ def test_binary_max_where_and_two_inputs_are_pointwise():
     sp.program.load(program)
 
 
+def test_copy_into_a_whole_tensor_reads_only_the_source():
+    class M(nn.Module):
+        def forward(self, x):
+            buf = x.new_zeros(4, 8)
+            buf.copy_(x.relu())
+            return buf + 1
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8),))
+    assert [op["payload"] for op in program["ops"]] == ["relu", "copy", "add"]
+    assert program["ops"][1]["inputs"] == [program["ops"][0]["outputs"][0]]
+    assert program["ops"][2]["inputs"] == program["ops"][1]["outputs"]
+
+
 def test_data_dependent_control_flow_names_the_module():
     class Gate(nn.Module):
         def forward(self, x):

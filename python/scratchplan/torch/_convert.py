@@ -832,6 +832,20 @@ class _Run(_Converter):
                 self.bind(node, [out, None] if isinstance(m, (list, tuple)) else out)
                 self.set_row("mapped", f"reduction ({_REDUCE.get(name, name)}) over dims {sorted(d % r for d in dims)}")
             return True
+        if name in ("as_strided", "as_strided_"):
+            # Only the restride of a whole contiguous tensor to its own shape (meta kernels emit it
+            # after adaptive pooling) is a no-op; any other stride pattern is opaque.
+            x = self.tensor(node.args[0])
+            size, stride = list(node.args[1]), list(node.args[2])
+            off = _arg(node, 3, "storage_offset", 0) or 0
+            contiguous = [math.prod(size[i + 1:]) for i in range(len(size))]
+            if x.is_identity() and size == x.shape and off == 0 and all(
+                    a == b or n == 1 for a, b, n in zip(stride, contiguous, size)):
+                self.bind(node, x)
+                self.set_row("folded", f"{name} to the tensor's own shape and contiguous strides: the same tensor",
+                             compute=False)
+                return True
+            return False
         if name in ("embedding",):
             self.do_opaque(node, "embedding: a data-dependent gather of rows (opaque gather)", payload="gather")
             return True
@@ -888,6 +902,8 @@ class _Run(_Converter):
                 if not tgt.is_identity():
                     self.do_opaque(node, "in-place op on a view (partial update of a tensor)")
                     return True
+            if name == "copy_":
+                ins = [self.tensor(node.args[1])]  # x.copy_(src) overwrites x: it does not read x
             out = self.pointwise(base, ins, list(m.shape), self.dtype_of(m.dtype), name=node.name)
             if inplace:
                 # The op writes a new program tensor; later readers of the mutated tensor read it.
