@@ -195,6 +195,25 @@ _BINARY = {"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "maximum"
 _REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "max", "min": "min", "prod": "prod",
            "any": "any", "all": "all", "logsumexp": "logsumexp", "var": "var", "std": "std", "argmax": "argmax",
            "argmin": "argmin", "norm": "norm", "linalg_vector_norm": "norm"}
+# Ops that stay opaque, with why no indexing map can describe them.
+_OPAQUE_REASONS = {
+    "roll": "roll: a circular shift reads index (i - shift) mod n, which is not affine",
+    "index": "advanced indexing: the rows read depend on an index tensor (data-dependent gather)",
+    "index_select": "index_select: the rows read depend on an index tensor (data-dependent gather)",
+    "gather": "gather: the elements read depend on an index tensor",
+    "scatter": "scatter: the elements written depend on an index tensor",
+    "scatter_add": "scatter_add: the elements written depend on an index tensor",
+    "index_put": "index_put: the elements written depend on an index tensor",
+    "index_put_": "index_put_: the elements written depend on an index tensor",
+    "copy_": "copy_ into a view: a partial update of a tensor another op wrote (one writer per tensor)",
+    "sort": "sort: data-dependent permutation",
+    "topk": "topk: data-dependent selection",
+    "nonzero": "nonzero: data-dependent output size",
+    "upsample_nearest2d": "nearest upsampling reads floor(h / scale): division is not affine",
+    "upsample_bilinear2d": "bilinear upsampling: fractional, weighted reads",
+    "grid_sampler_2d": "grid sampling: data-dependent reads",
+    "cumsum": "cumsum: a prefix scan (each output reads a growing window)",
+}
 _CREATE = {"zeros", "ones", "full", "empty", "arange", "scalar_tensor", "empty_like", "new_zeros", "new_ones",
            "new_full", "new_empty", "rand", "randn", "tensor"}
 
@@ -654,7 +673,7 @@ class _Run(_Converter):
         else:
             handled = self.do_compute(node, name)
         if not handled:
-            self.do_opaque(node, f"no affine form known for {full}")
+            self.do_opaque(node, _OPAQUE_REASONS.get(name, f"no affine form known for {full}"))
         self.rows.append(self.row)
         self.row = None
 
