@@ -52,8 +52,8 @@ def tables(ctx):
            "Target (issue 14): tracing a kernel whose loops execute a million instructions in under 5 s. "
            "Loop bodies are traced once with symbolic indices, so tracing cost follows the source, not the trip "
            "counts; `nki check` then simulates every execution in C++.", "",
-           "| executions | trace (s) | target (s) | met | `nki check FILE.py` (s) | `nki plan FILE.py --time-limit 2` (s) | check clean |",
-           "|---:|---:|---:|---|---:|---:|---|"]
+           "| executions | trace (s) | target (s) | met | `nki check FILE.py` (s) | `nki plan FILE.py --time-limit 2` (s) | within 2 s + 10% | check clean |",
+           "|---:|---:|---:|---|---:|---:|---|---|"]
     with tempfile.TemporaryDirectory() as d:
         for n in ([10_000, 100_000, 1_000_000] if not ctx.quick else [10_000, 1_000_000]):
             src, execs, inner = generate(n)
@@ -67,7 +67,7 @@ def tables(ctx):
             tp, p = median_time(ctx, [ctx.cli, "nki", "plan", path, "--input", inp, "--time-limit", "2"], 1)
             out.append(f"| {execs:,} | {tt:.3f} | 5 | {'yes' if ok_trace and tt < 5 else 'no'} | {tc:.3f} | "
                        f"{tp:.3f}{'' if p.returncode == 0 else ' (exit %d)' % p.returncode} | "
-                       f"{'yes' if c.returncode == 0 else 'no'} |")
+                       f"{'yes' if tp <= 2.2 else 'no'} | {'yes' if c.returncode == 0 else 'no'} |")
         # The known time-limit bug: an HBM tensor of ~4,000,012 blocks.
         big = {"tensors": [
             {"name": "x", "buffer": "hbm", "role": "input", "blocks": [4_000_012], "partitions": 128, "free": [512]},
@@ -84,7 +84,8 @@ def tables(ctx):
         with open(bp, "w") as f:
             json.dump(big, f)
         tb, r = median_time(ctx, [ctx.cli, "nki", "plan", bp, "--time-limit", "1"], reps)
-    out += ["", f"Median of {reps} runs (plan: one run). Generator: bench/tables_nki_trace.py "
+    load = os.getloadavg()[0]
+    out += ["", f"Median of {reps} runs (plan: one run); load average {load:.1f} on this machine while measuring. Generator: bench/tables_nki_trace.py "
             "(load, two Scalar stages and a store per tile in a 64-tile inner loop, double-buffered with mod_alloc).", "",
             "| case | `nki plan --time-limit 1` (s) | exit | within limit + 10% |", "|---|---:|---:|---|",
             f"| HBM input of 4,000,012 blocks, 64 tiles planned | {tb:.3f} | {r.returncode} | {'yes' if tb <= 1.1 else 'no'} |",

@@ -333,8 +333,14 @@ def test_tutorial_kernel(tmp_path, name, spelling):
     if direct:
         assert summary["input_allocation_cycles"] is not None
         assert summary["simulated_cycles"] <= summary["input_allocation_cycles"]
-        out = str(tmp_path / "planned.py")
-        r = cli("plan", path, *args, "--time-limit", "2", "--rewrite", out)
+    out = str(tmp_path / "planned.py")
+    r = cli("plan", path, *args, "--time-limit", "2", "--rewrite", out)
+    implicit = any(t.get("alloc", {}).get("kind") == "auto" and t["name"] not in declared(path)
+                   for t in nki.trace(path, grid=grid_of(grid), **input_kw(inputs))["tensors"])
+    if implicit:  # a call result without a declaration has no buffer= to rewrite
+        assert r.returncode == 2 and "without a declaration" in r.stderr, r.stderr
+        assert not os.path.exists(out)
+    else:
         assert r.returncode == 0, r.stderr
         original = open(path).read().splitlines()
         rewritten = open(out).read().splitlines()
@@ -344,6 +350,26 @@ def test_tutorial_kernel(tmp_path, name, spelling):
                 assert "buffer=" in b and a[: a.index("buffer=")] == b[: b.index("buffer=")]
         r = cli("check", out, *args)
         assert r.returncode == 0, r.stderr
+    assert direct or implicit or name == "transpose_identity"
+
+
+def declared(path):
+    """Names assigned from a declaration call in the kernel file."""
+    return set(re.findall(r"^\s*(\w+)\s*=\s*nl\.(?:ndarray|zeros|ones|full|zeros_like|empty_like)\(",
+                          open(path).read(), re.M))
+
+
+def grid_of(grid):
+    return tuple(int(g) for g in grid.split("x")) if grid else None
+
+
+def input_kw(inputs):
+    from scratchplan.nki import tracer
+    kw = {}
+    for i in inputs:
+        n, shape, dt = tracer.parse_input(i)
+        kw[n] = (shape, dt)
+    return kw
 
 
 def test_bump_allocator_runs_the_loop_body_once(tmp_path):

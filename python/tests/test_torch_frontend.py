@@ -194,6 +194,8 @@ def test_views_fold_and_merges_write_through_the_producer():
     assert program["ops"][2]["indexing_maps"][0].endswith("(d0, d1 + 8)")
     decisions = {r.target: r.decision for r in report.rows}
     assert decisions["aten.permute.default"] == "folded"
+    rows = report.to_list()
+    assert len(rows) == len(report.rows) and rows[0]["decision"] == "mapped" and "mapped" in str(report)
     sp.program.load(program)
 
 
@@ -234,6 +236,32 @@ def test_clone_then_in_place_keeps_the_source():
     assert payloads == ["relu", "copy", "add", "mul"], payloads
     mul = program["ops"][-1]
     assert mul["inputs"][0] == program["ops"][0]["outputs"][0]  # y is the relu output, not the mutated copy
+
+
+def test_binary_max_where_and_two_inputs_are_pointwise():
+    class M(nn.Module):
+        def forward(self, x, y):
+            return torch.max(x, y) + torch.where(x > y, x, y)
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8), torch.empty(1, 8)))
+    assert report.counts["opaque"] == 0
+    assert [op["payload"] for op in program["ops"]] == ["maximum", "gt", "where", "add"]
+    assert {t["name"] for t in program["tensors"] if t.get("graph_input")} == {"input0", "input1"}
+    assert program["ops"][0]["indexing_maps"][1] == "(d0, d1) -> (0, d1)"  # y broadcast over rows
+    sp.program.load(program)
+
+
+def test_copy_into_a_whole_tensor_reads_only_the_source():
+    class M(nn.Module):
+        def forward(self, x):
+            buf = x.new_zeros(4, 8)
+            buf.copy_(x.relu())
+            return buf + 1
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8),))
+    assert [op["payload"] for op in program["ops"]] == ["relu", "copy", "add"]
+    assert program["ops"][1]["inputs"] == [program["ops"][0]["outputs"][0]]
+    assert program["ops"][2]["inputs"] == program["ops"][1]["outputs"]
 
 
 def test_data_dependent_control_flow_names_the_module():
@@ -308,7 +336,127 @@ def test_sweep_serial_and_process_pool():
 
 def test_sweep_dask_local_cluster():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cl, \
-            distributed.Client(cl) as client:
+    # An in-process LocalCluster (processes=False): the same sweep code runs on a remote cluster.
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
         res = sp.sweep(_plan_cores, CONFIGS, executor=client.get_executor())
     assert res == sp.sweep(_plan_cores, CONFIGS)
+
+
+# ------------------------------------------------------------------ the maps compute the model
+
+def _evaluate(program, values):
+    """Runs a program with numpy by its indexing maps (payloads without scalar operands only):
+    an independent check that views, reshapes, slices, conv and matmul maps are exact."""
+    import numpy as np
+    from scratchplan.torch._convert import _parse_results
+
+    shapes = {t["name"]: t["shape"] for t in program["tensors"]}
+    env = {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
+    for op in program["ops"]:
+        ranges = op["ranges"]
+        idx = np.indices(ranges).reshape(len(ranges), -1)
+
+        def coords(text):
+            out = []
+            for e, off in _parse_results(text.split(" -> ")[1]):
+                c = np.full(idx.shape[1], off, dtype=np.int64)
+                for v, k in e.items():
+                    c = c + k * idx[v]
+                out.append(c)
+            return tuple(out)
+        ins = [env[n][coords(m)] for n, m in zip(op["inputs"], op["indexing_maps"])]
+        name = op["outputs"][0]
+        where = coords(op["indexing_maps"][len(op["inputs"])])
+        pay = op["payload"]
+        if pay == "pad_neg_inf":
+            out = np.full(shapes[name], -np.inf)
+            out[where] = ins[0]
+        elif pay == "avg_pool2d":
+            out, cnt = np.zeros(shapes[name]), np.zeros(shapes[name])
+            np.add.at(out, where, ins[0])
+            np.add.at(cnt, where, 1.0)
+            out = out / cnt
+        elif op["kind"] == "pointwise":
+            fn = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+                  "sub": lambda a, b: a - b, "relu": lambda a: np.maximum(a, 0), "copy": lambda a: a,
+                  "pad": lambda a: a, "sub_exp": lambda a, b: np.exp(a - b)}[pay]
+            out = np.zeros(shapes[name])
+            out[where] = fn(*ins)
+        elif pay in ("matmul", "conv2d"):
+            out = np.zeros(shapes[name])
+            np.add.at(out, where, ins[0] * ins[1])
+        elif pay == "sum":
+            out = np.zeros(shapes[name])
+            np.add.at(out, where, ins[0])
+        elif pay in ("max", "max_pool2d"):
+            out = np.full(shapes[name], -np.inf)
+            np.maximum.at(out, where, ins[0])
+        else:
+            raise AssertionError(f"evaluator: no payload {pay}")
+        env[name] = out
+    return env
+
+
+def test_converted_program_computes_the_model():
+    import numpy as np
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 8, 3, stride=2, padding=1)
+            self.pool = nn.MaxPool2d(2, 2, ceil_mode=True)           # 5x5 -> 3x3: pads the high side
+            self.lin = nn.Linear(8, 16)
+
+        def forward(self, x):
+            y = self.pool(torch.relu(self.conv(x)))               # pad, conv2d (2*h + r), bias, window max
+            y = y.flatten(2).transpose(1, 2)                      # merge written by the producer, transpose
+            z = self.lin(y)                                       # addmm through views
+            q = z.view(1, 9, 4, 4).transpose(1, 2)                # split (h * 4 + d) + permute
+            att = torch.softmax(q @ q.transpose(-1, -2), dim=-1)  # bmm with a transposed operand, softmax
+            return (att @ q)[:, :, 3:12]                          # slice (offset in the map)
+
+    torch.manual_seed(0)
+    m = M().eval()
+    x = torch.randn(1, 4, 10, 10)
+    program, report = spt.to_program(m, (x,))
+    sp.program.load(program)
+    values = {"input": x.numpy()}
+    values.update({k: v.detach().numpy() for k, v in m.state_dict().items()})
+    env = _evaluate(program, values)
+    out = [t["name"] for t in program["tensors"] if t.get("graph_output")]
+    assert len(out) == 1
+    with torch.no_grad():
+        want = m(x).numpy()
+    assert env[out[0]].shape == want.shape
+    np.testing.assert_allclose(env[out[0]], want, rtol=1e-4, atol=1e-5)
+
+
+def test_grouped_conv_and_gqa_copies_compute_the_model():
+    import numpy as np
+
+    class G(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 8, 3, padding=1, groups=2)       # (g * Cg + c) input channels
+            self.dw = nn.Conv2d(8, 8, 3, stride=2, groups=8, bias=False)  # depthwise
+            self.avg = nn.AdaptiveAvgPool2d((2, 2))
+
+        def forward(self, x):
+            y = self.dw(self.conv(x))                                   # [1, 8, 4, 4]
+            k = y.view(1, 2, 4, 16)                                     # split channels, merge spatial
+            k = k[:, :, None].expand(1, 2, 2, 4, 16).reshape(1, 4, 4, 16)  # GQA repeat: a copy
+            k = k.permute(0, 2, 1, 3).reshape(1, 4, 64)                 # permute + merge: a copy
+            return self.avg(k.view(1, 4, 8, 8))                         # adaptive pool 8x8 -> 2x2
+
+    torch.manual_seed(1)
+    m = G().eval()
+    x = torch.randn(1, 4, 10, 10)
+    program, report = spt.to_program(m, (x,))
+    sp.program.load(program)
+    assert report.counts["opaque"] == 0
+    values = {"input": x.numpy()}
+    values.update({k: v.detach().numpy() for k, v in m.state_dict().items()})
+    env = _evaluate(program, values)
+    out = [t["name"] for t in program["tensors"] if t.get("graph_output")][0]
+    with torch.no_grad():
+        np.testing.assert_allclose(env[out], m(x).numpy(), rtol=1e-4, atol=1e-5)

@@ -513,7 +513,14 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     return bad_input(k.source + ": the kernel does not fit even with the fewest legal tiles per tensor: " +
                      base_layout.error().message);
   Layout cur = *base_layout;
-  Timeline cur_tl = P.simulate(cur, false);
+  const double before_eval = deadline.elapsed_seconds();
+  // The baseline's timeline (with spans) is also where the search starts.
+  Timeline base_tl = P.simulate(cur, true);
+  Timeline cur_tl = base_tl;
+  // The limit covers the whole run: the search stops while there is still time for the fixed
+  // tail (the planned and input timelines and the checker), about three evaluations.
+  const double reserve = 3.0 * (deadline.elapsed_seconds() - before_eval);
+  auto out_of_time = [&] { return deadline.expired() || deadline.remaining_seconds() < reserve; };
   // Greedy: apply the move that shortens the timeline most, until none helps or time is up.
   // Moves grow tile counts to the next legal value: one tensor (among those whose tiles made
   // instructions wait), every waiting tensor at once, or every tensor used inside one loop at
@@ -545,7 +552,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
       if (n > from[t]) return n;
     return from[t];
   };
-  while (opt.multi_buffer && !deadline.expired()) {
+  while (opt.multi_buffer && !out_of_time()) {
     std::vector<int> stalled;
     for (int t = 0; t < nt; ++t)
       if (P.planned(t) && cur_tl.war_stall[t] > 0) stalled.push_back(t);
@@ -562,7 +569,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     Layout best_layout;
     Timeline best_tl;
     for (const auto& m : moves) {
-      if (deadline.expired()) break;
+      if (out_of_time()) break;
       std::vector<int> trial = cur.tiles;
       for (int t : m.tensors) trial[t] = grow(cur.tiles, t, m.to_max);
       if (trial == cur.tiles) continue;
@@ -581,7 +588,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   }
   // Give back tiles that do not pay for themselves (group moves over-provision).
   for (int t = 0; t < nt && opt.multi_buffer; ++t) {
-    while (P.planned(t) && cur.tiles[t] > min_tiles[t] && !deadline.expired()) {
+    while (P.planned(t) && cur.tiles[t] > min_tiles[t] && !out_of_time()) {
       std::vector<int> trial = cur.tiles;
       int lower = min_tiles[t];
       for (int n : legal[t])
@@ -599,8 +606,9 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   PlanResult res;
   res.kernel = k;
   res.scheduler = P.scheduler;
-  res.planned = P.simulate(cur, true);
-  res.baseline = P.simulate(*base_layout, true);
+  const bool unchanged = cur.tiles == base_layout->tiles && cur.offset == base_layout->offset && cur.part == base_layout->part;
+  res.planned = unchanged ? base_tl : P.simulate(cur, true);
+  res.baseline = std::move(base_tl);
   // The input's own direct allocation, when complete and clean, on the same timeline.
   bool all_direct = false;  // and at least one SBUF/PSUM tensor
   for (int t = 0; t < nt; ++t)
@@ -696,6 +704,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   if (res.has_input && res.input.makespan < res.planned.makespan && !opt.keep_direct) {
     PlanOptions keep = opt;
     keep.keep_direct = true;
+    keep.time_limit_s = std::max(0.0, deadline.remaining_seconds());
     auto kept = plan_kernel(k, keep);
     if (kept && kept->planned.makespan <= res.input.makespan) return kept;
   }

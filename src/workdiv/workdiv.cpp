@@ -48,7 +48,8 @@ int outer_var(const program::AffineExpr& e, const std::vector<Dim>& ranges, int 
   std::sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.coeff < b.coeff; });
   int64_t next = 1;
   for (std::size_t i = 0; i + 1 < t.size(); ++i) {
-    if (t[i].coeff != next) return -1;
+    // Coefficients are <= 2^40 (parser), so a product above that can match none: stop before it overflows.
+    if (t[i].coeff != next || ranges[t[i].var] > (int64_t{1} << 40) / next) return -1;
     next *= ranges[t[i].var];
   }
   const program::AffineTerm& o = t.back();
@@ -327,13 +328,15 @@ Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const st
     vars[v].size = op.ranges[v];
     vars[v].reduction = op.iterators[v] == program::IteratorType::kReduction;
   }
-  std::vector<program::TensorId> seen;
+  std::vector<std::pair<program::TensorId, std::vector<int>>> seen;
   const std::size_t noperands = op.inputs.size() + op.outputs.size();
   const SumSplits sums = sum_splits(p, o, layouts);
   for (std::size_t m = 0; m < noperands; ++m) {
     const program::TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
-    if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;  // x * x reads x once
-    seen.push_back(t);
+    // x * x reads x once; x read through two different maps (x[i, k] - x[i, j]) is two operands.
+    std::pair<program::TensorId, std::vector<int>> key{t, sums.var_of_host[m]};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(std::move(key));
     const std::vector<int>& var_of_host = sums.var_of_host[m];
     SpanTensor st = decs ? span_tensor(layouts[t], (*decs)[t], var_of_host, t) : span_tensor(layouts[t], var_of_host, t);
     // An outer var on the stick dim slices whole sticks (checked by sum_splits): no stick rounding.

@@ -309,5 +309,24 @@ TEST(WorkdivSummed, OuterVarOfDenseSumSplits) {
   }
 }
 
+// One tensor read through two maps (swin's relative positions: x[i, k] - x[i, j]) counts as two
+// operands: both stick vars get their stick rounding (a division used to fail its own check).
+TEST(WorkdivSummed, SameTensorThroughTwoMaps) {
+  const char* text = R"J({"name": "pairs", "tensors": [
+    {"name": "x", "shape": [16, 49], "dtype": "fp16", "graph_input": true},
+    {"name": "y", "shape": [16, 49, 49], "dtype": "fp16", "graph_output": true}],
+   "ops": [{"name": "sub", "kind": "pointwise", "inputs": ["x", "x"], "outputs": ["y"],
+    "iterator_types": ["parallel", "parallel", "parallel"],
+    "indexing_maps": ["(d0, d1, d2) -> (d0, d2)", "(d0, d1, d2) -> (d0, d1)", "(d0, d1, d2) -> (d0, d1, d2)"]}]})J";
+  auto j = parse_json_text(text, "pairs.json");
+  ASSERT_TRUE(j.ok());
+  auto p = program::program_from_json(*j, "pairs.json");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto d = divide(*p, Options{});
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->ops[0].vars[1].elems_per_stick, 64);
+  EXPECT_EQ(d->ops[0].splits[1], 1);  // 49 elements are one stick
+}
+
 }  // namespace
 }  // namespace sp::workdiv

@@ -466,6 +466,7 @@ class Tensor:
         else:
             self.nb = pdim_at if pdim_at is not None else 0
         self.written = False
+        self.api = None  # implicit tensors: the call whose result this is
 
     # numpy-ish properties used by kernels
     @property
@@ -821,6 +822,7 @@ class Pending:
                                  f"{PARTITIONS}")
             t = Tensor(name, shape, self.dtype, _Alloc(self.buffer, "auto"), implicit=True,
                        source=f"{_ST.label}:{self.line}")
+            t.api = self.api
             _register(t)
             self.tensor = t
             acc, p, b = t.view().access(write=True)
@@ -1378,6 +1380,7 @@ def _hidden(api, why):
     line, _ = _site()
     t = Tensor(_unique(f"hidden_{api}_{line}"), (PARTITIONS, 1), "float32", _Alloc("sbuf", "auto"), implicit=True,
                source=f"{_ST.label}:{line}")
+    t.api = f"the {why} tensor that {api} creates"
     _register(t)
     ins, _ = _new_instr(f"{api}.{why}", "Vector", "alu")
     acc, p, b = t.view().access(write=True)
@@ -2305,9 +2308,9 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None):
     plan = {t["name"]: t for t in planned.get("tensors", [])}
     for t in tensors:
         if t.buffer != "hbm" and t.implicit:
-            raise TraceError(f"{t.source}: tensor {t.name} is created by a call ({t.name.rsplit('_', 1)[0]}) without a "
-                             "declaration, so --rewrite cannot give it an allocation; declare it with nl.ndarray and "
-                             "assign the call's result into it")
+            raise TraceError(f"{t.source}: tensor {t.name} is the result of {t.api} without a declaration, so "
+                             "--rewrite cannot give it an allocation; declare it with nl.ndarray and assign the "
+                             "call's result into it")
     with open(path, encoding="utf-8") as f:
         src = f.read()
     tree = ast.parse(src, filename=path)

@@ -84,6 +84,14 @@ class Report:
                          + (f" -> {', '.join(r.ops)}" if r.ops else ""))
         return "\n".join(lines)
 
+    def to_list(self) -> List[dict]:
+        """The rows as dicts (node, target, module, decision, reason, ops, compute)."""
+        return [dict(node=r.node, target=r.target, module=r.module, decision=r.decision, reason=r.reason,
+                     ops=list(r.ops), compute=r.compute) for r in self.rows]
+
+    def __str__(self) -> str:
+        return self.text()
+
     def __repr__(self) -> str:
         c = self.counts
         return f"<scratchplan.torch.Report mapped={c['mapped']} folded={c['folded']} opaque={c['opaque']}>"
@@ -93,7 +101,7 @@ class Report:
 
 class _PT:
     """A program tensor."""
-    __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads")
+    __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads", "dim_order")
 
     def __init__(self, name: str, shape: Sequence[int], dtype: str, graph_input: bool = False) -> None:
         self.name = name
@@ -103,6 +111,7 @@ class _PT:
         self.graph_output = False
         self.producer: Optional[dict] = None  # the op dict writing it
         self.reads = 0
+        self.dim_order: Optional[List[int]] = None  # device layout when not the default
 
 
 class _Val:
@@ -186,6 +195,25 @@ _BINARY = {"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "maximum"
 _REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "max", "min": "min", "prod": "prod",
            "any": "any", "all": "all", "logsumexp": "logsumexp", "var": "var", "std": "std", "argmax": "argmax",
            "argmin": "argmin", "norm": "norm", "linalg_vector_norm": "norm"}
+# Ops that stay opaque, with why no indexing map can describe them.
+_OPAQUE_REASONS = {
+    "roll": "roll: a circular shift reads index (i - shift) mod n, which is not affine",
+    "index": "advanced indexing: the rows read depend on an index tensor (data-dependent gather)",
+    "index_select": "index_select: the rows read depend on an index tensor (data-dependent gather)",
+    "gather": "gather: the elements read depend on an index tensor",
+    "scatter": "scatter: the elements written depend on an index tensor",
+    "scatter_add": "scatter_add: the elements written depend on an index tensor",
+    "index_put": "index_put: the elements written depend on an index tensor",
+    "index_put_": "index_put_: the elements written depend on an index tensor",
+    "copy_": "copy_ into a view: a partial update of a tensor another op wrote (one writer per tensor)",
+    "sort": "sort: data-dependent permutation",
+    "topk": "topk: data-dependent selection",
+    "nonzero": "nonzero: data-dependent output size",
+    "upsample_nearest2d": "nearest upsampling reads floor(h / scale): division is not affine",
+    "upsample_bilinear2d": "bilinear upsampling: fractional, weighted reads",
+    "grid_sampler_2d": "grid sampling: data-dependent reads",
+    "cumsum": "cumsum: a prefix scan (each output reads a growing window)",
+}
 _CREATE = {"zeros", "ones", "full", "empty", "arange", "scalar_tensor", "empty_like", "new_zeros", "new_ones",
            "new_full", "new_empty", "rand", "randn", "tensor"}
 
@@ -290,6 +318,7 @@ class _Converter:
                   name: Optional[str] = None, out: Optional[_Val] = None) -> _Val:
         """Numpy broadcasting: output dims are the vars; size-1 input dims read constant 0."""
         r = len(out_shape)
+        fresh = out is None
         if out is None:
             out = _Val.whole(self.new_pt(name or self.node.name, out_shape, out_dtype))
         var_of: Dict[int, int] = {}
@@ -309,6 +338,10 @@ class _Converter:
                 continue  # x * x reads x once
             seen.add(key)
             operands.append((v, m))
+        # Pointwise ops on sparse reduction results (rsqrt of a variance) stay sparse.
+        same = [v for v in ins if v.shape == list(out_shape)]
+        if fresh and same and all(v.pt.dim_order and v.pt.dim_order[-1] == -1 for v in same):
+            out.pt.dim_order = list(range(r)) + [-1]
         n = len(var_of)
         self.emit("pointwise", payload, operands, [(out, [var_of.get(od) for od in range(r)])], ["parallel"] * n,
                   name=name, ranges=[out_shape[od] for od in sorted(var_of)])
@@ -341,6 +374,11 @@ class _Converter:
         else:
             om = [var_of.get(d) for d in range(r) if d not in dims]
         kind = "reduction" if "reduction" in iters else "pointwise"
+        # Reducing along the input's stick (its tensor's last dim) writes a sparse output, the
+        # layout torch-spyre gives such reductions (docs/program.md, "Decisions").
+        last = _expr(x, xin)[-1][0] if x.pt.shape else {}
+        if any(iters[v] == "reduction" for v in last) and out_shape:
+            out.pt.dim_order = list(range(len(out_shape))) + [-1]
         ins = [(x, xin)] + [(e, self.bcast_map(e, x.shape, xin)) for e in extra]
         self.emit(kind, payload, ins, [(out, om)], iters, name=name, ranges=ranges)
         return out
@@ -434,7 +472,7 @@ class _Converter:
         if any(len(gi) > 1 for gi, _ in groups):
             # Merging dims is div/mod for a consumer: write the merged shape through the producer
             # (fresh tensor) or materialize a copy first.
-            v1 = self.merge_in_place(v1, groups, node)
+            v1 = self.merge_in_place(v, [i for i, s in enumerate(old) if s != 1], groups, node)
             groups = [([k], gj) for k, (_, gj) in enumerate(groups)]
         # Now every group splits one dim: old = sum(stride_k * new_k) (mixed radix).
         split = {}
@@ -452,8 +490,10 @@ class _Converter:
                 v2 = self.view_insert(v2, k)
         return v2
 
-    def merge_in_place(self, v: _Val, groups, node: Any) -> _Val:
-        """Rewrites the producer of a fresh tensor to write the merged shape (no copy)."""
+    def merge_in_place(self, v: _Val, nonone: List[int], groups, node: Any) -> _Val:
+        """Rewrites the producer of a fresh tensor to write the merged shape (no copy). `v` is the
+        value before its size-1 dims were dropped; `nonone` maps the dims the groups count to
+        v's dims; the result has one dim per group."""
         pt = v.pt
         users_ok = all(set(u for u in n.users) <= (self.processed | {node}) for n in self.node_pts.get(id(pt), []))
         if not (v.is_identity() and pt.reads == 0 and users_ok and not pt.graph_output
@@ -462,7 +502,8 @@ class _Converter:
             self.row.reason = "reshape merging dims of a non-contiguous view: copy op, then the copy writes the merged shape"
             self.row.decision = "folded"
             pt = c.pt
-        merged = [math.prod(pt.shape[k] for k in gi) for gi, _ in groups]
+        dims = [[nonone[k] for k in gi] for gi, _ in groups]  # pt dims of each group
+        merged = [math.prod(pt.shape[d] for d in ds) for ds in dims]
         op = pt.producer
         if op is not None and op["kind"] != "opaque":
             if "ranges" not in op:
@@ -473,11 +514,11 @@ class _Converter:
             nvars = dom.count("d")
             results = _parse_results(res)
             new_res = []
-            for gi, _ in groups:
+            for ds in dims:
                 e: Dict[int, int] = {}
                 off = 0
                 stride = 1
-                for k in reversed(gi):
+                for k in reversed(ds):
                     re_, ro = results[k]
                     for var, c in re_.items():
                         e[var] = e.get(var, 0) + c * stride
@@ -485,7 +526,7 @@ class _Converter:
                     stride *= pt.shape[k]
                 new_res.append((e, off))
             op["indexing_maps"][slot] = _fmt(nvars, new_res)
-        pt.shape = merged
+        pt.shape = merged  # an opaque producer (gather, concat) has no maps: the bytes are the same
         return _Val.whole(pt)
 
 
@@ -632,7 +673,7 @@ class _Run(_Converter):
         else:
             handled = self.do_compute(node, name)
         if not handled:
-            self.do_opaque(node, f"no affine form known for {full}")
+            self.do_opaque(node, _OPAQUE_REASONS.get(name, f"no affine form known for {full}"))
         self.rows.append(self.row)
         self.row = None
 
@@ -778,8 +819,10 @@ class _Run(_Converter):
             self.bind(node, outs if isinstance(m, (list, tuple)) else y)
             self.set_row("mapped", "batch norm (inference): one pointwise op with per-channel statistics")
             return True
-        if name in ("max_pool2d_with_indices", "max_pool2d", "avg_pool2d"):
+        if name in ("max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "_adaptive_avg_pool2d"):
             return self.do_pool(node, name)
+        if name in ("max", "min") and len(node.args) > 1 and isinstance(node.args[1], torch.fx.Node):
+            name = "maximum" if name == "max" else "minimum"  # the binary overloads
         if name in ("mean", "sum", "amax", "amin", "var", "std", "prod", "any", "all", "logsumexp", "norm",
                     "linalg_vector_norm", "max", "min", "argmax", "argmin") and isinstance(m, _TM) or \
                 (name in ("max", "min") and isinstance(m, (list, tuple))):
@@ -808,6 +851,20 @@ class _Run(_Converter):
                 self.bind(node, [out, None] if isinstance(m, (list, tuple)) else out)
                 self.set_row("mapped", f"reduction ({_REDUCE.get(name, name)}) over dims {sorted(d % r for d in dims)}")
             return True
+        if name in ("as_strided", "as_strided_"):
+            # Only the restride of a whole contiguous tensor to its own shape (meta kernels emit it
+            # after adaptive pooling) is a no-op; any other stride pattern is opaque.
+            x = self.tensor(node.args[0])
+            size, stride = list(node.args[1]), list(node.args[2])
+            off = _arg(node, 3, "storage_offset", 0) or 0
+            contiguous = [math.prod(size[i + 1:]) for i in range(len(size))]
+            if x.is_identity() and size == x.shape and off == 0 and all(
+                    a == b or n == 1 for a, b, n in zip(stride, contiguous, size)):
+                self.bind(node, x)
+                self.set_row("folded", f"{name} to the tensor's own shape and contiguous strides: the same tensor",
+                             compute=False)
+                return True
+            return False
         if name in ("embedding",):
             self.do_opaque(node, "embedding: a data-dependent gather of rows (opaque gather)", payload="gather")
             return True
@@ -864,6 +921,8 @@ class _Run(_Converter):
                 if not tgt.is_identity():
                     self.do_opaque(node, "in-place op on a view (partial update of a tensor)")
                     return True
+            if name == "copy_":
+                ins = [self.tensor(node.args[1])]  # x.copy_(src) overwrites x: it does not read x
             out = self.pointwise(base, ins, list(m.shape), self.dtype_of(m.dtype), name=node.name)
             if inplace:
                 # The op writes a new program tensor; later readers of the mutated tensor read it.
@@ -871,12 +930,13 @@ class _Run(_Converter):
                 for n, v in list(self.env.items()):
                     if isinstance(v, _Val) and v.pt is old:
                         self.env[n] = _Val(out.pt, v.shape, v.terms, v.off)
+                        self.node_pts.setdefault(id(out.pt), []).append(n)
             self.bind(node, out)
             self.set_row("mapped", f"pointwise {base}" + (" (in place: writes a new tensor)" if inplace else ""))
             return True
         return False
 
-    def pad(self, x: _Val, pad: List[int], value: Any, name: str) -> _Val:
+    def pad(self, x: _Val, pad: List[int], value: Any, name: str, payload: str = "pad") -> _Val:
         r = len(x.shape)
         lo = [0] * r
         hi = [0] * r
@@ -894,7 +954,7 @@ class _Run(_Converter):
             if x.shape[d] > 1:
                 var_of[d] = len(var_of)
         m = [var_of.get(d) for d in range(r)]
-        self.emit("pointwise", "pad", [(x, m)], [(outv, m)], ["parallel"] * len(var_of),
+        self.emit("pointwise", payload, [(x, m)], [(outv, m)], ["parallel"] * len(var_of),
                   name=name, ranges=[x.shape[d] for d in sorted(var_of)])
         return out
 
@@ -939,6 +999,12 @@ class _Run(_Converter):
         else:
             self.emit("matmul", "matmul", [(a, am), (b, bm)], [(out, om)], ["parallel"] * k + ["reduction"],
                       name=mmname, ranges=ranges)
+        # A weight read only here as a transposed B ([N, K] read as (k, n)) is laid out sticked on
+        # N, the layout matmul needs (weights are laid out once when loaded, as torch-spyre does).
+        w = b.pt
+        if (w.graph_input and w.reads == 1 and len(w.shape) == 2 and len(b.shape) == 2 and b.off == [0, 0]
+                and b.terms == [{1: 1}, {0: 1}] and w.dim_order is None):
+            w.dim_order = [1, 0]
         if isinstance(bias, _Val):
             out = self.pointwise("add", [out, bias], out_shape, dt, name=node.name)
         self.bind(node, out)
@@ -1032,10 +1098,19 @@ class _Run(_Converter):
 
     def do_pool(self, node: Any, name: str) -> bool:
         x = self.tensor(node.args[0])
-        ks = list(node.args[1])
-        stride = list(_arg(node, 2, "stride", []) or ks)
-        padding = list(_arg(node, 3, "padding", [0, 0]))
-        dil = list(_arg(node, 4, "dilation", [1, 1])) if name != "avg_pool2d" else [1, 1]
+        if name == "_adaptive_avg_pool2d":
+            # Exact when the output divides the input: a window of in / out with the same stride.
+            oh, ow = list(node.args[1])
+            hh, ww = x.shape[-2], x.shape[-1]
+            if hh % oh or ww % ow:
+                self.do_opaque(node, f"adaptive average pool {hh}x{ww} -> {oh}x{ow}: windows of varying size")
+                return True
+            ks, stride, padding, dil = [hh // oh, ww // ow], [hh // oh, ww // ow], [0, 0], [1, 1]
+        else:
+            ks = list(node.args[1])
+            stride = list(_arg(node, 2, "stride", []) or ks)
+            padding = list(_arg(node, 3, "padding", [0, 0]))
+            dil = list(_arg(node, 4, "dilation", [1, 1])) if name != "avg_pool2d" else [1, 1]
         if len(ks) == 1:
             ks *= 2
         if len(stride) == 1:
@@ -1044,13 +1119,18 @@ class _Run(_Converter):
             padding *= 2
         if len(dil) == 1:
             dil *= 2
-        if name != "avg_pool2d" and _arg(node, 5, "ceil_mode", False):
-            return False
         m = _meta(node)
         mv = m[0] if isinstance(m, (list, tuple)) else m
-        if any(padding):
-            x = self.pad(x, [padding[1], padding[1], padding[0], padding[0]], 0, node.name + "_pad")
         out_shape = list(mv.shape)
+        # ceil_mode: the last window may run past the padded input; pad the high side to cover it.
+        hi = [padding[i] for i in range(2)]
+        for i in range(2):
+            need = (out_shape[-2 + i] - 1) * stride[i] + (ks[i] - 1) * dil[i] + 1
+            hi[i] = max(hi[i], need - x.shape[-2 + i] - padding[i])
+        if any(padding) or any(hi):
+            # Max pools pad with -inf (the pad op's payload says so), average pools with 0.
+            x = self.pad(x, [padding[1], hi[1], padding[0], hi[0]], 0, node.name + "_pad",
+                         payload="pad_neg_inf" if "max" in name else "pad")
         r = len(out_shape)
         iters, ranges = [], []
 
@@ -1069,8 +1149,8 @@ class _Run(_Converter):
         xin = [e((v, 1)) for v in lead] + [e((vh[i], stride[i]), (vr[i], dil[i])) for i in range(2)]
         yout = [e((v, 1)) for v in lead] + [e((vh[i], 1)) for i in range(2)]
         y = _Val.whole(self.new_pt(node.name, out_shape, self.dtype_of(mv.dtype)))
-        self.emit_exprs("reduction", "max_pool2d" if "max" in name else "avg_pool2d", [(x, xin)], [(y, yout)], iters,
-                        ranges, node.name)
+        self.emit_exprs("reduction" if "reduction" in iters else "pointwise", "max_pool2d" if "max" in name else "avg_pool2d",
+                        [(x, xin)], [(y, yout)], iters, ranges, node.name)
         if isinstance(m, (list, tuple)) and _uses_output(node, 1):
             idx = self.fresh(node.name + "_indices", m[1])
             self.opaque("pool_indices", [x], [idx], name=node.name + "_indices")
@@ -1085,7 +1165,7 @@ class _Run(_Converter):
 
 
 def _uses_output(node: Any, k: int) -> bool:
-    return any(u.target is operator.getitem and u.args[1] == k for u in node.users)
+    return any(u.target is operator.getitem and u.args[1] == k and len(u.users) > 0 for u in node.users)
 
 
 # ---------------------------------------------------------------- tracing
@@ -1190,11 +1270,18 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
             else:
                 c.env[n] = t
         elif n.op == "call_function":
-            c.run_node(n)
+            try:
+                c.run_node(n)
+            except BadInput:
+                raise
+            except Exception as e:  # noqa: BLE001 - a clear line, never a traceback
+                raise c.error(f"cannot convert ({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})") from None
         elif n.op == "output":
             flat = []
 
             def walk(a):
+                if isinstance(a, dict):
+                    a = list(a.values())
                 if isinstance(a, (list, tuple)):
                     for x in a:
                         walk(x)
@@ -1225,6 +1312,9 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
         if pt.name not in used:
             continue
         t = {"name": pt.name, "shape": pt.shape, "dtype": pt.dtype}
+        if pt.dim_order is not None and (pt.reads == 1 or not pt.graph_input) and len(pt.shape) == len(
+                [d for d in pt.dim_order if d >= 0]):
+            t["dim_order"] = pt.dim_order
         if pt.graph_input:
             t["graph_input"] = True
         if pt.graph_output:
