@@ -56,7 +56,9 @@ AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& in
   o.threads = a.threads;
   o.seed = a.seed;
   o.iterations = a.iterations;
-  for (const auto& t : a.exact_off) check(alloc::disable_exact_technique(o.exact, t));
+  for (const auto& t : a.exact_off)
+    if (Status st = alloc::disable_exact_technique(o.exact, t); !st)
+      throw BadInputError("--exact-off: " + st.error().message);
   AllocResult out{std::move(p), o, {}, input};
   out.result = run_cancellable([&] { return take(alloc::solve(out.problem, o)); });
   const bool pack = o.objective == alloc::Objective::kPack;

@@ -409,7 +409,7 @@ TEST(AllocSolve, HugeBufferAboveCapacityIsProvenInfeasible) {
   p.capacity = 64;
   p.buffers = {Buffer{}, Buffer{}};
   p.buffers[0].id = "a", p.buffers[0].size = 8, p.buffers[0].start = 0, p.buffers[0].end = 2;
-  p.buffers[1].id = "b", p.buffers[1].size = int64_t{1} << 62, p.buffers[1].start = 1, p.buffers[1].end = 3;
+  p.buffers[1].id = "b", p.buffers[1].size = int64_t{1} << 59, p.buffers[1].start = 1, p.buffers[1].end = 3;
   for (SolverKind k : {SolverKind::kAuto, SolverKind::kFirstFit, SolverKind::kGreedy, SolverKind::kExact}) {
     SolveOptions o;
     o.solver = k;
@@ -419,16 +419,21 @@ TEST(AllocSolve, HugeBufferAboveCapacityIsProvenInfeasible) {
     EXPECT_FALSE(r->feasible);
     EXPECT_TRUE(r->proven_infeasible);
   }
-  // Two co-live buffers aligned to 2^62: the second cannot go below 2^61 -- no plan, no error.
+  // Two co-live buffers aligned to 2^58 (padded sum within the 2^60 bound): the second sits at 2^58; the
+  // height 2^58 + 8 is computed without overflow.
   p.capacity = kUnbounded;
   p.buffers[1].size = 8;
-  for (auto& b : p.buffers) b.alignment = int64_t{1} << 62;
+  for (auto& b : p.buffers) b.alignment = int64_t{1} << 58;
   SolveOptions o;
   o.minimize = true;
   o.time_limit = 0.2;
   auto r = solve(p, o);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_FALSE(r->feasible);
+  ASSERT_TRUE(r->feasible);
+  EXPECT_EQ(r->height, (int64_t{1} << 58) + 8);
+  // Past the bound the problem is refused, not solved with wrapped sums.
+  for (auto& b : p.buffers) b.alignment = int64_t{1} << 62;
+  EXPECT_FALSE(solve(p, o).ok());
 }
 
 }  // namespace
