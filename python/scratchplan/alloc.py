@@ -12,7 +12,7 @@ import numpy as np
 from . import _core
 from ._common import BadInput, Result, doc, flag
 
-__all__ = ["AllocResult", "pack", "select", "alloc", "SOLVERS"]
+__all__ = ["AllocResult", "pack", "select", "alloc", "generate_stream", "SOLVERS"]
 
 SOLVERS = ("greedy", "firstfit", "bestfit", "greedy-by-size", "sweep", "annealing", "exact", "auto")
 
@@ -172,3 +172,10 @@ def alloc(input: Any, capacity: Optional[int] = None, minimize: bool = False, ob
     objective = flag("--objective", "enum", objective, words=("pack", "select"))
     opts = _opts(time_limit, threads, seed, iterations, exact_off)
     return AllocResult(_core.alloc_doc(doc(input, "alloc"), cap, bool(minimize), objective, str(solver), *opts))
+
+
+def generate_stream(n: int, seed: int = 1, per_tick: int = 4):
+    """A deterministic synthetic instance (the scale benchmarks' generator, alloc/generate.h):
+    ``n`` tensors produced one after another, about ``per_tick`` per tick, mostly short-lived,
+    sizes multiples of 64 in [64, 256 KiB]. Returns ``(sizes, starts, ends)`` int64 arrays."""
+    return _core.alloc_generate_stream(int(n), int(seed), int(per_tick))
