@@ -1,7 +1,9 @@
 #include "alloc/problem.h"
 
 #include <algorithm>
-#include <map>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace sp::alloc {
@@ -9,7 +11,10 @@ namespace sp::alloc {
 Cost default_spill_cost(const Buffer& b) {
   // reads_served = read_count - [first use is a read]; the producing write also costs a transfer.
   int reads_served = b.produced_on_chip ? b.reads : std::max(0, b.reads - 1);
-  return static_cast<Cost>(reads_served + (b.produced_on_chip ? 1 : 0)) * b.size;
+  Cost c;  // saturated: check_problem rejects totals past kMaxTotalCost
+  if (__builtin_mul_overflow(static_cast<Cost>(reads_served) + (b.produced_on_chip ? 1 : 0), b.size, &c))
+    return std::numeric_limits<Cost>::max();
+  return c;
 }
 
 Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Time>& uses, bool first_use_is_read,
@@ -29,15 +34,41 @@ Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Tim
   return b;
 }
 
+namespace {
+std::string what_bound(const std::string& what) {
+  return what == "spill cost" ? "total spill cost at most 2^62" : "sizes plus alignment padding plus fixed offsets at most 2^60 bytes";
+}
+}  // namespace
+
 Status check_problem(const Problem& p) {
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
   if (p.capacity < 0) return bad_input("capacity must be >= 0");
-  std::map<std::string, int> names;
+  std::unordered_map<std::string_view, int> names;
+  names.reserve(bs.size());
+  Size bytes = 0, fixed_top = 0;  // checked sums against the documented bounds
+  Cost costs = 0;
+  auto too_big = [&](const std::string& who, const std::string& what) {
+    return bad_input(who + ": " + what + " exceeds the supported total (" + what_bound(what) + ")");
+  };
+  for (int i = 0; i < n; ++i) {
+    const Buffer& b = bs[i];
+    if (!names.emplace(b.id, i).second) return bad_input("buffer '" + b.id + "': duplicate id");
+    if (b.size >= 0 && b.alignment > 0 && b.size <= kMaxTotalBytes && b.alignment <= kMaxTotalBytes &&
+        b.fixed_offset <= kMaxTotalBytes) {
+      bytes += b.size + b.alignment - 1;  // each term <= 2^61, the running sum stays <= 2^60 + 2^61
+      if (b.fixed_offset != kNoFixedOffset) fixed_top = std::max(fixed_top, b.fixed_offset + b.size);
+      const Cost c = spill_cost(b);
+      if (c > kMaxTotalCost || (costs += c) > kMaxTotalCost) return too_big("buffer '" + b.id + "'", "spill cost");
+      if (bytes > kMaxTotalBytes || fixed_top > kMaxTotalBytes || bytes + fixed_top > kMaxTotalBytes)
+        return too_big("buffer '" + b.id + "'", "buffer bytes");
+    } else if (b.size > kMaxTotalBytes || b.alignment > kMaxTotalBytes || b.fixed_offset > kMaxTotalBytes) {
+      return too_big("buffer '" + b.id + "'", "buffer bytes");
+    }
+  }
   for (int i = 0; i < n; ++i) {
     const Buffer& b = bs[i];
     const std::string who = "buffer '" + b.id + "'";
-    if (!names.emplace(b.id, i).second) return bad_input(who + ": duplicate id");
     if (b.size < 0) return bad_input(who + ": negative size " + std::to_string(b.size));
     if (b.end <= b.start) return bad_input(who + ": end " + std::to_string(b.end) + " <= start " + std::to_string(b.start));
     if (b.alignment <= 0) return bad_input(who + ": alignment must be positive");
@@ -60,9 +91,14 @@ Status check_problem(const Problem& p) {
   // end == start+1 rule holds (parent.start < parent.end = child.start+1 <= child.end); still,
   // parents with start >= child start and a zero-length overlap could loop, so check directly.
   std::vector<int> state(n, 0);
+  std::vector<std::pair<int, std::size_t>> stack;
   for (int s = 0; s < n; ++s) {
     if (state[s]) continue;
-    std::vector<std::pair<int, std::size_t>> stack{{s, 0}};
+    if (bs[s].in_place_parents.empty()) {  // no edges: nothing to walk (and no allocation per buffer)
+      state[s] = 2;
+      continue;
+    }
+    stack.assign(1, {s, 0});
     state[s] = 1;
     while (!stack.empty()) {
       auto& [v, k] = stack.back();

@@ -20,6 +20,11 @@ using Cost = int64_t;    // spill cost (bytes of slow-memory traffic)
 inline constexpr Offset kSpilled = -1;  // Placement::offsets value of a buffer left off chip
 inline constexpr Offset kNoFixedOffset = -1;
 inline constexpr Size kUnbounded = std::numeric_limits<Size>::max() / 4;  // "no capacity" for pack-min
+// Documented input bounds (check_problem rejects more): the bytes of all buffers (size plus
+// alignment - 1 each, plus the highest fixed-offset end) and the total spill cost. Every height,
+// offset and cost sum the solvers form then stays far below INT64_MAX (and below kUnbounded).
+inline constexpr Size kMaxTotalBytes = Size{1} << 60;
+inline constexpr Cost kMaxTotalCost = Cost{1} << 62;
 
 struct Buffer {
   std::string id;                      // unique name
@@ -55,7 +60,7 @@ inline Cost spill_cost(const Buffer& b) { return b.spill_cost >= 0 ? b.spill_cos
 Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Time>& uses, bool first_use_is_read,
                                 Time end_override = -1);
 
-// Structural checks (sizes, lifetimes, alignment > 0, parents exist, no parent cycles, fixed
+// Structural checks (the byte and cost bounds above, sizes, lifetimes, alignment > 0, parents exist, no parent cycles, fixed
 // offsets aligned and not colliding) plus torch-spyre's in-place rules (parent.end == child.start+1,
 // parent read after write or first use a read, child.size <= parent.size). One-line bad_input errors.
 Status check_problem(const Problem& p);
