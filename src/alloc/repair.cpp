@@ -39,6 +39,79 @@ std::vector<Window> hot_windows(const Problem& p, const Placement& pl, Size goal
 
 }  // namespace
 
+std::vector<Size> peak_load_over_lifetime(const Problem& p) {
+  const auto& bs = p.buffers;
+  const std::size_t n = bs.size();
+  std::vector<Time> times;
+  times.reserve(2 * n);
+  for (const Buffer& b : bs) {
+    times.push_back(b.start);
+    times.push_back(b.end);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  const std::size_t m = times.size();
+  auto at = [&](Time t) { return static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin()); };
+  std::vector<Size> delta(m + 1, 0);
+  for (const Buffer& b : bs) {
+    delta[at(b.start)] += b.size;
+    delta[at(b.end)] -= b.size;
+  }
+  // Sparse table over the section loads for range maxima.
+  std::vector<std::vector<Size>> table(1, std::vector<Size>(m, 0));
+  Size cur = 0;
+  for (std::size_t k = 0; k < m; ++k) table[0][k] = cur += delta[k];
+  for (std::size_t j = 1; (std::size_t{1} << j) <= m; ++j) {
+    const std::size_t half = std::size_t{1} << (j - 1);
+    table.emplace_back(m - (std::size_t{1} << j) + 1);
+    for (std::size_t k = 0; k + (std::size_t{1} << j) <= m; ++k) table[j][k] = std::max(table[j - 1][k], table[j - 1][k + half]);
+  }
+  std::vector<Size> out(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t a = at(bs[i].start), z = at(bs[i].end);  // sections [a, z)
+    if (z <= a) continue;
+    const int j = 63 - __builtin_clzll(z - a);
+    out[i] = std::max(table[j][a], table[j][z - (std::size_t{1} << j)]);
+  }
+  return out;
+}
+
+Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
+                      const std::function<void(Size)>& on_improvement) {
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  Placement best = incumbent;
+  Size best_h = height(p, best);
+  const std::vector<Size> peak = peak_load_over_lifetime(p);
+  Rng rng(seed ^ 0x5eedULL);
+  std::vector<int> order(n);
+  std::vector<double> key(n);
+  for (int round = 0; !dl.expired(); ++round) {
+    // Round 0: peak load over the lifetime, then size (MiniMalloc's T before A); then noisy
+    // mixtures of the two keys.
+    const double noise = round == 0 ? 0.0 : 0.3 * rng.uniform();
+    const double w = round == 0 ? 1.0 : rng.uniform();
+    for (int i = 0; i < n; ++i) {
+      const double t = static_cast<double>(peak[i]), a = static_cast<double>(bs[i].size);
+      key[i] = (w * std::log1p(t) * 64.0 + std::log1p(a)) * (1.0 + noise * (rng.uniform() - 0.5));
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+    Placement cand = place_sweep_in_order(p, kUnbounded, order, round % 2 == 1, &dl);
+    bool complete = true;
+    for (int i = 0; i < n && complete; ++i)
+      complete = cand.offsets[i] != kSpilled || !bs[i].residency_reason.empty();
+    if (!complete) break;  // cut by the deadline
+    const Size h = height(p, cand);
+    if (h < best_h) {
+      best_h = h;
+      best = std::move(cand);
+      if (on_improvement) on_improvement(h);
+    }
+  }
+  return best;
+}
+
 RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, const Deadline& dl, uint64_t seed,
                           const std::function<void(Size)>& on_improvement) {
   RepairStats st;
@@ -61,11 +134,11 @@ RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, con
   std::nth_element(lives.begin(), lives.begin() + n / 2, lives.end());
   const Time median_life = std::max<Time>(1, lives[n / 2]);
   Rng rng(seed);
-  // Pieces hold about 1,500 movable buffers: the horizon's start rate sets their length.
+  // Pieces hold a few hundred movable buffers: the horizon's start rate sets their length.
   Time t0 = bs[by_start.front()].start, t1 = t0 + 1;
   for (const Buffer& b : bs) t1 = std::max(t1, b.end);
   const double rate = static_cast<double>(n) / static_cast<double>(t1 - t0);
-  const Time base_piece = std::max<Time>(1, static_cast<Time>(1500.0 / rate) - median_life);
+  const Time base_piece = std::max<Time>(1, static_cast<Time>(400.0 / rate) - median_life);
   Size step = std::max<Size>(1, (h - lower_bound) / 8);  // how far below the incumbent to aim
   Size goal = std::max(lower_bound, h - step);
   double widen = 1.0;  // window margin and piece length factor; grows while repairs keep failing
@@ -84,7 +157,7 @@ RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, con
       bool done = false;
       for (int attempt = 0; attempt < 3 && !done && !dl.expired(); ++attempt) {
         ++st.repairs;
-        const Time m = static_cast<Time>(std::ceil(static_cast<double>(median_life) * (0.5 + rng.uniform())));
+        const Time m = static_cast<Time>(std::ceil(static_cast<double>(median_life) * (0.1 + 0.3 * rng.uniform())));
         const Window w{w0.lo - m, w0.hi + m};
         const Time len = w.hi - w.lo;
         // Free: placed, movable buffers live in the window and not much longer than it.
@@ -95,7 +168,8 @@ RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, con
         for (auto it = first; it != by_start.end() && bs[*it].start < w.hi; ++it) {
           const Buffer& b = bs[*it];
           if (b.end <= w.lo || pl.offsets[*it] == kSpilled || b.fixed_offset != kNoFixedOffset) continue;
-          if (b.end - b.start > 2 * len + median_life) continue;
+          // Long-lived buffers stay pinned unless they reach above the goal (those must move).
+          if (b.end - b.start > 2 * len + median_life && pl.offsets[*it] + b.size <= goal) continue;
           free_ids.push_back(*it);
           flo = std::min(flo, b.start);
           fhi = std::max(fhi, b.end);
@@ -163,11 +237,12 @@ RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, con
     if (all_done) {  // the goal is reached: aim further down
       widen = 1.0;
       step = std::max<Size>(1, std::min(h - lower_bound, step + step / 2));
-    } else if (!any_done) {  // nothing moved: aim closer, then take bigger regions
-      if (step > 1) {
-        step = std::max<Size>(1, step / 2);
+    } else if (!any_done) {  // nothing moved: take bigger regions, then aim closer
+      if (widen < 64.0) {
+        widen *= 4.0;
       } else {
-        widen = widen >= 16.0 ? 1.0 : widen * 2.0;
+        widen = 1.0;
+        step = std::max<Size>(1, step / 2);
       }
     }  // else: some regions came down; the same goal again clears the rest
     goal = std::max(lower_bound, h - step);

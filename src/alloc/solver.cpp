@@ -81,7 +81,8 @@ Placement run_heuristic(const Problem& p, SolverKind k, Size cap, const Deadline
 
 // Above this many buffers `auto` skips the quadratic torch-spyre placers and the exact search:
 // the sweep answers first, and iterated region repair uses the rest of the budget.
-constexpr std::size_t kLargeInstance = 20000;
+// (The exact search builds pairwise conflict lists: at 20k buffers that alone can take seconds.)
+constexpr std::size_t kLargeInstance = 8000;
 
 // Simulated annealing over placement orders with the first-fit decoder.
 Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& o, const Deadline& dl,
@@ -400,6 +401,13 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         if (!pack || best_it->value >= kUnbounded) break;
         Placement cur = best_it->pl;
         const Size goal = o.minimize ? lb_pack : std::max(lb_pack, p.capacity);
+        const double usable = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
+        if (o.minimize) {  // a third of the budget: whole-instance sweeps in other orders
+          Deadline mdl(usable / 3);
+          const Size before = height(p, cur);
+          cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); });
+          if (height(p, cur) < before) consider(cands, p, obj, cur, "multi-start");
+        }
         Deadline rdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
         RepairStats rs = repair_height(p, cur, goal, rdl, o.seed, [&](Size h) { pool.report(h, "repair"); });
         res.nodes += rs.repairs;

@@ -120,6 +120,12 @@ struct RepairStats {
 };
 RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, const Deadline& dl, uint64_t seed,
                           const std::function<void(Size)>& on_improvement = {});
+// Per buffer, the largest total size live at one instant of its lifetime (MiniMalloc's T).
+std::vector<Size> peak_load_over_lifetime(const Problem& p);
+// Whole-instance sweeps in other orders (peak load over the lifetime first, then noisy mixes
+// with size), alternating lowest and best fit, until the deadline; the best plan found.
+Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
+                      const std::function<void(Size)>& on_improvement = {});
 // First-fit decoder in a given order (annealing).
 Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order, const Deadline* dl = nullptr);
 // Number of buffers placed at one of their in-place parents' address.
