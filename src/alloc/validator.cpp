@@ -36,12 +36,8 @@ struct Reporter {
 
 }  // namespace
 
-// o + size, saturated at INT64_MAX (sizes are >= 0 after check_problem; negative ones saturate low).
-Offset end_of(Offset o, Size size) {
-  Offset e;
-  if (__builtin_add_overflow(o, size, &e)) return size > 0 ? std::numeric_limits<Offset>::max() : std::numeric_limits<Offset>::min();
-  return e;
-}
+// True when [o, o + size) ends past `cap`, without forming o + size (it may not fit in int64).
+bool ends_past(Offset o, Size size, Size cap) { return size < 0 || o > cap || size > cap - o; }
 
 ValidationReport validate(const Problem& p, const Placement& pl, bool require_all_placed, Size capacity) {
   const Size cap = capacity >= 0 ? capacity : p.capacity;
@@ -65,7 +61,7 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
     if (o < 0) { rep.add(Violation::kNegativeOffset, i, -1, "'" + b.id + "' has negative offset"); continue; }
     if (b.alignment > 1 && o % b.alignment != 0)
       rep.add(Violation::kMisaligned, i, -1, "'" + b.id + "' offset " + std::to_string(o) + " not a multiple of " + std::to_string(b.alignment));
-    if (b.size < 0 || end_of(o, b.size) > cap)
+    if (ends_past(o, b.size, cap))
       rep.add(Violation::kOverCapacity, i, -1, "'" + b.id + "' at " + std::to_string(o) + " with size " + std::to_string(b.size) +
                                                    " ends past capacity " + std::to_string(cap));
     if (b.fixed_offset != kNoFixedOffset && o != b.fixed_offset)
