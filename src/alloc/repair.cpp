@@ -87,18 +87,23 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   Rng rng(seed ^ 0x5eedULL);
   std::vector<int> order(n);
   std::vector<double> key(n);
+  double lb = 1.0;
+  for (Size t : peak) lb = std::max(lb, static_cast<double>(t));
   for (int round = 0; !dl.expired(); ++round) {
-    // Round 0: peak load over the lifetime, then size (MiniMalloc's T before A); then noisy
-    // mixtures of the two keys.
-    const double noise = round == 0 ? 0.0 : 0.3 * rng.uniform();
-    const double w = round == 0 ? 1.0 : rng.uniform();
+    // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
+    // live at the peak go first among equals and the peak is packed before the slack regions.
+    // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
+    // every family: measured on XLA traces, e = 8 gave 0.44 % above the bound where plain size
+    // order gave 2.1 %; on random instances the best e differs).
+    const double e = round == 0 ? 8.0 : std::exp2(5.0 * rng.uniform());
+    const double noise = round == 0 ? 0.0 : 0.1 * rng.uniform();
     for (int i = 0; i < n; ++i) {
-      const double t = static_cast<double>(peak[i]), a = static_cast<double>(bs[i].size);
-      key[i] = (w * std::log1p(t) * 64.0 + std::log1p(a)) * (1.0 + noise * (rng.uniform() - 0.5));
+      const double frac = static_cast<double>(peak[i]) / lb;
+      key[i] = static_cast<double>(bs[i].size) * std::pow(frac, e) * (1.0 + noise * (rng.uniform() - 0.5));
     }
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
-    Placement cand = place_sweep_in_order(p, kUnbounded, order, round % 2 == 1, &dl);
+    Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
     bool complete = true;
     for (int i = 0; i < n && complete; ++i)
       complete = cand.offsets[i] != kSpilled || !bs[i].residency_reason.empty();

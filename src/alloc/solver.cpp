@@ -382,8 +382,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       Placement sweep = run_heuristic(p, SolverKind::kSweep, hcap, large ? &work : nullptr);
       pool.report(score(p, sweep, obj), "sweep");
       Placement by_size;
-      const double sweep_s = dl.elapsed_seconds();
-      if (!large || work.remaining_seconds() > 2 * sweep_s) by_size = run_heuristic(p, SolverKind::kGreedyBySize, hcap, &work);
+      // (Large instances skip greedy-by-size: the multi-start orders below dominate it there.)
+      if (!large) by_size = run_heuristic(p, SolverKind::kGreedyBySize, hcap, &work);
       // Ties keep the earlier plan: torch-spyre's first-fit family first (it honours in-place
       // hand-offs). The quadratic torch-spyre placers run on smaller instances only.
       if (!large)
@@ -404,8 +404,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         Placement cur = best_it->pl;
         const Size goal = o.minimize ? lb_pack : std::max(lb_pack, p.capacity);
         const double usable = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
-        if (o.minimize) {  // a third of the budget: whole-instance sweeps in other orders
-          Deadline mdl(usable / 3);
+        if (o.minimize) {  // most of the budget: whole-instance sweeps in lower-bound-guided orders
+          Deadline mdl(0.8 * usable);
           const Size before = height(p, cur);
           cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); });
           if (height(p, cur) < before) consider(cands, p, obj, cur, "multi-start");

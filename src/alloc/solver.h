@@ -122,8 +122,8 @@ RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, con
                           const std::function<void(Size)>& on_improvement = {});
 // Per buffer, the largest total size live at one instant of its lifetime (MiniMalloc's T).
 std::vector<Size> peak_load_over_lifetime(const Problem& p);
-// Whole-instance sweeps in other orders (peak load over the lifetime first, then noisy mixes
-// with size), alternating lowest and best fit, until the deadline; the best plan found.
+// Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
+// lifetime / max load)^e, e = 8 first, then random e in [1, 32]) until the deadline; the best plan.
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement = {});
 // First-fit decoder in a given order (annealing).
