@@ -400,9 +400,10 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         // Pack: lower the height by region repair for the rest of the budget (at a fixed
         // capacity, only while the best plan is above it). Select keeps the sweep's answer.
         if (!pack || best_it->value >= kUnbounded) break;
+        const double usable = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
+        if (usable <= 0) break;  // no time left to improve: skip copying a million-entry plan
         Placement cur = best_it->pl;
         const Size goal = o.minimize ? lb_pack : std::max(lb_pack, p.capacity);
-        const double usable = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
         if (o.minimize) {  // most of the budget: whole-instance sweeps in lower-bound-guided orders
           Deadline mdl(0.8 * usable);
           const Size before = height(p, cur);
