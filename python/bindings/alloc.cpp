@@ -142,7 +142,9 @@ void bind_alloc(py::module_& m) {
       .def("to_json", [](const AllocResult& r) { return alloc::result_to_json(r.problem, r.result, r.options).dump(1) + "\n"; })
       .def("to_csv", [](const AllocResult& r) { return alloc::plan_to_csv(r.problem, r.result.placement); })
       .def("svg", [](const AllocResult& r) {
-        return alloc::plan_to_svg(r.problem, r.result.placement, r.title + " (" + r.result.solver + ")");
+        const bool mini = r.options.minimize && r.options.objective == alloc::Objective::kPack;  // as the CLI
+        return alloc::plan_to_svg(r.problem, r.result.placement, r.title + " (" + r.result.solver + ")",
+                                  mini ? r.result.lower_bound : -1);
       });
 
   auto opts = [](int64_t capacity, bool minimize, std::string objective, std::string solver, double time_limit,

@@ -85,6 +85,7 @@ struct Search {
     }
   }
 
+  bool build_cut = false;  // build() ran out of time: no search on this part
   void build(const std::vector<int>& sub) {
     ids = sub;
     n = static_cast<int>(ids.size());
@@ -107,12 +108,18 @@ struct Search {
       s0[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), b.start) - times.begin());
       s1[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), b.end) - times.begin());
     }
-    for (int a = 0; a < n; ++a)
+    // Quadratic in the part's size: the deadline is checked per row (a cut build is abandoned).
+    for (int a = 0; a < n; ++a) {
+      if ((a & 63) == 0 && deadline.expired()) {
+        build_cut = true;
+        return;
+      }
       for (int c = a + 1; c < n; ++c)
         if (s0[a] < s1[c] && s0[c] < s1[a]) {
           adj[a].push_back(c);
           adj[c].push_back(a);
         }
+    }
     if (tg.symmetry)
       for (int a = 0; a < n; ++a)
         for (int c = a - 1; c >= 0; --c)
@@ -578,6 +585,7 @@ ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const E
     Search s(p, obj, minimize, t, deadline);
     s.stop = stop;
     s.build(part);
+    if (s.build_cut) return r;  // out of time before the search could start: nothing proven
     s.cap = p.capacity;
     if (incumbent && minimize && obj == Objective::kPack) {
       Size h = 0;  // incumbent height on this part bounds the search

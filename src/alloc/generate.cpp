@@ -1,6 +1,8 @@
 #include "alloc/generate.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "core/rng.h"
 
@@ -21,6 +23,107 @@ Problem generate_stream(int n, uint64_t seed, int per_tick) {
     b.size = std::max<Size>(64, static_cast<Size>(std::pow(2.0, lg)) / 64 * 64);
     p.buffers.push_back(std::move(b));
   }
+  return p;
+}
+
+Problem generate_random(int n, uint64_t seed) {
+  Rng rng(seed);
+  Problem p;
+  p.buffers.reserve(static_cast<std::size_t>(n));
+  const int64_t ticks = std::max(1, n / 8);
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.id = std::to_string(i);
+    b.start = rng.range(0, ticks - 1);
+    b.end = b.start + rng.range(1, 200);
+    b.size = rng.range(64, 65536);
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
+namespace {
+
+void add(Problem& p, Time start, Time end, Size size) {
+  Buffer b;
+  b.id = std::to_string(p.buffers.size());
+  b.start = start;
+  b.end = std::max(end, start + 1);
+  b.size = std::max<Size>(1, size);
+  p.buffers.push_back(std::move(b));
+}
+
+}  // namespace
+
+Problem generate_xla_trace(int n, uint64_t seed) {
+  Rng rng(seed);
+  Problem p;
+  p.buffers.reserve(static_cast<std::size_t>(n));
+  const Time ticks = std::max<Time>(2, static_cast<Time>(n / 1.3));
+  // log2 size: a mixture peaked at 2^17..2^20 with a tail to 2^30 and small tensors 2^3..2^14.
+  auto size = [&]() -> Size {
+    double u = rng.uniform(), lg;
+    if (u < 0.35) lg = 3 + rng.uniform() * 11;          // small: 8 B .. 16 KiB
+    else if (u < 0.9) lg = 16 + rng.uniform() * 6;      // the bulk: 64 KiB .. 4 MiB
+    else lg = 22 + rng.uniform() * 8.5;                 // large: 4 MiB .. ~1.4 GiB
+    const int m = static_cast<int>(lg);
+    const Size k = static_cast<Size>(std::pow(2.0, lg - m) * 8) ;  // 8..15 -> 3 significant bits
+    return (k << m) / 8 + 1;
+  };
+  const int params = n / 6;  // loaded early, each freed at its one use
+  for (int i = 0; i < params; ++i) {
+    Time s = static_cast<Time>(rng.uniform() * rng.uniform() * ticks * 0.15);
+    Time e = s + 1 + static_cast<Time>(rng.uniform() * (ticks - s) * 0.7);
+    add(p, s, e, size());
+  }
+  while (static_cast<int>(p.buffers.size()) < n) {
+    Time s = rng.range(0, ticks - 1);
+    Time life;
+    double u = rng.uniform();
+    if (u < 0.45) life = 1 + static_cast<Time>(-std::log(1.0 - rng.uniform()) * 25);   // next few consumers
+    else if (u < 0.9) life = rng.range(30, 400);                                       // a later consumer
+    else life = rng.range(400, std::max<Time>(401, ticks / 2));                        // long skip
+    add(p, s, std::min(ticks + 50, s + life), size());
+  }
+  return p;
+}
+
+Problem generate_somas_llm(int n, uint64_t seed) {
+  Rng rng(seed);
+  Problem p;
+  p.buffers.reserve(static_cast<std::size_t>(n));
+  // Model shape: hidden h, sequence s, batch b (fp32); tensor classes in bytes.
+  const Size hidden = 768 << rng.range(0, 1), seq = 128 << rng.range(0, 2), batch = 8 << rng.range(0, 1);
+  const Size act = batch * seq * hidden * 4, ffn = 4 * act, heads = 12, attn = batch * heads * seq * seq * 4;
+  const Size weight = hidden * hidden * 4;
+  // About 11 buffers per forward op and its backward counterpart (see below): choose the op count.
+  const int ops = std::max(4, n / 11);
+  const int per_layer = 16;
+  const Time fwd = ops, end = 3 * ops + 4;  // backward takes two ticks per forward op
+  auto mirror = [&](Time t) { return fwd + 2 * (fwd - t); };  // backward tick of forward tick t
+  auto act_size = [&]() -> Size {
+    double u = rng.uniform();
+    return u < 0.5 ? act : u < 0.75 ? ffn : u < 0.9 ? attn : act / 4;
+  };
+  // Whole-step weights, gradients and optimizer state (one weight per op group).
+  for (int l = 0; l < ops / per_layer + 1 && static_cast<int>(p.buffers.size()) < n; ++l)
+    for (int k = 0; k < 4; ++k) add(p, 0, end, rng.chance(0.5) ? weight : 4 * weight);
+  for (Time t = 0; t < fwd && static_cast<int>(p.buffers.size()) < n; ++t) {
+    // Forward: an output per op; about half are saved for the backward op that mirrors it.
+    const bool saved = rng.chance(0.55);
+    add(p, t, saved ? mirror(t) + 1 : t + rng.range(1, 3), act_size());
+    add(p, t, t + 1, rng.range(1, 8) * 4096);                     // workspace
+    for (int k = 0; k < 4; ++k) add(p, t, t + rng.range(1, 4), rng.chance(0.8) ? 4 : 1);  // scalars / flags
+    if (rng.chance(0.15)) add(p, t, rng.range(t + 1, end), 4);   // long-lived scalar
+    // Backward of this op: gradient of its input (short), weight-gradient accumulation to the end.
+    const Time bt = mirror(t);
+    add(p, bt - 1, bt + rng.range(1, 3), act_size());
+    add(p, bt, bt + 1, rng.range(1, 8) * 4096);
+    add(p, bt, bt + rng.range(1, 3), 4);
+    add(p, bt - 1, bt + 1, 4);
+    if (t % per_layer == 0) add(p, bt, end, weight);  // layer weight gradient, kept for the update
+  }
+  if (static_cast<int>(p.buffers.size()) > n) p.buffers.resize(static_cast<std::size_t>(n));
   return p;
 }
 

@@ -1,5 +1,7 @@
-// Deterministic synthetic instances for scale benchmarks and tests: a stream of tensors produced
-// one after another, mostly short-lived with a tail of long-lived ones, sizes log-uniform.
+// Deterministic synthetic instances for scale benchmarks and tests. Each generator stands for a
+// family of real inputs, so that what is tuned on is not what is measured: a tensor stream, a
+// uniform random family (issue 11), XLA auto-sharding traces and MindSpore SOMAS training dumps
+// of language models (issue 15; statistics from the idealloc instances in tests/data/dsa).
 #pragma once
 
 #include <cstdint>
@@ -10,5 +12,20 @@ namespace sp::alloc {
 
 // n buffers, about `per_tick` starting per tick; sizes multiples of 64 in [64, 256 KiB].
 Problem generate_stream(int n, uint64_t seed, int per_tick = 4);
+
+// Uniform random: starts uniform over n/8 ticks, lifetimes 1..200 ticks, sizes 64 B..64 KiB.
+Problem generate_random(int n, uint64_t seed);
+
+// XLA auto-sharding trace (like iopddl_G_1): about 1.3 buffers per tick; sizes log-uniform
+// between 8 B and 1 GiB, peaked at 128 KiB-1 MiB, of the form k * 2^m + 1 (odd); parameters
+// loaded early and freed at their one use (load falls over the trace, lifetimes cross rather
+// than nest); activations live to a last consumer a geometric or uniform distance away.
+Problem generate_xla_trace(int n, uint64_t seed);
+
+// MindSpore SOMAS dump of a transformer's training step (like somas_bert_base): layers of
+// forward ops whose saved activations live until the mirrored backward op (nested brackets,
+// peak load at the end of the forward pass), short-lived temporaries and workspaces, many
+// 1-4 byte scalars, whole-step weights and optimizer state; sizes from a few tensor shapes.
+Problem generate_somas_llm(int n, uint64_t seed);
 
 }  // namespace sp::alloc

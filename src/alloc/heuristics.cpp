@@ -2,12 +2,16 @@
 // bucketed sweep for very large instances, and the first-fit decoder used by annealing.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <numeric>
 #include <queue>
 #include <tuple>
+#include <limits>
 #include <utility>
 
 #include "alloc/solver.h"
+#include "core/deadline.h"
 
 namespace sp::alloc {
 namespace {
@@ -23,6 +27,16 @@ Placement empty_placement(const Problem& p) {
   pl.offsets.assign(p.buffers.size(), kSpilled);
   pl.spill_reasons.assign(p.buffers.size(), "");
   return pl;
+}
+
+// Deadline checks cost a clock read: the quadratic placers look every 64 buffers.
+bool out_of_time(const Deadline* dl, std::size_t k) { return dl && (k & 63) == 0 && dl->expired(); }
+
+// Marks every buffer not yet placed or spilled as spilled for lack of time (a partial plan is
+// still valid; pack scores it as unfinished).
+void spill_rest(const Problem& p, Placement& pl) {
+  for (std::size_t i = 0; i < p.buffers.size(); ++i)
+    if (pl.offsets[i] == kSpilled && pl.spill_reasons[i].empty()) pl.spill_reasons[i] = "time limit reached";
 }
 
 // Spills forced buffers; returns false for those (callers skip them).
@@ -142,16 +156,33 @@ class TimeIndex {
       v.insert(std::upper_bound(v.begin(), v.end(), e, [](const Entry& x, const Entry& y) { return x.lo < y.lo; }), e);
     }
   }
-  // Appends the overlapping spans sorted by start address.
+  // Appends the overlapping spans sorted by start address. Each bucket gives a sorted run; runs
+  // are merged pairwise in rounds (O(m log runs)): merging them one after another was
+  // quadratic in the buckets a long lifetime spans (40 % of the sweep's time on XLA traces).
   void overlaps(const Buffer& b, std::vector<Span>& out) const {
     Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
+    const std::size_t base = out.size();
+    runs_.clear();
+    runs_.push_back(base);
     for (Time k = a; k <= z; ++k) {
-      std::size_t mid = out.size();
       for (const Entry& e : buckets_[k])
         if (std::max(e.first, a) == k && e.s < b.end && b.start < e.e && e.hi > e.lo) out.push_back({e.lo, e.hi});
-      if (mid > 0 && mid < out.size())
-        std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(mid), out.end(),
-                           [](const Span& x, const Span& y) { return x.lo < y.lo; });
+      if (out.size() > runs_.back()) runs_.push_back(out.size());
+    }
+    auto by_lo = [](const Span& x, const Span& y) { return x.lo < y.lo; };
+    while (runs_.size() > 2) {  // runs_ holds run boundaries: [runs_[i], runs_[i+1])
+      scratch_.resize(out.size() - base);
+      next_.clear();
+      next_.push_back(base);
+      for (std::size_t i = 0; i + 1 < runs_.size(); i += 2) {
+        const std::size_t lo = runs_[i], mid = runs_[i + 1], hi = i + 2 < runs_.size() ? runs_[i + 2] : mid;
+        std::merge(out.begin() + static_cast<std::ptrdiff_t>(lo), out.begin() + static_cast<std::ptrdiff_t>(mid),
+                   out.begin() + static_cast<std::ptrdiff_t>(mid), out.begin() + static_cast<std::ptrdiff_t>(hi),
+                   scratch_.begin() + static_cast<std::ptrdiff_t>(lo - base), by_lo);
+        next_.push_back(hi);
+      }
+      std::copy(scratch_.begin(), scratch_.end(), out.begin() + static_cast<std::ptrdiff_t>(base));
+      runs_.swap(next_);
     }
   }
 
@@ -163,11 +194,13 @@ class TimeIndex {
   };
   Time t0_ = 0, width_ = 1;
   std::vector<std::vector<Entry>> buckets_;
+  mutable std::vector<std::size_t> runs_, next_;  // query scratch: run boundaries
+  mutable std::vector<Span> scratch_;             // query scratch: merge target
 };
 
 }  // namespace
 
-Placement place_greedy(const Problem& p, Size capacity) {
+Placement place_greedy(const Problem& p, Size capacity, const Deadline* dl) {
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
   Placement pl = empty_placement(p);
@@ -178,7 +211,12 @@ Placement place_greedy(const Problem& p, Size capacity) {
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bs[a].start < bs[b].start; });
   std::vector<int> in_use;  // placed, live buffers
   std::vector<char> handed_off(n, 0);
+  std::size_t step = 0;
   for (int i : order) {
+    if (out_of_time(dl, ++step)) {
+      spill_rest(p, pl);
+      break;
+    }
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset) {
       if (!placeable(p, pl, i)) continue;
@@ -266,16 +304,22 @@ std::vector<int> first_fit_order(const Problem& p) {
   return out;
 }
 
-Placement place_first_fit(const Problem& p, Size capacity, bool best_fit) {
-  return place_first_fit_in_order(p, capacity, first_fit_order(p), best_fit);
+Placement place_first_fit(const Problem& p, Size capacity, bool best_fit, const Deadline* dl) {
+  return place_first_fit_in_order(p, capacity, first_fit_order(p), best_fit, dl);
 }
 
-Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit) {
+Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
+                                   const Deadline* dl) {
   const auto& bs = p.buffers;
   Placement pl = empty_placement(p);
   std::vector<int> placed = place_fixed(p, pl);
   std::vector<int> taken(bs.size(), 0);  // parent slot already handed to a child
+  std::size_t step = 0;
   for (int i : order) {
+    if (out_of_time(dl, ++step)) {
+      spill_rest(p, pl);
+      break;
+    }
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     auto spans_except = [&](int skip) {
@@ -311,50 +355,143 @@ Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::v
   return pl;
 }
 
-Placement place_greedy_by_size(const Problem& p, Size capacity) {
-  const auto& bs = p.buffers;
-  Placement pl = empty_placement(p);
-  std::vector<int> placed = place_fixed(p, pl);
-  for (int i : by_size_order(p)) {
-    const Buffer& b = bs[i];
-    if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
-    std::vector<Span> s;
-    for (int j : placed)
-      if (lifetimes_overlap(b, bs[j]) && bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
-    merge_spans(s);
-    // Best-fitting gap between placed spans, else on top of the highest.
-    Offset at = -1, best = -1, cur = 0;
-    for (const Span& sp : s) {
-      Offset o = align_up(cur, b.alignment);
-      if (o + b.size <= sp.lo && (best < 0 || sp.lo - o - b.size < best)) { best = sp.lo - o - b.size; at = o; }
-      cur = std::max(cur, sp.hi);
-    }
-    if (at < 0) at = align_up(cur, b.alignment);
-    if (settle(pl, i, at, b.size, capacity)) placed.push_back(i);
-  }
-  return pl;
-}
-
-Placement place_sweep(const Problem& p, Size capacity) {
+// Size-descending placement through the bucketed time index. best_fit: the tightest gap between
+// placed co-live spans, else on top (TFLite greedy-by-size); otherwise the lowest fit (sweep).
+Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
+                               const Deadline* dl) {
   const auto& bs = p.buffers;
   Placement pl = empty_placement(p);
   TimeIndex index(p);
   for (int i : place_fixed(p, pl)) index.add(bs[i], pl.offsets[i]);
   std::vector<Span> s;
-  for (int i : by_size_order(p)) {
+  std::size_t step = 0;
+  for (int i : order) {
+    if (dl && (++step & 1023) == 0 && dl->expired()) {
+      spill_rest(p, pl);
+      break;
+    }
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     s.clear();
     index.overlaps(b, s);
     merge_sorted_spans(s);
-    Offset at = lowest_fit(s, b.size, b.alignment, capacity);
+    Offset at = -1;
+    if (best_fit) {
+      Offset best = -1, cur = 0;
+      for (const Span& sp : s) {
+        Offset o = align_up(cur, b.alignment);
+        if (o + b.size <= sp.lo && (best < 0 || sp.lo - o - b.size < best)) { best = sp.lo - o - b.size; at = o; }
+        cur = std::max(cur, sp.hi);
+      }
+      if (at < 0) at = align_up(cur, b.alignment);
+    } else {
+      at = lowest_fit(s, b.size, b.alignment, capacity);
+    }
     if (settle(pl, i, at, b.size, capacity)) index.add(b, at);
   }
   return pl;
 }
 
-Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order) {
-  return place_first_fit_in_order(p, capacity, order, false);
+Placement place_greedy_by_size(const Problem& p, Size capacity, const Deadline* dl) {
+  return place_sweep_in_order(p, capacity, by_size_order(p), true, dl);
+}
+
+Placement place_sweep(const Problem& p, Size capacity, const Deadline* dl) {
+  return place_sweep_in_order(p, capacity, by_size_order(p), false, dl);
+}
+
+Placement place_online(const Problem& p, Size capacity, const Deadline* dl) {
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  Placement pl = empty_placement(p);
+  for (const Buffer& b : bs)
+    if (b.fixed_offset != kNoFixedOffset || !b.in_place_parents.empty()) return place_sweep(p, capacity, dl);
+  // Free gaps below the top, by address (lo -> hi) and by length (best fit); no gap touches top.
+  std::map<Offset, Offset> by_addr;
+  std::set<std::pair<Size, Offset>> by_len;
+  Offset top = 0;
+  auto add_gap = [&](Offset lo, Offset hi) {
+    if (hi <= lo) return;
+    by_addr[lo] = hi;
+    by_len.insert({hi - lo, lo});
+  };
+  auto drop_gap = [&](std::map<Offset, Offset>::iterator it) {
+    by_len.erase({it->second - it->first, it->first});
+    return by_addr.erase(it);
+  };
+  auto release = [&](Offset lo, Offset hi) {
+    auto next = by_addr.lower_bound(lo);
+    if (next != by_addr.end() && next->first == hi) {  // merge with the gap above
+      hi = next->second;
+      next = drop_gap(next);
+    }
+    if (next != by_addr.begin()) {
+      auto prev = std::prev(next);
+      if (prev->second == lo) {  // merge with the gap below
+        lo = prev->first;
+        drop_gap(prev);
+      }
+    }
+    if (hi >= top) top = lo;
+    else add_gap(lo, hi);
+  };
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (bs[a].start != bs[b].start) return bs[a].start < bs[b].start;
+    return bs[a].size > bs[b].size || (bs[a].size == bs[b].size && a < b);
+  });
+  using Live = std::pair<Time, int>;  // (end, buffer)
+  std::priority_queue<Live, std::vector<Live>, std::greater<Live>> live;
+  std::size_t step = 0;
+  for (int i : order) {
+    if (dl && (++step & 4095) == 0 && dl->expired()) {
+      spill_rest(p, pl);
+      break;
+    }
+    const Buffer& b = bs[i];
+    while (!live.empty() && live.top().first <= b.start) {  // ends before starts (half-open lifetimes)
+      const int j = live.top().second;
+      live.pop();
+      release(pl.offsets[j], pl.offsets[j] + bs[j].size);
+    }
+    if (!placeable(p, pl, i)) continue;
+    if (b.size == 0) {
+      pl.offsets[i] = 0;
+      continue;
+    }
+    // Best fit: the shortest gap that holds the aligned buffer (a few candidates), else the top.
+    Offset at = -1;
+    int tries = 0;
+    for (auto it = by_len.lower_bound({b.size, std::numeric_limits<Offset>::min()}); it != by_len.end() && tries < 8; ++it, ++tries) {
+      const Offset lo = it->second, hi = lo + it->first, o = align_up(lo, b.alignment);
+      if (o + b.size > hi) continue;
+      drop_gap(by_addr.find(lo));
+      add_gap(lo, o);
+      add_gap(o + b.size, hi);
+      at = o;
+      break;
+    }
+    if (at < 0) {
+      at = align_up(top, b.alignment);
+      if (at + b.size > capacity) {
+        settle(pl, i, -1, b.size, capacity);
+        continue;
+      }
+      add_gap(top, at);
+      top = at + b.size;
+    } else if (at + b.size > capacity) {  // (a gap lies below the top, itself within capacity)
+      settle(pl, i, -1, b.size, capacity);
+      continue;
+    }
+    pl.offsets[i] = at;
+    live.push({b.end, i});
+  }
+  return pl;
+}
+
+Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order, const Deadline* dl) {
+  return place_first_fit_in_order(p, capacity, order, false, dl);
 }
 
 int in_place_handoffs(const Problem& p, const Placement& pl) {

@@ -24,6 +24,8 @@ Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& 
 // Problem back to JSON (round trip for tests and fuzzing).
 Json problem_to_json(const Problem& p);
 // SVG picture: address x time rectangles, one colour per buffer, spilled ones listed.
-std::string plan_to_svg(const Problem& p, const Placement& pl, const std::string& title);
+// Address x time picture. With minimize_bound >= 0 (pack --minimize) the address axis is scaled
+// to the height reached and the lower bound is drawn; otherwise to the capacity, drawn dashed.
+std::string plan_to_svg(const Problem& p, const Placement& pl, const std::string& title, Size minimize_bound = -1);
 
 }  // namespace sp::alloc

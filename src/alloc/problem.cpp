@@ -1,7 +1,9 @@
 #include "alloc/problem.h"
 
 #include <algorithm>
-#include <map>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace sp::alloc {
@@ -9,7 +11,10 @@ namespace sp::alloc {
 Cost default_spill_cost(const Buffer& b) {
   // reads_served = read_count - [first use is a read]; the producing write also costs a transfer.
   int reads_served = b.produced_on_chip ? b.reads : std::max(0, b.reads - 1);
-  return static_cast<Cost>(reads_served + (b.produced_on_chip ? 1 : 0)) * b.size;
+  Cost c;  // saturated: check_problem rejects totals past kMaxTotalCost
+  if (__builtin_mul_overflow(static_cast<Cost>(reads_served) + (b.produced_on_chip ? 1 : 0), b.size, &c))
+    return std::numeric_limits<Cost>::max();
+  return c;
 }
 
 Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Time>& uses, bool first_use_is_read,
@@ -33,7 +38,8 @@ Status check_problem(const Problem& p) {
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
   if (p.capacity < 0) return bad_input("capacity must be >= 0");
-  std::map<std::string, int> names;
+  std::unordered_map<std::string_view, int> names;  // views into bs: no copy per buffer
+  names.reserve(bs.size());
   Size total_bytes = 0;  // sizes + padding so far, <= kMaxTotalBytes (each term is checked first)
   Cost total_cost = 0;   // spill costs so far, <= kMaxTotalCost
   for (int i = 0; i < n; ++i) {
@@ -77,9 +83,14 @@ Status check_problem(const Problem& p) {
   // end == start+1 rule holds (parent.start < parent.end = child.start+1 <= child.end); still,
   // parents with start >= child start and a zero-length overlap could loop, so check directly.
   std::vector<int> state(n, 0);
+  std::vector<std::pair<int, std::size_t>> stack;
   for (int s = 0; s < n; ++s) {
     if (state[s]) continue;
-    std::vector<std::pair<int, std::size_t>> stack{{s, 0}};
+    if (bs[s].in_place_parents.empty()) {  // no edges: nothing to walk (and no allocation per buffer)
+      state[s] = 2;
+      continue;
+    }
+    stack.assign(1, {s, 0});
     state[s] = 1;
     while (!stack.empty()) {
       auto& [v, k] = stack.back();

@@ -17,11 +17,11 @@ namespace sp::alloc {
 Result<SolverKind> parse_solver_kind(const std::string& name) {
   static const std::pair<const char*, SolverKind> kNames[] = {
       {"greedy", SolverKind::kGreedy},         {"firstfit", SolverKind::kFirstFit}, {"bestfit", SolverKind::kBestFit},
-      {"greedy-by-size", SolverKind::kGreedyBySize}, {"sweep", SolverKind::kSweep}, {"annealing", SolverKind::kAnnealing},
+      {"greedy-by-size", SolverKind::kGreedyBySize}, {"sweep", SolverKind::kSweep}, {"online", SolverKind::kOnline}, {"annealing", SolverKind::kAnnealing},
       {"exact", SolverKind::kExact},           {"auto", SolverKind::kAuto}};
   for (auto& [n, k] : kNames)
     if (name == n) return k;
-  return bad_input("unknown solver '" + name + "' (greedy, firstfit, bestfit, greedy-by-size, sweep, annealing, exact, auto)");
+  return bad_input("unknown solver '" + name + "' (greedy, firstfit, bestfit, greedy-by-size, sweep, online, annealing, exact, auto)");
 }
 
 Status disable_exact_technique(ExactToggles& t, const std::string& name) {
@@ -46,6 +46,7 @@ const char* solver_kind_name(SolverKind k) {
     case SolverKind::kBestFit: return "bestfit";
     case SolverKind::kGreedyBySize: return "greedy-by-size";
     case SolverKind::kSweep: return "sweep";
+    case SolverKind::kOnline: return "online";
     case SolverKind::kAnnealing: return "annealing";
     case SolverKind::kExact: return "exact";
     case SolverKind::kAuto: return "auto";
@@ -67,15 +68,21 @@ int64_t score(const Problem& p, const Placement& pl, Objective obj) {
   return all_placed(p, pl) ? height(p, pl) : kUnbounded;
 }
 
-Placement run_heuristic(const Problem& p, SolverKind k, Size cap) {
+Placement run_heuristic(const Problem& p, SolverKind k, Size cap, const Deadline* dl) {
   switch (k) {
-    case SolverKind::kGreedy: return place_greedy(p, cap);
-    case SolverKind::kFirstFit: return place_first_fit(p, cap, false);
-    case SolverKind::kBestFit: return place_first_fit(p, cap, true);
-    case SolverKind::kGreedyBySize: return place_greedy_by_size(p, cap);
-    default: return place_sweep(p, cap);
+    case SolverKind::kGreedy: return place_greedy(p, cap, dl);
+    case SolverKind::kFirstFit: return place_first_fit(p, cap, false, dl);
+    case SolverKind::kBestFit: return place_first_fit(p, cap, true, dl);
+    case SolverKind::kGreedyBySize: return place_greedy_by_size(p, cap, dl);
+    case SolverKind::kOnline: return place_online(p, cap, dl);
+    default: return place_sweep(p, cap, dl);
   }
 }
+
+// Above this many buffers `auto` skips the quadratic torch-spyre placers and the exact search:
+// the sweep answers first, and iterated region repair uses the rest of the budget.
+// (The exact search builds pairwise conflict lists: at 20k buffers that alone can take seconds.)
+constexpr std::size_t kLargeInstance = 8000;
 
 // Simulated annealing over placement orders with the first-fit decoder.
 Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& o, const Deadline& dl,
@@ -89,7 +96,7 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p.buffers[a].size > p.buffers[b].size; });
   }
-  Placement cur = place_in_order(p, cap, order), best = cur;
+  Placement cur = place_in_order(p, cap, order, &dl), best = cur;
   if (n < 2) return best;
   int64_t cur_v = score(p, cur, obj), best_v = cur_v;
   Rng rng(o.seed);
@@ -97,7 +104,8 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
   double t0 = std::max(1.0, 0.02 * static_cast<double>(std::min<int64_t>(cur_v, kUnbounded / 2)));
   const int64_t floor_v = obj == Objective::kSelect ? selection_lower_bound(p) : max_load(p);
   for (int64_t it = 0; it < budget && best_v > floor_v; ++it) {  // stop once provably optimal
-    if (o.iterations <= 0 && (dl.expired() || (stop && stop->load()))) break;  // a decode costs far more than a clock read
+    // The limit holds with --iterations too (a run it cuts short is no longer seed-determined).
+    if (dl.expired() || (stop && stop->load())) break;  // a decode costs far more than a clock read
     double frac = o.iterations > 0 ? static_cast<double>(it) / static_cast<double>(budget)
                                    : std::min(1.0, dl.elapsed_seconds() / std::max(1e-3, o.time_limit));
     double temp = t0 * std::pow(1e-3, frac);
@@ -111,7 +119,7 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
       next.erase(next.begin() + a);
       next.insert(next.begin() + b, v);
     }
-    Placement cand = place_in_order(p, cap, next);
+    Placement cand = place_in_order(p, cap, next, &dl);
     int64_t v = score(p, cand, obj);
     if (v <= cur_v || rng.uniform() < std::exp(-static_cast<double>(v - cur_v) / temp)) {
       order.swap(next);
@@ -126,15 +134,36 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
   return best;
 }
 
+// Time kept back from the repair phase for the final validation of the result (the validator
+// is O(n log n): about 0.5 s for a million buffers), scaled from the elapsed heuristics' time.
+// The validator costs about as much as the online placer (both O(n log n) over ordered sets).
+double repair_reserve(double first_placer_seconds) { return 0.05 + 1.2 * first_placer_seconds; }
+
 struct Candidate {
   Placement pl;
   std::string solver;
   int64_t value = kUnbounded;
 };
 
+// Collects candidate plans and reports each one better than all before (SolveOptions::on_improvement).
+struct Pool {
+  std::vector<Candidate>& c;
+  const SolveOptions& o;
+  const Deadline& dl;
+  int64_t lower_bound = 0;
+  int64_t best = kUnbounded;
+  void report(int64_t v, const std::string& name) {
+    if (v >= best || v >= kUnbounded) return;
+    best = v;
+    if (o.on_improvement) o.on_improvement({dl.elapsed_seconds(), name, v, lower_bound});
+  }
+};
+thread_local Pool* g_pool = nullptr;  // set by solve() for the duration of one call
+
 void consider(std::vector<Candidate>& c, const Problem& p, Objective obj, Placement pl, const std::string& name) {
   int64_t v = score(p, pl, obj);
   c.push_back({std::move(pl), name, v});
+  if (g_pool && &g_pool->c == &c) g_pool->report(v, name);
 }
 
 }  // namespace
@@ -166,7 +195,14 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     return res;
   }
   std::vector<Candidate> cands;
+  Pool pool{cands, o, dl, res.lower_bound};
+  struct PoolScope {
+    Pool* prev;
+    explicit PoolScope(Pool* p) : prev(g_pool) { g_pool = p; }
+    ~PoolScope() { g_pool = prev; }
+  } pool_scope(&pool);
   bool exact_complete = false, exact_infeasible = false;
+  double first_placer_s = 0;  // wall time of the first heuristic (sizes the validation reserve)
   int64_t exact_lb = res.lower_bound;
 
   // The exact search treats an in-place pair as an ordinary conflict, so its plans are valid but
@@ -187,9 +223,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   }
   auto consider_relaxed = [&](const ExactResult& e) {
     if (!e.found) return;
-    Problem judge = p;
-    if (pack) judge.capacity = kUnbounded;
-    if (validate(judge, e.placement, pack).ok()) consider(cands, p, obj, e.placement, "exact");
+    if (validate(p, e.placement, pack, pack ? kUnbounded : -1).ok()) consider(cands, p, obj, e.placement, "exact");
   };
 
   // Exact search on `threads` workers with different restart seeds; the first to finish
@@ -343,20 +377,55 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       break;
     }
     case SolverKind::kAuto: {
-      // Ties keep the earlier plan: torch-spyre's first-fit family first (it honours in-place hand-offs).
-      // Above 20,000 buffers only the sweep runs: the others are quadratic and ignore the deadline
-      // (greedy-by-size alone took 30-60 s at 100,000 buffers against a 10 s limit).
-      for (SolverKind k : {SolverKind::kFirstFit, SolverKind::kBestFit, SolverKind::kGreedyBySize, SolverKind::kGreedy})
-        if (p.buffers.size() <= 20000)
-          consider(cands, p, obj, run_heuristic(p, k, hcap), solver_kind_name(k));
-      if (p.buffers.size() > 20000) {
-        consider(cands, p, obj, run_heuristic(p, SolverKind::kSweep, hcap), "sweep");
-        break;
+      // A valid answer first: the first placer runs to completion whatever the limit (there is
+      // always an answer), later ones stop at the deadline (a plan cut short is no candidate).
+      const bool large = p.buffers.size() > kLargeInstance;
+      if (!large) {
+        // Greedy-by-size (indexed, near-linear) first; then the quadratic torch-spyre placers.
+        // Ties keep the earlier plan: the first-fit family first (it honours in-place hand-offs).
+        // (The sweep is not a candidate here: with it, the selection incumbent of Stream/100
+        // changes and the load relaxation's search took 8x longer.)
+        Placement by_size = run_heuristic(p, SolverKind::kGreedyBySize, hcap, nullptr);
+        pool.report(score(p, by_size, obj), "greedy-by-size");
+        for (SolverKind k : {SolverKind::kFirstFit, SolverKind::kBestFit})
+          consider(cands, p, obj, run_heuristic(p, k, hcap, &dl), solver_kind_name(k));
+        consider(cands, p, obj, std::move(by_size), "greedy-by-size");
+        consider(cands, p, obj, run_heuristic(p, SolverKind::kGreedy, hcap, &dl), "greedy");
+      } else {
+        // The O(n log n) online placer, then the sweep under a deadline that leaves time for
+        // the final validation. (Greedy-by-size is skipped: the multi-start orders below
+        // dominate it on these sizes.)
+        Placement online = run_heuristic(p, SolverKind::kOnline, hcap, nullptr);
+        pool.report(score(p, online, obj), "online");
+        first_placer_s = dl.elapsed_seconds();
+        const Deadline work(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
+        consider(cands, p, obj, run_heuristic(p, SolverKind::kSweep, hcap, &work), "sweep");
+        consider(cands, p, obj, std::move(online), "online");
       }
       auto best_it = std::min_element(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.value < b.value; });
       bool done = pack ? (best_it->value <= p.capacity && (!o.minimize || best_it->value <= res.lower_bound))
                        : best_it->value <= res.lower_bound;
       if (done) break;
+      if (large) {
+        // Pack: lower the height by region repair for the rest of the budget (at a fixed
+        // capacity, only while the best plan is above it). Select keeps the sweep's answer.
+        if (!pack || best_it->value >= kUnbounded) break;
+        const double usable = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
+        if (usable <= 0) break;  // no time left to improve: skip copying a million-entry plan
+        Placement cur = best_it->pl;
+        const Size goal = o.minimize ? lb_pack : std::max(lb_pack, p.capacity);
+        if (o.minimize) {  // most of the budget: whole-instance sweeps in lower-bound-guided orders
+          Deadline mdl(0.8 * usable);
+          const Size before = height(p, cur);
+          cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); });
+          if (height(p, cur) < before) consider(cands, p, obj, cur, "multi-start");
+        }
+        Deadline rdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
+        RepairStats rs = repair_height(p, cur, goal, rdl, o.seed, [&](Size h) { pool.report(h, "repair"); });
+        res.nodes += rs.repairs;
+        if (rs.improvements > 0) consider(cands, p, obj, std::move(cur), "repair");
+        break;
+      }
       auto_anneal = true;
       Placement inc = best_it->pl;
       const Placement* incp = pack ? (best_it->value <= p.capacity ? &inc : nullptr) : &inc;
@@ -364,12 +433,14 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       break;
     }
     default:
-      consider(cands, p, obj, run_heuristic(p, o.solver, hcap), solver_kind_name(o.solver));
+      consider(cands, p, obj, run_heuristic(p, o.solver, hcap, &dl), solver_kind_name(o.solver));
   }
 
-  // Pick the best candidate that passes the independent validator.
+  // Pick the best candidate, then run the independent validator on it (once: for a million
+  // buffers a validation costs about half a second). An invalid plan is an internal error.
   int best = -1;
   for (std::size_t i = 0; i < cands.size(); ++i) {
+    if (pack && cands[i].value >= kUnbounded) continue;  // cut short by the deadline: not a plan
     // Equal objective: prefer more in-place hand-offs (torch-spyre's preference), then list order.
     if (best >= 0 && (cands[i].value > cands[best].value ||
                       (cands[i].value == cands[best].value &&
@@ -378,13 +449,13 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     // A heuristic that could not place every buffer below 2^61 (huge alignments or fixed offsets)
     // has no plan to offer; that is not an invalid plan.
     if (pack && !all_placed(p, cands[i].pl)) continue;
-    Problem unbounded = p;
-    if (pack) unbounded.capacity = kUnbounded;  // pack plans are judged on height below
-    if (!validate(unbounded, cands[i].pl, pack).ok()) {
-      ValidationReport rep = validate(unbounded, cands[i].pl, pack);
-      return internal_error(std::string("solver '") + cands[i].solver + "' produced an invalid plan: " + rep.issues[0].message);
-    }
     best = static_cast<int>(i);
+  }
+  if (best >= 0) {
+    // Pack plans are judged without a ceiling here, then on their height below.
+    ValidationReport rep = validate(p, cands[best].pl, pack, pack ? kUnbounded : -1);
+    if (!rep.ok())
+      return internal_error(std::string("solver '") + cands[best].solver + "' produced an invalid plan: " + rep.issues[0].message);
   }
   res.seconds = dl.elapsed_seconds();
   if (best < 0) {  // exact found nothing (infeasible or out of time)

@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "alloc/problem.h"
+#include "core/deadline.h"
 #include "core/result.h"
 
 namespace sp::alloc {
@@ -18,6 +20,7 @@ enum class SolverKind {
   kBestFit,       // torch-spyre BestFit: same order, gap with the smallest remainder
   kGreedyBySize,  // TFLite: size-descending, best-fitting gap among time-overlapping placed buffers
   kSweep,         // scalable: greedy-by-size lowest fit over a bucketed time index (100k-1M buffers)
+  kOnline,        // malloc-style: time order, best-fitting free gap (O(n log n)); the first answer on huge inputs
   kAnnealing,     // simulated annealing over placement orders, first-fit decoder
   kExact,         // complete branch-and-bound over canonical solutions (pack and select)
   kAuto,          // portfolio: heuristics, then exact (and annealing) under the time limit
@@ -46,6 +49,14 @@ struct ExactToggles {
   bool load_bound = true;     // select: exact load relaxation (knapsack B&B) as lower bound; pack its optimal set first
 };
 
+// One improvement of the best plan so far (pack: all placed; select: any), reported while solving.
+struct Progress {
+  double seconds = 0;         // since solve() started
+  std::string solver;         // the solver or phase that found it
+  int64_t value = 0;          // pack: height; select: spill cost
+  int64_t lower_bound = 0;    // the bound known at the start (max load / selection bound)
+};
+
 struct SolveOptions {
   SolverKind solver = SolverKind::kAuto;
   Objective objective = Objective::kPack;
@@ -55,6 +66,7 @@ struct SolveOptions {
   uint64_t seed = 1;          // annealing
   int64_t iterations = 0;     // annealing move budget (0 = by time); fixes results for a seed
   ExactToggles exact;         // exact-search techniques
+  std::function<void(const Progress&)> on_improvement;  // optional: called on each better plan (CLI progress)
 };
 
 struct SolveResult {
@@ -81,14 +93,41 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o);
 
 // ---- building blocks (also used by tests and benchmarks) ----
 // Heuristic placers: buffers that do not fit below `capacity` are spilled (kSpilled + reason).
-Placement place_greedy(const Problem& p, Size capacity);
-Placement place_first_fit(const Problem& p, Size capacity, bool best_fit);
-Placement place_greedy_by_size(const Problem& p, Size capacity);
-Placement place_sweep(const Problem& p, Size capacity);
+// With a deadline, buffers not reached when it expires are spilled ("time limit reached"): the
+// plan stays valid, and pack scores it as unfinished. greedy, firstfit and bestfit are quadratic
+// in the worst case; greedy-by-size and sweep query a bucketed time index (near-linear).
+Placement place_greedy(const Problem& p, Size capacity, const Deadline* dl = nullptr);
+Placement place_first_fit(const Problem& p, Size capacity, bool best_fit, const Deadline* dl = nullptr);
+Placement place_greedy_by_size(const Problem& p, Size capacity, const Deadline* dl = nullptr);
+Placement place_sweep(const Problem& p, Size capacity, const Deadline* dl = nullptr);
+// Time-ordered best fit over a free-gap list, like a malloc (O(n log n); falls back to the sweep
+// with fixed offsets or in-place edges). Lower quality, but a valid answer within a second at 1M.
+Placement place_online(const Problem& p, Size capacity, const Deadline* dl = nullptr);
+// Placement in a given order through the time index: lowest fit, or (best_fit) the tightest gap
+// below the top, else on top. The improvement phase of `auto` on large instances uses it.
+Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
+                               const Deadline* dl = nullptr);
 // First-fit (or best-fit) placement in a given order, in-place parents' slots tried first.
-Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit);
+Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
+                                   const Deadline* dl = nullptr);
+// Iterated repair of the regions above a target height (large instances, pack-min): improves
+// `pl` (a complete plan) in place until the deadline or the lower bound; every step stays valid.
+struct RepairStats {
+  Size height = 0;          // final height
+  int64_t rounds = 0;       // target heights tried
+  int64_t repairs = 0;      // region re-placements attempted
+  int64_t improvements = 0; // heights lowered
+};
+RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, const Deadline& dl, uint64_t seed,
+                          const std::function<void(Size)>& on_improvement = {});
+// Per buffer, the largest total size live at one instant of its lifetime (MiniMalloc's T).
+std::vector<Size> peak_load_over_lifetime(const Problem& p);
+// Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
+// lifetime / max load)^e, e = 8 first, then random e in [1, 32]) until the deadline; the best plan.
+Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
+                      const std::function<void(Size)>& on_improvement = {});
 // First-fit decoder in a given order (annealing).
-Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order);
+Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order, const Deadline* dl = nullptr);
 // Number of buffers placed at one of their in-place parents' address.
 int in_place_handoffs(const Problem& p, const Placement& pl);
 // torch-spyre FirstFit/BestFit order: score sort then topological sort over in-place edges.

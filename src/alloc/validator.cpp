@@ -1,6 +1,7 @@
 #include "alloc/validator.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -35,7 +36,11 @@ struct Reporter {
 
 }  // namespace
 
-ValidationReport validate(const Problem& p, const Placement& pl, bool require_all_placed) {
+// True when [o, o + size) ends past `cap`, without forming o + size (it may not fit in int64).
+bool ends_past(Offset o, Size size, Size cap) { return size < 0 || o > cap || size > cap - o; }
+
+ValidationReport validate(const Problem& p, const Placement& pl, bool require_all_placed, Size capacity) {
+  const Size cap = capacity >= 0 ? capacity : p.capacity;
   Reporter rep;
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
@@ -56,8 +61,9 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
     if (o < 0) { rep.add(Violation::kNegativeOffset, i, -1, "'" + b.id + "' has negative offset"); continue; }
     if (b.alignment > 1 && o % b.alignment != 0)
       rep.add(Violation::kMisaligned, i, -1, "'" + b.id + "' offset " + std::to_string(o) + " not a multiple of " + std::to_string(b.alignment));
-    if (o + b.size > p.capacity)
-      rep.add(Violation::kOverCapacity, i, -1, "'" + b.id + "' ends at " + std::to_string(o + b.size) + " > capacity " + std::to_string(p.capacity));
+    if (ends_past(o, b.size, cap))
+      rep.add(Violation::kOverCapacity, i, -1, "'" + b.id + "' at " + std::to_string(o) + " with size " + std::to_string(b.size) +
+                                                   " ends past capacity " + std::to_string(cap));
     if (b.fixed_offset != kNoFixedOffset && o != b.fixed_offset)
       rep.add(Violation::kFixedMoved, i, -1, "'" + b.id + "' must be at " + std::to_string(b.fixed_offset));
     if (!b.residency_reason.empty()) rep.add(Violation::kForcedPlaced, i, -1, "'" + b.id + "' must be spilled: " + b.residency_reason);
@@ -102,16 +108,18 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
       continue;
     }
     int i = e - 1;
-    Offset lo = pl.offsets[i], hi = lo + bs[i].size;
+    // Compare offsets by differences that cannot overflow: both are >= 0 here, and a live
+    // neighbour below `lo` overlaps iff lo - its offset < its size.
+    Offset lo = pl.offsets[i];
     auto it = live.lower_bound({lo, -1});
     bool clash = false;
-    if (it != live.end() && it->first < hi) {
+    if (it != live.end() && it->first - lo < bs[i].size) {
       rep.add(Violation::kOverlap, i, it->second, "'" + bs[i].id + "' overlaps '" + bs[it->second].id + "' at tick " + std::to_string(t));
       clash = true;
     }
     if (!clash && it != live.begin()) {
       auto pr = std::prev(it);
-      if (pr->first + bs[pr->second].size > lo) {
+      if (lo - pr->first < bs[pr->second].size) {
         rep.add(Violation::kOverlap, i, pr->second, "'" + bs[i].id + "' overlaps '" + bs[pr->second].id + "' at tick " + std::to_string(t));
         clash = true;
       }

@@ -38,7 +38,10 @@ struct ValidationReport {
 // Checks `pl` against `p`: alignment, capacity, fixed offsets, forced spills, and that no two
 // co-live placed buffers overlap in address space, except an in-place child at its declared
 // parent's exact base address during the single hand-off tick (at most one child per parent).
-// With require_all_placed, any spilled buffer is a violation (the pack objective).
-ValidationReport validate(const Problem& p, const Placement& pl, bool require_all_placed = false);
+// With require_all_placed, any spilled buffer is a violation (the pack objective). `capacity`
+// >= 0 replaces p.capacity (pack plans are judged without a ceiling, then on their height).
+// Overflow-safe for any offsets and sizes: an end past INT64_MAX is over capacity, and the
+// overlap test never adds two untrusted values.
+ValidationReport validate(const Problem& p, const Placement& pl, bool require_all_placed = false, Size capacity = -1);
 
 }  // namespace sp::alloc

@@ -1,7 +1,10 @@
 // scratchplan alloc INPUT --capacity N [--minimize] [--objective pack|select] [--solver NAME]
 //   [--time-limit S] [--threads N] -o OUTPUT [--svg PICTURE.svg]
 // Exit: 0 plan written (pack: feasible), 2 bad input or infeasible pack, 1 internal error.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
 #include <iostream>
 
@@ -11,6 +14,7 @@
 #include "cli/options.h"
 #include "core/json_reader.h"
 #include "cli/verbs.h"
+#include "core/deadline.h"
 #include "core/outputs.h"
 
 namespace sp::cli {
@@ -52,6 +56,7 @@ int run_alloc(const AllocArgs& a) {
   if (Status st = outputs.add("-o", a.output); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg); !st) return fail(st.error());
   std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
+  const Deadline wall(a.time_limit);  // the limit covers reading the input too
   auto problem = alloc::read_problem(a.input);
   if (!problem) return fail(problem.error());
   alloc::Problem p = std::move(*problem);
@@ -62,36 +67,51 @@ int run_alloc(const AllocArgs& a) {
   o.solver = *kind;
   o.objective = a.objective == "select" ? alloc::Objective::kSelect : alloc::Objective::kPack;
   o.minimize = a.minimize;
-  o.time_limit = a.time_limit;
+  o.time_limit = std::max(0.0, wall.remaining_seconds());
   o.threads = a.threads;
   o.seed = a.seed;
   o.iterations = a.iterations;
   o.exact = exact;
-  auto r = alloc::solve(p, o);
-  if (!r) return fail(located(r.error(), a.input));
   const bool pack = o.objective == alloc::Objective::kPack;
-  // Independent check of what is written (the library already validated it).
-  if (r->feasible || !pack) {
-    alloc::Problem judged = p;
-    if (pack && a.minimize && p.capacity == alloc::kUnbounded) judged.capacity = alloc::kUnbounded;
-    auto rep = alloc::validate(judged, r->placement, pack);
-    if (!rep.ok()) {
-      return fail(internal_error("internal error: invalid plan: " + rep.issues[0].message));
-    }
-  }
+  // Progress on stderr for long runs: improvements found after the first half second, at most
+  // two lines a second (one line rewritten in place when stderr is a terminal). At a fixed pack
+  // capacity only plans within it count, so a failed pack still ends with its one error line.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  bool progress_open = false;
+  double last_line = -1.0;
+  o.on_improvement = [&](const alloc::Progress& pr) {
+    if (pr.seconds < 0.5 || pr.seconds - last_line < 0.5) return;
+    if (pack && !a.minimize && pr.value > p.capacity) return;
+    last_line = pr.seconds;
+    const double gap = pr.lower_bound > 0 ? 100.0 * static_cast<double>(pr.value - pr.lower_bound) / static_cast<double>(pr.lower_bound) : 0.0;
+    char line[256];
+    std::snprintf(line, sizeof line, "progress: %.1f s, %s %lld (%.3f %% above lower bound %lld) by %s", pr.seconds,
+                  pack ? "height" : "spill cost", static_cast<long long>(pr.value), gap, static_cast<long long>(pr.lower_bound),
+                  pr.solver.c_str());
+    if (tty) std::fprintf(stderr, "\r\033[K%s", line);
+    else std::fprintf(stderr, "%s\n", line);
+    std::fflush(stderr);
+    progress_open = tty;
+  };
+  auto r = alloc::solve(p, o);
+  if (progress_open) std::fprintf(stderr, "\n");
+  if (!r) return fail(located(r.error(), a.input));
+  // (solve() ran the independent validator on this plan before returning it; the capacity
+  // check of a pack plan is its height, compared in solve() as well.)
+  if (pack && !r->feasible)  // exit 2 comes with one line on stderr and nothing written
+    return fail(bad_input(input_name(a.input) + ": no plan within capacity " + std::to_string(p.capacity) +
+                          (r->proven_infeasible ? " (proven infeasible; lower bound " + std::to_string(r->lower_bound) + ")"
+                                                : " found (search gave up; lower bound " + std::to_string(r->lower_bound) + ")") +
+                          "; no output written"));
   std::string body;
   bool csv_out = a.output.size() >= 4 && a.output.substr(a.output.size() - 4) == ".csv";
   if (csv_out) body = alloc::plan_to_csv(p, r->placement);
   else body = alloc::result_to_json(p, *r, o).dump(1) + "\n";
-  if (pack && !r->feasible) {
-    human << "infeasible: no plan within capacity " << p.capacity
-              << (r->proven_infeasible ? " (proven" : " (not proven") << "; lower bound " << r->lower_bound << ")\n";
-  }
-  if (r->feasible || !pack) {
-    outputs.set(a.output, body);
-    if (!a.svg.empty()) outputs.set(a.svg, alloc::plan_to_svg(p, r->placement, input_name(a.input) + " (" + r->solver + ")"));
-    if (Status st = outputs.commit(); !st) return fail(st.error());
-  }
+  outputs.set(a.output, body);
+  if (!a.svg.empty())
+    outputs.set(a.svg, alloc::plan_to_svg(p, r->placement, input_name(a.input) + " (" + r->solver + ")",
+                                          pack && a.minimize ? r->lower_bound : -1));
+  if (Status st = outputs.commit(); !st) return fail(st.error());
   human << "solver: " << r->solver << "\n";
   if (pack) {
     human << "height: " << r->height << " (lower bound " << r->lower_bound << (r->proven_optimal ? ", proven optimal" : "") << ")\n";
@@ -102,9 +122,6 @@ int run_alloc(const AllocArgs& a) {
               << (r->proven_optimal ? ", proven optimal" : "") << ")\n";
   }
   human << "time: " << r->seconds << " s" << (r->nodes ? ", " + std::to_string(r->nodes) + " search nodes" : std::string()) << "\n";
-  if (pack && !r->feasible)  // exit 2 always comes with one line on stderr
-    return fail(bad_input(input_name(a.input) + ": no plan within capacity " + std::to_string(p.capacity) +
-                          (r->proven_infeasible ? " (proven infeasible)" : " (search gave up)") + "; no output written"));
   return kExitOk;
 }
 

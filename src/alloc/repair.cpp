@@ -1,0 +1,261 @@
+// Height minimization for instances too large for the exact search: iterated repair of the
+// regions that reach above a target height (large neighbourhood search). The buffers around
+// each region are taken out and placed again below the target by the indexed sweep, with every
+// other buffer fixed where it is, in randomized size orders; the target moves towards the lower
+// bound on success and back towards the incumbent on failure. Every committed step keeps the
+// plan valid (the sweep never places over a fixed buffer), so the search is anytime.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "alloc/solver.h"
+#include "core/rng.h"
+
+namespace sp::alloc {
+namespace {
+
+struct Window {
+  Time lo, hi;  // [lo, hi)
+};
+
+// Time clusters of the buffers whose top is above `goal` (merged overlapping lifetimes), cut
+// into pieces at most `piece` ticks long so that each repair stays small.
+std::vector<Window> hot_windows(const Problem& p, const Placement& pl, Size goal, Time piece) {
+  std::vector<Window> w;
+  for (std::size_t i = 0; i < p.buffers.size(); ++i)
+    if (pl.offsets[i] != kSpilled && pl.offsets[i] + p.buffers[i].size > goal) w.push_back({p.buffers[i].start, p.buffers[i].end});
+  std::sort(w.begin(), w.end(), [](const Window& a, const Window& b) { return a.lo < b.lo; });
+  std::size_t k = 0;
+  for (std::size_t r = 0; r < w.size(); ++r) {
+    if (k > 0 && w[r].lo <= w[k - 1].hi) w[k - 1].hi = std::max(w[k - 1].hi, w[r].hi);
+    else w[k++] = w[r];
+  }
+  w.resize(k);
+  std::vector<Window> out;
+  for (const Window& x : w)
+    for (Time lo = x.lo; lo < x.hi; lo += piece) out.push_back({lo, std::min(x.hi, lo + piece)});
+  return out;
+}
+
+}  // namespace
+
+std::vector<Size> peak_load_over_lifetime(const Problem& p) {
+  const auto& bs = p.buffers;
+  const std::size_t n = bs.size();
+  std::vector<Time> times;
+  times.reserve(2 * n);
+  for (const Buffer& b : bs) {
+    times.push_back(b.start);
+    times.push_back(b.end);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  const std::size_t m = times.size();
+  auto at = [&](Time t) { return static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin()); };
+  std::vector<Size> delta(m + 1, 0);
+  for (const Buffer& b : bs) {
+    delta[at(b.start)] += b.size;
+    delta[at(b.end)] -= b.size;
+  }
+  // Sparse table over the section loads for range maxima.
+  std::vector<std::vector<Size>> table(1, std::vector<Size>(m, 0));
+  Size cur = 0;
+  for (std::size_t k = 0; k < m; ++k) table[0][k] = cur += delta[k];
+  for (std::size_t j = 1; (std::size_t{1} << j) <= m; ++j) {
+    const std::size_t half = std::size_t{1} << (j - 1);
+    table.emplace_back(m - (std::size_t{1} << j) + 1);
+    for (std::size_t k = 0; k + (std::size_t{1} << j) <= m; ++k) table[j][k] = std::max(table[j - 1][k], table[j - 1][k + half]);
+  }
+  std::vector<Size> out(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t a = at(bs[i].start), z = at(bs[i].end);  // sections [a, z)
+    if (z <= a) continue;
+    const int j = 63 - __builtin_clzll(z - a);
+    out[i] = std::max(table[j][a], table[j][z - (std::size_t{1} << j)]);
+  }
+  return out;
+}
+
+Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
+                      const std::function<void(Size)>& on_improvement) {
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  if (dl.expired()) return incumbent;  // (the peak table below costs a sort and O(n log n) memory)
+  Placement best = incumbent;
+  Size best_h = height(p, best);
+  const std::vector<Size> peak = peak_load_over_lifetime(p);
+  Rng rng(seed ^ 0x5eedULL);
+  std::vector<int> order(n);
+  std::vector<double> key(n);
+  double lb = 1.0;
+  for (Size t : peak) lb = std::max(lb, static_cast<double>(t));
+  for (int round = 0; !dl.expired(); ++round) {
+    // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
+    // live at the peak go first among equals and the peak is packed before the slack regions.
+    // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
+    // every family: measured on XLA traces, e = 8 gave 0.44 % above the bound where plain size
+    // order gave 2.1 %; on random instances the best e differs).
+    const double e = round == 0 ? 8.0 : std::exp2(5.0 * rng.uniform());
+    const double noise = round == 0 ? 0.0 : 0.1 * rng.uniform();
+    for (int i = 0; i < n; ++i) {
+      const double frac = static_cast<double>(peak[i]) / lb;
+      key[i] = static_cast<double>(bs[i].size) * std::pow(frac, e) * (1.0 + noise * (rng.uniform() - 0.5));
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+    Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
+    bool complete = true;
+    for (int i = 0; i < n && complete; ++i)
+      complete = cand.offsets[i] != kSpilled || !bs[i].residency_reason.empty();
+    if (!complete) break;  // cut by the deadline
+    const Size h = height(p, cand);
+    if (h < best_h) {
+      best_h = h;
+      best = std::move(cand);
+      if (on_improvement) on_improvement(h);
+    }
+  }
+  return best;
+}
+
+RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, const Deadline& dl, uint64_t seed,
+                          const std::function<void(Size)>& on_improvement) {
+  RepairStats st;
+  const auto& bs = p.buffers;
+  const int n = static_cast<int>(bs.size());
+  Size h = height(p, pl);
+  st.height = h;
+  if (n == 0 || h <= lower_bound || dl.expired()) return st;
+  // Buffers by start time, so a window's buffers are a short scan from a binary search.
+  std::vector<int> by_start(n);
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::sort(by_start.begin(), by_start.end(), [&](int a, int b) { return bs[a].start < bs[b].start; });
+  Time max_life = 1;
+  std::vector<Time> lives;
+  lives.reserve(n);
+  for (const Buffer& b : bs) {
+    max_life = std::max(max_life, b.end - b.start);
+    lives.push_back(b.end - b.start);
+  }
+  std::nth_element(lives.begin(), lives.begin() + n / 2, lives.end());
+  const Time median_life = std::max<Time>(1, lives[n / 2]);
+  Rng rng(seed);
+  // Pieces hold a few hundred movable buffers: the horizon's start rate sets their length.
+  Time t0 = bs[by_start.front()].start, t1 = t0 + 1;
+  for (const Buffer& b : bs) t1 = std::max(t1, b.end);
+  const double rate = static_cast<double>(n) / static_cast<double>(t1 - t0);
+  const Time base_piece = std::max<Time>(1, static_cast<Time>(400.0 / rate) - median_life);
+  Size step = std::max<Size>(1, (h - lower_bound) / 8);  // how far below the incumbent to aim
+  Size goal = std::max(lower_bound, h - step);
+  double widen = 1.0;  // window margin and piece length factor; grows while repairs keep failing
+  std::vector<int> free_ids, order;
+  std::vector<char> is_free(n, 0);
+  Problem sub;
+  Placement trial;
+  while (!dl.expired() && h > lower_bound) {
+    ++st.rounds;
+    // One round: clear every region above the goal, committing each repaired region.
+    const Time piece = std::max<Time>(1, static_cast<Time>(static_cast<double>(base_piece) * widen));
+    std::vector<Window> hot = hot_windows(p, pl, goal, piece);
+    bool all_done = true, any_done = false;
+    for (const Window& w0 : hot) {
+      if (dl.expired()) { all_done = false; break; }
+      bool done = false;
+      for (int attempt = 0; attempt < 3 && !done && !dl.expired(); ++attempt) {
+        ++st.repairs;
+        const Time m = static_cast<Time>(std::ceil(static_cast<double>(median_life) * (0.1 + 0.3 * rng.uniform())));
+        const Window w{w0.lo - m, w0.hi + m};
+        const Time len = w.hi - w.lo;
+        // Free: placed, movable buffers live in the window and not much longer than it.
+        free_ids.clear();
+        Time flo = w.lo, fhi = w.hi;
+        auto first = std::lower_bound(by_start.begin(), by_start.end(), w.lo - max_life,
+                                      [&](int i, Time t) { return bs[i].start < t; });
+        for (auto it = first; it != by_start.end() && bs[*it].start < w.hi; ++it) {
+          const Buffer& b = bs[*it];
+          if (b.end <= w.lo || pl.offsets[*it] == kSpilled || b.fixed_offset != kNoFixedOffset) continue;
+          // Long-lived buffers stay pinned unless they reach above the goal (those must move).
+          if (b.end - b.start > 2 * len + median_life && pl.offsets[*it] + b.size <= goal) continue;
+          free_ids.push_back(*it);
+          flo = std::min(flo, b.start);
+          fhi = std::max(fhi, b.end);
+        }
+        if (free_ids.empty()) break;
+        for (int i : free_ids) is_free[i] = 1;
+        // Subproblem: the free buffers plus every other placed buffer live in their span, pinned.
+        sub.buffers.clear();
+        std::vector<int> sub_to;
+        for (auto it = first; it != by_start.end() && bs[*it].start < fhi; ++it) {
+          const int i = *it;
+          if (bs[i].end <= flo || pl.offsets[i] == kSpilled || bs[i].size == 0) continue;
+          Buffer b;
+          b.size = bs[i].size;
+          b.start = bs[i].start;
+          b.end = bs[i].end;
+          b.alignment = bs[i].alignment;
+          if (!is_free[i]) b.fixed_offset = pl.offsets[i];
+          sub.buffers.push_back(std::move(b));
+          sub_to.push_back(i);
+        }
+        // Buffers that started before the scan range but are still live (long-lived) are pinned too.
+        auto early = std::lower_bound(by_start.begin(), first, flo - max_life, [&](int i, Time t) { return bs[i].start < t; });
+        for (auto it = early; it != first; ++it) {
+          const int i = *it;
+          if (bs[i].end <= flo || pl.offsets[i] == kSpilled || bs[i].size == 0) continue;
+          Buffer b;
+          b.size = bs[i].size;
+          b.start = bs[i].start;
+          b.end = bs[i].end;
+          b.fixed_offset = pl.offsets[i];
+          sub.buffers.push_back(std::move(b));
+          sub_to.push_back(i);
+        }
+        // Randomized size-descending order: sizes perturbed by up to +-35 %, and sometimes by area.
+        order.clear();
+        std::vector<double> key(sub.buffers.size(), 0.0);
+        const bool by_area = rng.chance(0.25);
+        for (int k = 0; k < static_cast<int>(sub.buffers.size()); ++k) {
+          const Buffer& b = sub.buffers[k];
+          if (b.fixed_offset != kNoFixedOffset) continue;
+          double base = static_cast<double>(b.size) * (by_area ? std::sqrt(static_cast<double>(b.end - b.start)) : 1.0);
+          key[k] = attempt == 0 && st.rounds == 1 ? base : base * (0.65 + 0.7 * rng.uniform());
+          order.push_back(k);
+        }
+        std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+        trial = place_sweep_in_order(sub, goal, order, rng.chance(0.5));
+        bool fits = true;
+        for (int k : order)
+          if (trial.offsets[k] == kSpilled) { fits = false; break; }
+        if (fits)
+          for (int k : order) pl.offsets[sub_to[k]] = trial.offsets[k];
+        for (int i : free_ids) is_free[i] = 0;
+        done = fits;
+      }
+      all_done = all_done && done;
+      any_done = any_done || done;
+    }
+    const Size nh = height(p, pl);
+    if (nh < h) {
+      h = nh;
+      ++st.improvements;
+      if (on_improvement) on_improvement(h);
+    }
+    if (all_done) {  // the goal is reached: aim further down
+      widen = 1.0;
+      step = std::max<Size>(1, std::min(h - lower_bound, step + step / 2));
+    } else if (!any_done) {  // nothing moved: take bigger regions, then aim closer
+      if (widen < 64.0) {
+        widen *= 4.0;
+      } else {
+        widen = 1.0;
+        step = std::max<Size>(1, step / 2);
+      }
+    }  // else: some regions came down; the same goal again clears the rest
+    goal = std::max(lower_bound, h - step);
+    if (goal >= h) break;
+  }
+  st.height = h;
+  return st;
+}
+
+}  // namespace sp::alloc

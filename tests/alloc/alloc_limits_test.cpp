@@ -1,0 +1,246 @@
+// Issue 11 items 1, 4, 12, 15 (alloc parts): time limits on large inputs, overflow-safe
+// arithmetic and its documented bounds, one-line errors, and the picture's scale and list.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "alloc/generate.h"
+#include "alloc/io.h"
+#include "alloc/problem.h"
+#include "alloc/solver.h"
+#include "alloc/validator.h"
+
+namespace sp::alloc {
+namespace {
+
+namespace fs = std::filesystem;
+
+Buffer buf(std::string id, Size size, Time s, Time e) {
+  Buffer b;
+  b.id = std::move(id);
+  b.size = size;
+  b.start = s;
+  b.end = e;
+  return b;
+}
+
+struct CliRun {
+  int code;
+  std::string out;  // stdout + stderr
+};
+
+CliRun run_cli(const std::string& args) {
+  std::string cmd = std::string(SCRATCHPLAN_CLI) + " alloc " + args + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string out;
+  char b[4096];
+  while (std::size_t k = fread(b, 1, sizeof b, f)) out.append(b, k);
+  int st = pclose(f);
+  return {WEXITSTATUS(st), out};
+}
+
+fs::path tmp(const std::string& name, const std::string& content = "") {
+  fs::path dir = fs::temp_directory_path() / ("scratchplan_alloc_limits_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::path p = dir / name;
+  if (!content.empty()) std::ofstream(p) << content;
+  return p;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Item 1: the default portfolio honours a short limit on a large random instance (greedy-by-size
+// used to be quadratic and unchecked: 50k buffers took 14.5 s at a 5 s limit). Generous slack:
+// only "limit + slack", no performance claim.
+TEST(AllocLimits, DefaultSolverHonoursShortLimitOnLargeInstance) {
+  Problem p = generate_random(60000, 3);
+  SolveOptions o;
+  o.minimize = true;
+  o.time_limit = 0.5;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = solve(p, o);
+  const double took = seconds_since(t0);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->feasible);
+  EXPECT_TRUE(validate(p, r->placement, true).ok());
+  EXPECT_GE(r->height, max_load(p));
+  EXPECT_LT(took, o.time_limit + 3.0) << "solve took " << took << " s at a 0.5 s limit";
+}
+
+// Item 1: every placer of the portfolio stops at an expired deadline; a cut plan stays valid
+// (unreached buffers spilled) and pack never returns it as a plan.
+TEST(AllocLimits, EveryPlacerStopsAtTheDeadline) {
+  Problem p = generate_random(30000, 5);
+  Deadline over(0.0);
+  for (Placement pl : {place_greedy(p, kUnbounded, &over), place_first_fit(p, kUnbounded, false, &over),
+                       place_first_fit(p, kUnbounded, true, &over), place_greedy_by_size(p, kUnbounded, &over),
+                       place_sweep(p, kUnbounded, &over), place_online(p, kUnbounded, &over)}) {
+    EXPECT_TRUE(validate(p, pl, false).ok());
+  }
+  for (SolverKind k : {SolverKind::kGreedy, SolverKind::kFirstFit, SolverKind::kBestFit, SolverKind::kAnnealing}) {
+    SolveOptions o;
+    o.solver = k;
+    o.minimize = true;
+    o.time_limit = 0.2;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = solve(p, o);
+    ASSERT_TRUE(r.ok());
+    EXPECT_LT(seconds_since(t0), 3.0) << solver_kind_name(k);
+    if (r->feasible) EXPECT_TRUE(validate(p, r->placement, true).ok()) << solver_kind_name(k);
+  }
+}
+
+// The online placer and the indexed greedy-by-size give valid plans (with alignment).
+TEST(AllocLimits, IndexedPlacersAreValid) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    Problem p = generate_xla_trace(3000, seed);
+    for (std::size_t i = 0; i < p.buffers.size(); i += 7) p.buffers[i].alignment = 64;
+    for (Placement pl : {place_online(p, kUnbounded), place_greedy_by_size(p, kUnbounded), place_sweep(p, kUnbounded)}) {
+      EXPECT_TRUE(validate(p, pl, true).ok());
+      EXPECT_GE(height(p, pl), max_load(p));
+    }
+    Problem q = generate_somas_llm(3000, seed);
+    EXPECT_TRUE(validate(q, place_online(q, kUnbounded), true).ok());
+  }
+}
+
+// Region repair only ever commits valid placements and never raises the height.
+TEST(AllocLimits, RepairKeepsPlansValid) {
+  Problem p = generate_random(4000, 9);
+  Placement pl = place_online(p, kUnbounded);
+  const Size before = height(p, pl);
+  Deadline dl(0.3);
+  RepairStats st = repair_height(p, pl, max_load(p), dl, 1);
+  EXPECT_TRUE(validate(p, pl, true).ok());
+  EXPECT_LE(height(p, pl), before);
+  EXPECT_EQ(st.height, height(p, pl));
+}
+
+// Item 4: three co-live 2^62-byte buffers used to pass the validator with two at one offset
+// (offset + size wrapped). Past the documented bound they are bad input now, and the validator
+// itself is overflow-safe whatever plan it is given.
+TEST(AllocLimits, HugeSizesAreRejectedAndTheValidatorCannotOverflow) {
+  Problem p;
+  const Size big = Size{1} << 62;
+  for (int i = 0; i < 3; ++i) p.buffers.push_back(buf("b" + std::to_string(i), big, 0, 2));
+  p.capacity = big;
+  Status st = check_problem(p);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("2^60"), std::string::npos) << st.error().message;
+  SolveOptions o;
+  o.objective = Objective::kSelect;
+  EXPECT_FALSE(solve(p, o).ok());
+  // The validator on its own: offsets that would wrap are caught, not accepted.
+  Placement pl;
+  pl.offsets = {0, big, 2 * (big - 1)};
+  pl.spill_reasons.assign(3, "");
+  Problem q = p;
+  q.capacity = std::numeric_limits<Size>::max();
+  ValidationReport rep = validate(q, pl, false);
+  EXPECT_FALSE(rep.ok());
+  pl.offsets = {std::numeric_limits<Offset>::max() - 5, 0, kSpilled};
+  rep = validate(q, pl, false);
+  EXPECT_FALSE(rep.ok());  // ends past INT64_MAX: over capacity
+  // Within the bound: totals up to 2^60 bytes solve, and the plan is checked.
+  Problem ok;
+  for (int i = 0; i < 3; ++i) ok.buffers.push_back(buf("c" + std::to_string(i), (Size{1} << 58), 0, 2));
+  ok.capacity = Size{1} << 59;
+  auto r = solve(ok, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(validate(ok, r->placement).ok());
+  int placed = 0;
+  for (Offset x : r->placement.offsets) placed += x != kSpilled;
+  EXPECT_EQ(placed, 2);
+  // Costs: a spill cost past 2^62 in total is rejected too.
+  Problem c;
+  for (int i = 0; i < 3; ++i) {
+    c.buffers.push_back(buf("d" + std::to_string(i), 8, 0, 2));
+    c.buffers.back().spill_cost = (Cost{1} << 61) + 1;
+  }
+  EXPECT_FALSE(check_problem(c).ok());
+}
+
+TEST(AllocLimits, HugeSizesExitTwoThroughTheCli) {
+  fs::path in = tmp("huge.csv", "id,lower,upper,size\na,0,2,4611686018427387904\nb,0,2,4611686018427387904\n"
+                                "c,0,2,4611686018427387904\n");
+  fs::path out = tmp("huge_out.json");
+  fs::remove(out);
+  CliRun r = run_cli(in.string() + " --capacity 4611686018427387904 --objective select -o " + out.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Item 12: a duplicate CSV id names its line (and the first one); a failed pack is one line
+// with no plan and no bound above what was reached.
+TEST(AllocLimits, OneLineErrors) {
+  fs::path dup = tmp("dup.csv", "id,lower,upper,size\na,0,2,4\nb,0,2,4\n\na,1,3,4\n");
+  CliRun r = run_cli(dup.string() + " --capacity 100 -o " + tmp("d.json").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("dup.csv:5: duplicate id 'a' (first on line 2)"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  fs::path two = tmp("two.csv", "id,lower,upper,size\n0,0,3,6\n1,1,4,6\n");
+  fs::path out = tmp("two_out.json");
+  fs::remove(out);
+  r = run_cli(two.string() + " --capacity 11 -o " + out.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("no plan within capacity 11 (proven infeasible; lower bound 12)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("height"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Item 15: with --minimize the picture is scaled to the height reached, not to the capacity;
+// past 40 spilled buffers the list says how many more.
+TEST(AllocLimits, PictureScalesToHeightAndSummarizesSpills) {
+  Problem p;
+  p.buffers.push_back(buf("a", 100, 0, 2));
+  p.buffers.push_back(buf("b", 100, 1, 3));
+  p.capacity = 1000000;
+  Placement pl;
+  pl.offsets = {0, 100};
+  pl.spill_reasons.assign(2, "");
+  const std::string mini = plan_to_svg(p, pl, "t", 200);
+  EXPECT_NE(mini.find(">200</text>"), std::string::npos);  // top tick = height
+  EXPECT_EQ(mini.find(">1000000</text>"), std::string::npos);
+  EXPECT_NE(mini.find("lower bound 200, height 200"), std::string::npos);
+  const std::string fixed = plan_to_svg(p, pl, "t");
+  EXPECT_NE(fixed.find(">1000000</text>"), std::string::npos);  // at a capacity: the capacity
+  Problem s;
+  Placement sp;
+  for (int i = 0; i < 45; ++i) {
+    s.buffers.push_back(buf("s" + std::to_string(i), 10, 0, 1));
+    sp.offsets.push_back(kSpilled);
+    sp.spill_reasons.push_back("x");
+  }
+  s.capacity = 5;
+  const std::string list = plan_to_svg(s, sp, "t");
+  EXPECT_NE(list.find("spilled (45)"), std::string::npos);
+  EXPECT_NE(list.find("and 5 more"), std::string::npos);
+  EXPECT_EQ(list.find(">s40<"), std::string::npos);
+}
+
+// Progress: each better plan is reported once, in decreasing order.
+TEST(AllocLimits, ProgressReportsImprovements) {
+  Problem p = generate_random(30000, 11);
+  SolveOptions o;
+  o.minimize = true;
+  o.time_limit = 0.5;
+  std::vector<int64_t> seen;
+  o.on_improvement = [&](const Progress& pr) { seen.push_back(pr.value); };
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(seen.empty());
+  for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_LT(seen[i], seen[i - 1]);
+  EXPECT_EQ(seen.back(), r->height);
+}
+
+}  // namespace
+}  // namespace sp::alloc
