@@ -582,9 +582,15 @@ Result<Kernel> kernel_from_json(const Json& json, const std::string& source, con
     k.source = source;
     if (root.has("hardware")) {
       auto hc = root.at("hardware");
-      auto hw = hc.node().is_string() ? builtin_hardware(hc.as_string()) : hardware_from_json(hc);
-      if (!hw) hc.fail(hw.error().message);
-      k.hw = *hw;
+      if (hc.node().is_string()) {
+        auto hw = builtin_hardware(hc.as_string());
+        if (!hw) hc.fail(hw.error().message);
+        k.hw = *hw;
+      } else {
+        auto hw = hardware_from_json(hc);  // its errors are already located ($.hardware.<key>)
+        if (!hw) throw JsonInputError(hw.error().message);
+        k.hw = *hw;
+      }
     }
     if (hw_override) k.hw = *hw_override;
     Reader r{k, {}, {}};

@@ -128,6 +128,11 @@ TEST(CliContract, UnknownKeysAreRejectedWithAHint) {
     }
   r = run_cli("nki check " + temp_file("typo_kernel.json", kernel.dump()));
   expect_one_line_exit2(r, "did you mean \"alloc\"");
+  kernel["hardware"] = {{"partitons", 128}};  // inline hardware: located once, not "file: $.hardware: file: ..."
+  const std::string k2 = temp_file("typo_inline_hw.json", kernel.dump());
+  r = run_cli("nki check " + k2);
+  expect_one_line_exit2(r, k2 + ": $.hardware.partitons: unknown key \"partitons\" (did you mean \"partitions\"?)");
+  EXPECT_EQ(r.err.find(k2), r.err.rfind(k2)) << r.err;
 
   auto problem = nlohmann::json::parse(slurp(kMlp));
   problem["fast_memory_capacty"] = 1;
