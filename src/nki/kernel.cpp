@@ -303,6 +303,24 @@ struct Reader {
                    "start_partition", "byte_addr", "total_fdim_size", "tiles", "comment"});
     Allocation& a = t.alloc;
     std::string kind = c.has("kind") ? c.at("kind").as_string() : "auto";
+    // A key of another kind would be silently ignored: each kind lists the keys it reads.
+    const bool psum = t.buffer == Buffer::kPsum;
+    const std::map<std::string, std::vector<std::string>> kKindKeys = {
+        {"auto", {}},
+        {"mod_alloc", psum ? std::vector<std::string>{"base_addr", "base_partition", "base_bank", "num_bank_tiles", "num_par_tiles"}
+                           : std::vector<std::string>{"base_addr", "base_partition", "num_free_tiles", "num_par_tiles"}},
+        {"func", {"start_partition", "byte_addr"}},
+        {"factory", {"total_fdim_size"}},
+        {"table", {"tiles"}}};
+    if (auto kk = kKindKeys.find(kind); kk != kKindKeys.end())
+      for (const auto& [key, value] : c.node().items()) {
+        if (key == "kind" || key == "comment" || is_extension_key(key)) continue;
+        if (std::find(kk->second.begin(), kk->second.end(), key) != kk->second.end()) continue;
+        std::string reads;
+        for (const auto& x : kk->second) reads += (reads.empty() ? "" : ", ") + x;
+        c.at(key).fail("does not apply to a " + std::string(psum ? "PSUM " : "") + kind + " allocation (it reads " +
+                       (reads.empty() ? std::string("no other key") : reads) + ")");
+      }
     const std::size_t nb = t.blocks.size();
     auto tiles = [&](const char* key) {
       std::vector<int64_t> v;

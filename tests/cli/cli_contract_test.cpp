@@ -128,6 +128,14 @@ TEST(CliContract, UnknownKeysAreRejectedWithAHint) {
     }
   r = run_cli("nki check " + temp_file("typo_kernel.json", kernel.dump()));
   expect_one_line_exit2(r, "did you mean \"alloc\"");
+  auto other = nlohmann::json::parse(slurp(kSrc + "/examples/nki/mod_alloc_double.json"));
+  for (auto& t : other["tensors"])
+    if (t.contains("alloc")) {
+      t["alloc"]["byte_addr"] = "idx * 4";  // a func key on a mod_alloc: was silently ignored
+      break;
+    }
+  r = run_cli("nki check " + temp_file("other_kind.json", other.dump()));
+  expect_one_line_exit2(r, ".alloc.byte_addr: does not apply to a mod_alloc allocation");
   kernel["hardware"] = {{"partitons", 128}};  // inline hardware: located once, not "file: $.hardware: file: ..."
   const std::string k2 = temp_file("typo_inline_hw.json", kernel.dump());
   r = run_cli("nki check " + k2);
