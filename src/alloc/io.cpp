@@ -110,6 +110,13 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
       JsonCursor c = items[i];
       c.expect_keys({"id", "name", "size", "uses", "first_use_is_read", "lifetime_end_override", "start", "end", "reads",
                      "alignment", "offset", "spill_cost", "residency_reason", "in_place_parents"});
+      // Two ways to give a lifetime (uses, or start/end) and two names for the id: the keys of
+      // the form not taken would be silently ignored, so mixing forms is an error.
+      if (c.has("id") && c.has("name")) c.at("name").fail("give \"id\" or \"name\", not both");
+      for (const char* k : {"start", "end", "reads"})
+        if (c.has("uses") && c.has(k)) c.at(k).fail("does not apply to a buffer given by \"uses\" (its lifetime and reads come from them)");
+      for (const char* k : {"lifetime_end_override"})
+        if (!c.has("uses") && c.has(k)) c.at(k).fail("applies to a buffer given by \"uses\" only");
       std::string id = c.has("id") ? c.at("id").as_string() : c.at("name").as_string();
       Size size = c.at("size").as_int_at_least(0);
       Buffer b;

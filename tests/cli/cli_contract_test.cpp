@@ -156,6 +156,16 @@ TEST(CliContract, UnknownKeysAreRejectedWithAHint) {
   r = run_cli("alloc " + temp_file("typo_alloc.json", R"({"capacity": 10, "buffers": [{"id": "a", "start": 0, "end": 1, "szie": 4}]})") +
               " -o x.json");
   expect_one_line_exit2(r, "did you mean \"size\"");
+
+  // Known keys that the chosen form would ignore are errors too.
+  r = run_cli("alloc " + temp_file("mixed_alloc.json", R"({"capacity": 10, "buffers": [{"id": "a", "uses": [0, 2], "end": 9, "size": 4}]})") +
+              " -o x.json");
+  expect_one_line_exit2(r, "$.buffers[0].end: does not apply to a buffer given by \"uses\"");
+  r = run_cli("alloc " + temp_file("mixed_alloc.json", R"({"capacity": 10, "buffers": [{"id": "a", "start": 0, "end": 2, "size": 4, "lifetime_end_override": 5}]})") +
+              " -o x.json");
+  expect_one_line_exit2(r, "$.buffers[0].lifetime_end_override: applies to a buffer given by \"uses\" only");
+  r = run_cli("plan " + kSoftmax + " --hardware " + temp_file("derived_hw.json", R"({"usable_lx_bytes": 1000000})"));
+  expect_one_line_exit2(r, "$.usable_lx_bytes: is derived from the other keys (1625344 here)");
 }
 
 TEST(CliContract, ExtensionKeysStartingWithUnderscoreAreIgnored) {
