@@ -79,19 +79,15 @@ int run_alloc(const AllocArgs& a) {
       return fail(internal_error("internal error: invalid plan: " + rep.issues[0].message));
     }
   }
-  std::string body;
-  bool csv_out = a.output.size() >= 4 && a.output.substr(a.output.size() - 4) == ".csv";
-  if (csv_out) body = alloc::plan_to_csv(p, r->placement);
-  else body = alloc::result_to_json(p, *r, o).dump(1) + "\n";
-  if (pack && !r->feasible) {
-    human << "infeasible: no plan within capacity " << p.capacity
-              << (r->proven_infeasible ? " (proven" : " (not proven") << "; lower bound " << r->lower_bound << ")\n";
-  }
-  if (r->feasible || !pack) {
-    outputs.set(a.output, body);
-    if (!a.svg.empty()) outputs.set(a.svg, alloc::plan_to_svg(p, r->placement, input_name(a.input) + " (" + r->solver + ")"));
-    if (Status st = outputs.commit(); !st) return fail(st.error());
-  }
+  if (pack && !r->feasible)  // exit 2 with one line: no summary of a plan that is not written
+    return fail(bad_input(input_name(a.input) + ": no plan within capacity " + std::to_string(p.capacity) +
+                          (r->proven_infeasible ? " (proven infeasible: lower bound " + std::to_string(r->lower_bound) + ")"
+                                                : " (search gave up; lower bound " + std::to_string(r->lower_bound) + ")") +
+                          "; no output written"));
+  const bool csv_out = a.output.size() >= 4 && a.output.substr(a.output.size() - 4) == ".csv";
+  outputs.set(a.output, csv_out ? alloc::plan_to_csv(p, r->placement) : alloc::result_to_json(p, *r, o).dump(1) + "\n");
+  if (!a.svg.empty()) outputs.set(a.svg, alloc::plan_to_svg(p, r->placement, input_name(a.input) + " (" + r->solver + ")"));
+  if (Status st = outputs.commit(); !st) return fail(st.error());
   human << "solver: " << r->solver << "\n";
   if (pack) {
     human << "height: " << r->height << " (lower bound " << r->lower_bound << (r->proven_optimal ? ", proven optimal" : "") << ")\n";
@@ -102,9 +98,6 @@ int run_alloc(const AllocArgs& a) {
               << (r->proven_optimal ? ", proven optimal" : "") << ")\n";
   }
   human << "time: " << r->seconds << " s" << (r->nodes ? ", " + std::to_string(r->nodes) + " search nodes" : std::string()) << "\n";
-  if (pack && !r->feasible)  // exit 2 always comes with one line on stderr
-    return fail(bad_input(input_name(a.input) + ": no plan within capacity " + std::to_string(p.capacity) +
-                          (r->proven_infeasible ? " (proven infeasible)" : " (search gave up)") + "; no output written"));
   return kExitOk;
 }
 

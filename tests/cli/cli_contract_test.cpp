@@ -262,6 +262,17 @@ TEST(CliContract, PlannerErrorsNameTheInputFile) {
   expect_one_line_exit2(r, small + ": op 0 (MatMul) cannot be scheduled");
 }
 
+// A failed pack printed four lines, including a summary of a plan that was never written.
+TEST(CliContract, FailedPackIsOneLine) {
+  const std::string p = temp_file("tight.json", R"({"buffers": [{"id": "a", "start": 0, "end": 2, "size": 100},
+                                                      {"id": "b", "start": 1, "end": 3, "size": 200}]})");
+  for (const std::string& out : {std::string(" -o -"), " -o " + temp_file("tight_out.json", "")}) {
+    auto r = run_cli("alloc " + p + " --capacity 250" + out);
+    expect_one_line_exit2(r, "tight.json: no plan within capacity 250 (proven infeasible: lower bound 300); no output written");
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 // ---- item 14: "-" and format/version -----------------------------------------------------------
 
 TEST(CliContract, DashIsStdinAndStdout) {
