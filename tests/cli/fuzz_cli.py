@@ -2,23 +2,31 @@
 """End-to-end fuzzer of the scratchplan CLI (issue 11, acceptance).
 
 Every verb (evaluate, schedule, alloc, layout, divide, plan, nki check, nki plan, and the contest
-entry point mlsys) gets random valid and broken inputs through the real binaries: JSON and CSV
-mutated by dropped keys, misspelt keys, wrong types, negative/huge numbers, NaN, truncation and
-cycles, plus out-of-range flag values and unwritable output paths. Each run must end in one of:
+entry point mlsys) gets random valid inputs (generated MLSys problems, NKI kernels, tensor
+programs and alloc problems, plus the bundled examples) and broken ones: JSON and CSV mutated by
+dropped keys, misspelt keys, wrong types, negative/huge numbers, NaN, truncation and cycles,
+out-of-range flag values, a directory as input, "-" for stdin/stdout, and unwritable or
+conflicting output paths. Each run must end in one of:
 
-  exit 0  every requested output exists, JSON outputs carry "format" and "version", and an
-          independent check accepts them (schedules: `scratchplan evaluate`; NKI plans:
-          `scratchplan nki check`; alloc plans: an overlap/capacity check written here);
-  exit 2  exactly one line on stderr and no output file;
+  exit 0  every requested output exists (SVGs parse as XML), JSON outputs carry "format" and
+          "version" and hold no null number, and an independent check accepts them: schedules
+          `scratchplan evaluate --check-reported`; NKI plans `scratchplan nki check`; alloc plans
+          and LX plans the overlap/capacity/totals checks written here;
+  exit 2  exactly one line on stderr naming the input file, <stdin> or the flag, and no output
+          file (a verdict of `nki check` keeps its --svg picture, like its report); flags known
+          to be invalid and directory inputs must give exit 2;
 
-never exit 1, never a signal, never a run longer than its time limit x 1.1 + a fixed 3 s slack
-(process start and input reading on a loaded machine; verbs without a limit get 10 s).
+never exit 1, never a signal, never a temporary file left behind, never a run longer than its
+time limit x 1.1 + a fixed 3 s slack (process start and input reading on a loaded machine;
+verbs without a limit get 10 s).
 
   /usr/bin/python3 tests/cli/fuzz_cli.py --cli build/release/scratchplan --mlsys build/release/mlsys \
-      --runs 300 --seed 1            # the ctest (cli_e2e_fuzz)
+      --runs 1500 --seed 1           # the ctest (cli_e2e_fuzz), about 40 s
   ... --runs 20000 --seed $RANDOM    # longer runs (scripts/fuzz_cli.sh)
+  ... --scale                        # also 20k..120k-buffer alloc instances under a time limit
 
-Inputs come only from the repository (examples/, tests/data/). Same seed, same runs.
+Inputs come only from the repository (examples/, tests/data/) and the generators below. Same
+seed, same runs.
 """
 import argparse
 import copy
@@ -160,11 +168,12 @@ def mutate_csv(text, rng):
     return out, kind
 
 
-def random_alloc_problem(rng):
-    n = rng.randint(1, 30)
+def random_alloc_problem(rng, scale=False):
+    n = rng.randint(20000, 120000) if scale else rng.randint(1, 30)
     bufs = []
+    horizon = n if scale else 40
     for i in range(n):
-        s = rng.randint(0, 40)
+        s = rng.randint(0, horizon)
         bufs.append({"id": "b%d" % i, "start": s, "end": s + rng.randint(1, 20), "size": rng.randint(1, 64) * 8})
     doc = {"buffers": bufs}
     if rng.random() < 0.5:
@@ -361,8 +370,8 @@ def no_nulls(path):
 
 
 class Fuzzer:
-    def __init__(self, cli, mlsys, seed, verbose):
-        self.cli, self.mlsys, self.verbose = cli, mlsys, verbose
+    def __init__(self, cli, mlsys, seed, verbose, scale=False):
+        self.cli, self.mlsys, self.verbose, self.scale = cli, mlsys, verbose, scale
         self.rng = random.Random(seed)
         self.tmp = tempfile.mkdtemp(prefix="sp_fuzz_")
         self.failures = []
@@ -590,6 +599,17 @@ class Fuzzer:
             return 0.5  # rejected values must fail at once
         return None
 
+    def alloc_scale(self):
+        """Large random instances: the time limit must hold at any size (issue 11 item 1)."""
+        doc = random_alloc_problem(self.rng, scale=True)
+        pa = self.file("as_p.csv", alloc_csv(doc))
+        o = self.out("as_o.json")
+        limit = self.rng.choice([0.5, 1.0, 2.0])
+        argv = [self.cli, "alloc", pa, "-o", o, "--time-limit", str(limit)]
+        argv += self.rng.choice([["--minimize"], ["--capacity", str(64 * 1024 * 1024)], ["--objective", "select", "--capacity",
+                                                                                          str(4 * 1024 * 1024)]])
+        self.run("alloc-scale", argv, [o], limit)
+
     def alloc(self):
         doc = random_alloc_problem(self.rng)
         is_csv = self.rng.random() < 0.4
@@ -773,6 +793,9 @@ class Fuzzer:
         table = [(0.12, self.evaluate), (0.22, self.schedule), (0.27, lambda: self.schedule(tool=True)), (0.42, self.alloc),
                  (0.48, self.layout), (0.58, self.divide), (0.72, self.plan), (0.83, lambda: self.nki("check")),
                  (0.95, lambda: self.nki("plan")), (1.01, self.bad_outputs)]
+        if self.scale and self.rng.random() < 0.05:
+            self.alloc_scale()
+            return
         for p, f in table:
             if r < p:
                 f()
@@ -806,8 +829,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--scale", action="store_true", help="also large alloc instances (20k..120k buffers) under a time limit")
     a = ap.parse_args()
-    f = Fuzzer(os.path.abspath(a.cli), os.path.abspath(a.mlsys), a.seed, a.verbose)
+    f = Fuzzer(os.path.abspath(a.cli), os.path.abspath(a.mlsys), a.seed, a.verbose, a.scale)
     t0 = time.monotonic()
     while f.runs < a.runs:
         f.one()
