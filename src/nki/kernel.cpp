@@ -1,6 +1,7 @@
 #include "nki/kernel.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cctype>
 #include <map>
 
@@ -34,7 +35,7 @@ class AffineParser {
       : s_(text), vars_(vars), consts_(consts) {}
 
   bool parse(Affine& out, std::string& error) {
-    if (!expr(out) || (skip(), pos_ != s_.size() && (err_ = "unexpected '" + std::string(1, s_[pos_]) + "'", true))) {
+    if (!expr(out) || (skip(), pos_ != s_.size() && (err_ = unexpected(), true))) {
       error = err_.empty() ? "malformed expression" : err_;
       return false;
     }
@@ -48,6 +49,16 @@ class AffineParser {
   bool fail(const std::string& m) {
     if (err_.empty()) err_ = m;
     return false;
+  }
+  // What is wrong at pos_: an operator we do not support (% / ...) is named as such, with its
+  // column, rather than reported as whatever token the grammar expected next.
+  std::string unexpected() const {
+    const std::string at = " at column " + std::to_string(pos_ + 1);
+    const char ch = s_[pos_];
+    if (std::strchr("%/^&|<>!=?:[]{}.", ch) != nullptr)
+      return "unsupported operator '" + std::string(1, ch) + "'" + at +
+             " (expressions are affine: integers, names, +, -, * by a constant, parentheses)";
+    return "unexpected '" + std::string(1, ch) + "'" + at;
   }
   static bool add(Affine& a, const Affine& b, int64_t sign, std::string& err) {
     int64_t c = 0;
@@ -106,7 +117,8 @@ class AffineParser {
       ++pos_;
       if (!expr(out)) return false;
       skip();
-      if (pos_ >= s_.size() || s_[pos_] != ')') return fail("missing ')'");
+      if (pos_ >= s_.size()) return fail("missing ')'");
+      if (s_[pos_] != ')') return fail(unexpected());
       ++pos_;
       return true;
     }
@@ -141,7 +153,7 @@ class AffineParser {
         }
       return fail("unknown name '" + id + "'");
     }
-    return fail("unexpected '" + std::string(1, ch) + "'");
+    return fail(unexpected());
   }
 
   const std::string& s_;

@@ -193,6 +193,15 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
   sol["granularities"][0] = {1, 1, 100000};
   r = run_cli("evaluate " + kMlp + " " + temp_file("bad_sol.json", sol.dump()));
   expect_one_line_exit2(r, "invalid schedule");
+  // An operator the affine grammar lacks is named, not reported as a missing ')'.
+  auto fk = nlohmann::json::parse(slurp(kSrc + "/examples/nki/simple_1d_alloc_func.json"));
+  for (auto& t : fk["tensors"])
+    if (t.contains("alloc") && t["alloc"]["kind"] == "func") {
+      t["alloc"]["byte_addr"] = "(idx % 2) * 1024";
+      break;
+    }
+  r = run_cli("nki check " + temp_file("mod_func.json", fk.dump()));
+  expect_one_line_exit2(r, "unsupported operator '%' at column 6");
   // A kernel with violations: one line on stderr too.
   r = run_cli("nki check " + kSrc + "/examples/nki/overlap_t0_t1.json");
   expect_one_line_exit2(r, "allocation violation");
