@@ -86,7 +86,14 @@ Result<Problem> problem_from_csv(const std::string& text, const std::string& sou
     if (auto [it, fresh] = seen.emplace(p.buffers[i].id, lines[i]); !fresh)
       return bad_input(source + ":" + std::to_string(lines[i]) + ": duplicate id '" + p.buffers[i].id +
                        "' (first on line " + std::to_string(it->second) + ")");
-  if (Status st = check_problem(p); !st) return bad_input(source + ": " + st.error().message);
+  if (Status st = check_problem(p); !st) {
+    // check_problem names the buffer ("buffer 'b7': ..."); a CSV user wants its line.
+    const std::string& m = st.error().message;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i)
+      if (m.rfind("buffer '" + p.buffers[i].id + "'", 0) == 0)
+        return bad_input(source + ":" + std::to_string(lines[i]) + ": " + m);
+    return bad_input(source + ": " + m);
+  }
   return p;
 }
 

@@ -164,6 +164,10 @@ TEST(CliContract, UnknownKeysAreRejectedWithAHint) {
   r = run_cli("alloc " + temp_file("mixed_alloc.json", R"({"capacity": 10, "buffers": [{"id": "a", "start": 0, "end": 2, "size": 4, "lifetime_end_override": 5}]})") +
               " -o x.json");
   expect_one_line_exit2(r, "$.buffers[0].lifetime_end_override: applies to a buffer given by \"uses\" only");
+  auto three = nlohmann::json::parse(slurp(kMlp));
+  three["native_granularity"] = {128, 128, 64};  // a third entry was silently ignored
+  r = run_cli("schedule " + temp_file("three_native.json", three.dump()) + " -o x.json");
+  expect_one_line_exit2(r, "$.native_granularity: expected [w, h], got 3 entries");
   r = run_cli("plan " + kSoftmax + " --hardware " + temp_file("derived_hw.json", R"({"usable_lx_bytes": 1000000})"));
   expect_one_line_exit2(r, "$.usable_lx_bytes: is derived from the other keys (1625344 here)");
 }
@@ -215,7 +219,7 @@ TEST(CliContract, AllocValuesPastTheDocumentedBoundsAreBadInput) {
   const std::string csv = temp_file("huge.csv", "id,lower,upper,size\na,0,2," + huge + "\nb,0,2," + huge + "\nc,0,2," + huge + "\n");
   for (const std::string& flags : {" --objective select", " --objective pack", " --solver firstfit", " --solver sweep"}) {
     auto r = run_cli("alloc " + csv + " --capacity " + huge + " -o x.json" + flags);
-    expect_one_line_exit2(r, "huge.csv: buffer 'a': size, alignment or pinned end above 2^60 bytes");
+    expect_one_line_exit2(r, "huge.csv:2: buffer 'a': size, alignment or pinned end above 2^60 bytes");
   }
   std::string many = "id,lower,upper,size\n";
   for (int i = 0; i < 4; ++i) many += "b" + std::to_string(i) + ",0,2," + std::to_string(int64_t{1} << 59) + "\n";
