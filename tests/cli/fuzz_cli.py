@@ -788,11 +788,30 @@ class Fuzzer:
             argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad]])
         self.run("bad-output", argv, [good], 0.0, expect=2)
 
+    def bad_combos(self):
+        """Contradictory flags, flags the chosen mode ignores, and two arguments on one stdin: exit 2
+        at once, nothing written."""
+        good = self.out("bc_ok.json")
+        prob = os.path.join(ROOT, "examples/mlsys/mlp_block.json")
+        kernel = os.path.join(ROOT, "examples/nki/load_exp.json")
+        a = self.file("bc_a.json", json.dumps(random_alloc_problem(self.rng)))
+        argv, stdin = self.rng.choice([
+            ([self.cli, "schedule", prob, "-o", good, "--iterations", "10", "--time-limit", "1"], None),
+            ([self.cli, "nki", "plan", kernel, "-o", good, "--single", "--max-buffers", "4"], None),
+            ([self.cli, "alloc", a, "-o", good, "--capacity", "4096", "--objective", "select", "--minimize"], None),
+            ([self.cli, "alloc", a, "-o", good, "--capacity", "4096", "--solver", self.rng.choice(["sweep", "greedy", "firstfit"]),
+              self.rng.choice(["--seed", "--threads", "--iterations"]), "2"], None),
+            ([self.cli, "alloc", a, "-o", good, "--capacity", "4096", "--solver", "annealing", "--exact-off", "memo"], None),
+            ([self.cli, "evaluate", "-", "-"], json.dumps(self.mlsys_solution[0])),
+            ([self.cli, "plan", "-", "--hardware", "-", "-o", good], json.dumps(self.programs[0])),
+        ])
+        self.run("bad-combo", argv, [good], 0.0, stdin=stdin, expect=2)
+
     def one(self):
         r = self.rng.random()
         table = [(0.12, self.evaluate), (0.22, self.schedule), (0.27, lambda: self.schedule(tool=True)), (0.42, self.alloc),
                  (0.48, self.layout), (0.58, self.divide), (0.72, self.plan), (0.83, lambda: self.nki("check")),
-                 (0.95, lambda: self.nki("plan")), (1.01, self.bad_outputs)]
+                 (0.95, lambda: self.nki("plan")), (0.98, self.bad_outputs), (1.01, self.bad_combos)]
         if self.scale and self.rng.random() < 0.05:
             self.alloc_scale()
             return
