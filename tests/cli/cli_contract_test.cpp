@@ -217,7 +217,7 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
 TEST(CliContract, AllocValuesPastTheDocumentedBoundsAreBadInput) {
   const std::string huge = "4611686018427387904";  // 2^62
   const std::string csv = temp_file("huge.csv", "id,lower,upper,size\na,0,2," + huge + "\nb,0,2," + huge + "\nc,0,2," + huge + "\n");
-  for (const std::string& flags : {" --objective select", " --objective pack", " --solver firstfit", " --solver sweep"}) {
+  for (const char* flags : {" --objective select", " --objective pack", " --solver firstfit", " --solver sweep"}) {
     auto r = run_cli("alloc " + csv + " --capacity " + huge + " -o x.json" + flags);
     expect_one_line_exit2(r, "huge.csv:2: buffer 'a': size, alignment or pinned end above 2^60 bytes");
   }
