@@ -197,6 +197,9 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
   sol["granularities"][0] = {1, 1, 100000};
   r = run_cli("evaluate " + kMlp + " " + temp_file("bad_sol.json", sol.dump()));
   expect_one_line_exit2(r, "invalid schedule");
+  // A mistyped verb is named (it was "A subcommand is required").
+  r = run_cli("shedule " + kMlp);
+  expect_one_line_exit2(r, "unknown verb 'shedule' (did you mean 'schedule'?)");
   // An operator the affine grammar lacks is named, not reported as a missing ')'.
   auto fk = nlohmann::json::parse(slurp(kSrc + "/examples/nki/simple_1d_alloc_func.json"));
   for (auto& t : fk["tensors"])
