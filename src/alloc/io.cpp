@@ -97,9 +97,16 @@ Result<Problem> problem_from_csv(const std::string& text, const std::string& sou
   std::map<std::string_view, int> seen;  // id -> line of its first use
   for (std::size_t i = 0; i < p.buffers.size(); ++i)
     if (auto [it, fresh] = seen.emplace(p.buffers[i].id, lines[i]); !fresh)
-      return bad_input(source + ":" + std::to_string(lines[i]) + ": duplicate id '" + p.buffers[i].id + "' (first on line " +
-                       std::to_string(it->second) + ")");
-  if (Status st = check_problem(p); !st) return bad_input(source + ": " + st.error().message);
+      return bad_input(source + ":" + std::to_string(lines[i]) + ": duplicate id '" + p.buffers[i].id +
+                       "' (first on line " + std::to_string(it->second) + ")");
+  if (Status st = check_problem(p); !st) {
+    // check_problem names the buffer ("buffer 'b7': ..."); a CSV user wants its line.
+    const std::string& m = st.error().message;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i)
+      if (m.rfind("buffer '" + p.buffers[i].id + "'", 0) == 0)
+        return bad_input(source + ":" + std::to_string(lines[i]) + ": " + m);
+    return bad_input(source + ": " + m);
+  }
   return p;
 }
 
@@ -123,6 +130,13 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
       JsonCursor c = items[i];
       c.expect_keys({"id", "name", "size", "uses", "first_use_is_read", "lifetime_end_override", "start", "end", "reads",
                      "alignment", "offset", "spill_cost", "residency_reason", "in_place_parents"});
+      // Two ways to give a lifetime (uses, or start/end) and two names for the id: the keys of
+      // the form not taken would be silently ignored, so mixing forms is an error.
+      if (c.has("id") && c.has("name")) c.at("name").fail("give \"id\" or \"name\", not both");
+      for (const char* k : {"start", "end", "reads"})
+        if (c.has("uses") && c.has(k)) c.at(k).fail("does not apply to a buffer given by \"uses\" (its lifetime and reads come from them)");
+      for (const char* k : {"lifetime_end_override"})
+        if (!c.has("uses") && c.has(k)) c.at(k).fail("applies to a buffer given by \"uses\" only");
       std::string id = c.has("id") ? c.at("id").as_string() : c.at("name").as_string();
       Size size = c.at("size").as_int_at_least(0);
       Buffer b;

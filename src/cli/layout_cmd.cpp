@@ -59,13 +59,20 @@ int run_layout(const LayoutArgs& a) {
   } else {
     l = layout::default_layout(*size, *dt, *strides);
   }
-  if (!l) return fail(l.error());
+  // The flags are this verb's input: name them as a file would be named.
+  const std::string where = "--size " + a.size + (a.dim_order.empty() ? "" : " --dim-order " + a.dim_order) +
+                            (a.strides.empty() ? "" : " --strides " + a.strides) + ": ";
+  auto named = [&](Error e) {
+    e.message = where + e.message;  // keeps the kind: a failed DMA self-check stays internal
+    return fail(e);
+  };
+  if (!l) return named(l.error());
   std::vector<layout::DmaDescriptor> h2d, d2h;
   if (a.dma) {
     auto x = layout::dma_descriptors(*l, layout::DmaDirection::kHostToDevice);
-    if (!x) return fail(x.error());
+    if (!x) return named(x.error());
     auto y = layout::dma_descriptors(*l, layout::DmaDirection::kDeviceToHost);
-    if (!y) return fail(y.error());
+    if (!y) return named(y.error());
     h2d = std::move(*x);
     d2h = std::move(*y);
   }

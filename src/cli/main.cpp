@@ -1,8 +1,10 @@
 // scratchplan <verb> ...: entry point. Exit codes: 0 ok, 2 bad input, 1 internal error.
+#include <algorithm>
 #include <exception>
 #include <iostream>
 
 #include "cli/verbs.h"
+#include "core/json_reader.h"
 #include "core/result.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +19,24 @@ int main(int argc, char** argv) {
   sp::cli::register_schedule(app, exit_code);
   sp::cli::register_alloc(app, exit_code);
   sp::cli::register_plan(app, exit_code);
+  // An unknown verb (or nki sub-verb) would otherwise be reported as "A subcommand is required".
+  CLI::App* level = &app;
+  std::string prefix = "scratchplan";
+  for (int i = 1; i < argc && argv[i][0] != '-' && !level->get_subcommands({}).empty(); ++i) {
+    std::vector<std::string> verbs;
+    for (const CLI::App* sub : level->get_subcommands({})) verbs.push_back(sub->get_name());
+    const std::string verb = argv[i];
+    if (std::find(verbs.begin(), verbs.end(), verb) == verbs.end()) {
+      const std::string hint = sp::closest_word(verb, verbs);
+      std::string list;
+      for (const auto& v : verbs) list += (list.empty() ? "" : ", ") + v;
+      std::cerr << "scratchplan: unknown verb '" << (i > 1 ? prefix.substr(12) + " " : "") << verb << "'"
+                << (hint.empty() ? " (verbs: " + list + ")" : " (did you mean '" + hint + "'?)") << "\n";
+      return sp::kExitBadInput;
+    }
+    level = level->get_subcommand(verb);
+    prefix += " " + verb;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

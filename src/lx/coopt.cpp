@@ -227,7 +227,8 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
     // the capture but not needed here (accepted, not read). Anything else is a typo.
     static const std::vector<std::string> kKeys = {
         "name", "size", "uses", "first_use_is_read", "in_place_parents", "residency_reason", "parents", "core_divisions",
-        "cd_parent_matches", "start", "end", "boundary", "placement", "boundary_cost", "spill_write_cost"};
+        "cd_parent_matches", "lifetime_end_override", "start", "end", "boundary", "placement", "boundary_cost",
+        "spill_write_cost"};
     static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
                                                            "tiling"};
     // A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
@@ -256,6 +257,10 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
       for (std::size_t k = 1; k < x.uses.size(); ++k)
         if (x.uses[k] <= x.uses[k - 1]) b.at("uses").fail("expected strictly increasing op indices");
       x.first_use_is_read = b.has("first_use_is_read") && b.at("first_use_is_read").as_bool();
+      // Lifetimes come from the uses; an override that would extend one is not modelled here.
+      if (b.has("lifetime_end_override") &&
+          b.at("lifetime_end_override").as_int() > (x.uses.empty() ? 0 : x.uses.back() + 1))
+        b.at("lifetime_end_override").fail("an end beyond the last use + 1 is not supported by core-division co-optimization");
       if (b.has("in_place_parents"))
         for (const auto& q : b.at("in_place_parents").elements()) x.in_place_parents.push_back(ref(q));
       if (b.has("residency_reason")) x.residency_reason = b.at("residency_reason").as_string();

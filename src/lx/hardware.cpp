@@ -62,6 +62,10 @@ Result<Hardware> hardware_from_json(const Json& j, const std::string& source) {
     in_range("core_flops_per_s", 1, 1e21, "operations per second in [1, 1e21]", h.core_flops_per_s);
     in_range("op_overhead_s", 0, 1e6, "seconds in [0, 1e6]", h.op_overhead_s);
     if (h.lx_backend_bytes > h.lx_bytes) c.at("lx_backend_bytes").fail("expected at most lx_bytes");
+    // Derived (hardware_to_json writes it): a different value would be silently replaced.
+    if (c.has("usable_lx_bytes") && c.at("usable_lx_bytes").as_int() != lx_capacity(h))
+      c.at("usable_lx_bytes").fail("is derived from the other keys (" + std::to_string(lx_capacity(h)) +
+                                   " here); set \"capacity\" to override the usable bytes");
     return h;
   } catch (const JsonInputError& e) {
     return bad_input(e.what());

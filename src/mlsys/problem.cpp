@@ -146,7 +146,8 @@ Result<Problem> problem_from_json(const Json& json, const std::string& source) {
     p.slow_memory_bandwidth = root.at("slow_memory_bandwidth").as_number();
     if (!(p.slow_memory_bandwidth > 0)) root.at("slow_memory_bandwidth").fail("expected a positive number");
     auto native = root.at("native_granularity");
-    if (native.array_size() < 2) native.fail("expected [w, h]");
+    if (native.array_size() != 2)  // a third entry would be silently ignored (native k = w)
+      native.fail("expected [w, h], got " + std::to_string(native.array_size()) + " entries");
     p.native_w = native.at(0).as_int_at_least(1);
     p.native_h = native.at(1).as_int_at_least(1);
     p.native_k = p.native_w;  // final PROBLEM.md: native w, h and k are one number

@@ -1,6 +1,7 @@
 #include "nki/kernel.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cctype>
 #include <map>
 
@@ -34,7 +35,7 @@ class AffineParser {
       : s_(text), vars_(vars), consts_(consts) {}
 
   bool parse(Affine& out, std::string& error) {
-    if (!expr(out) || (skip(), pos_ != s_.size() && (err_ = unsupported(s_[pos_]), true))) {
+    if (!expr(out) || (skip(), pos_ != s_.size() && (err_ = unexpected(), true))) {
       error = err_.empty() ? "malformed expression" : err_;
       return false;
     }
@@ -45,15 +46,20 @@ class AffineParser {
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
-  // '%', '//', '/' and friends: a func allocation must be affine in the block index.
-  std::string unsupported(char ch) const {
-    return "unexpected '" + std::string(1, ch) + "' at column " + std::to_string(pos_ + 1) +
-           " (expected an affine expression: integers, names, +, - and * by a constant; a modulo mapping is a "
-           "mod_alloc or a table)";
-  }
   bool fail(const std::string& m) {
     if (err_.empty()) err_ = m;
     return false;
+  }
+  // What is wrong at pos_: an operator we do not support (% / ...) is named as such, with its
+  // column, rather than reported as whatever token the grammar expected next.
+  std::string unexpected() const {
+    const std::string at = " at column " + std::to_string(pos_ + 1);
+    const char ch = s_[pos_];
+    if (std::strchr("%/^&|<>!=?:[]{}.", ch) != nullptr)
+      return "unsupported operator '" + std::string(1, ch) + "'" + at +
+             " (expected an affine expression: integers, names, +, - and * by a constant, parentheses; a modulo "
+             "mapping is a mod_alloc or a table)";
+    return "unexpected '" + std::string(1, ch) + "'" + at;
   }
   static bool add(Affine& a, const Affine& b, int64_t sign, std::string& err) {
     int64_t c = 0;
@@ -113,7 +119,7 @@ class AffineParser {
       if (!expr(out)) return false;
       skip();
       if (pos_ >= s_.size()) return fail("missing ')'");
-      if (s_[pos_] != ')') return fail(unsupported(s_[pos_]));
+      if (s_[pos_] != ')') return fail(unexpected());
       ++pos_;
       return true;
     }
@@ -148,7 +154,7 @@ class AffineParser {
         }
       return fail("unknown name '" + id + "'");
     }
-    return fail(unsupported(ch));
+    return fail(unexpected());
   }
 
   const std::string& s_;
@@ -340,6 +346,24 @@ struct Reader {
                    "start_partition", "byte_addr", "total_fdim_size", "tiles", "comment"});
     Allocation& a = t.alloc;
     std::string kind = c.has("kind") ? c.at("kind").as_string() : "auto";
+    // A key of another kind would be silently ignored: each kind lists the keys it reads.
+    const bool psum = t.buffer == Buffer::kPsum;
+    const std::map<std::string, std::vector<std::string>> kKindKeys = {
+        {"auto", {}},
+        {"mod_alloc", psum ? std::vector<std::string>{"base_addr", "base_partition", "base_bank", "num_bank_tiles", "num_par_tiles"}
+                           : std::vector<std::string>{"base_addr", "base_partition", "num_free_tiles", "num_par_tiles"}},
+        {"func", {"start_partition", "byte_addr"}},
+        {"factory", {"total_fdim_size"}},
+        {"table", {"tiles"}}};
+    if (auto kk = kKindKeys.find(kind); kk != kKindKeys.end())
+      for (const auto& [key, value] : c.node().items()) {
+        if (key == "kind" || key == "comment" || is_extension_key(key)) continue;
+        if (std::find(kk->second.begin(), kk->second.end(), key) != kk->second.end()) continue;
+        std::string reads;
+        for (const auto& x : kk->second) reads += (reads.empty() ? "" : ", ") + x;
+        c.at(key).fail("does not apply to a " + std::string(psum ? "PSUM " : "") + kind + " allocation (it reads " +
+                       (reads.empty() ? std::string("no other key") : reads) + ")");
+      }
     const std::size_t nb = t.blocks.size();
     auto tiles = [&](const char* key) {
       std::vector<int64_t> v;
@@ -651,9 +675,15 @@ Result<Kernel> kernel_from_json(const Json& json, const std::string& source, con
     k.source = source;
     if (root.has("hardware")) {
       auto hc = root.at("hardware");
-      auto hw = hc.node().is_string() ? builtin_hardware(hc.as_string()) : hardware_from_json(hc);
-      if (!hw) hc.fail(hw.error().message);
-      k.hw = *hw;
+      if (hc.node().is_string()) {
+        auto hw = builtin_hardware(hc.as_string());
+        if (!hw) hc.fail(hw.error().message);
+        k.hw = *hw;
+      } else {
+        auto hw = hardware_from_json(hc);  // its errors are already located ($.hardware.<key>)
+        if (!hw) throw JsonInputError(hw.error().message);
+        k.hw = *hw;
+      }
     }
     if (hw_override) k.hw = *hw_override;
     Reader r{k, {}, {}};

@@ -128,6 +128,19 @@ TEST(CliContract, UnknownKeysAreRejectedWithAHint) {
     }
   r = run_cli("nki check " + temp_file("typo_kernel.json", kernel.dump()));
   expect_one_line_exit2(r, "did you mean \"alloc\"");
+  auto other = nlohmann::json::parse(slurp(kSrc + "/examples/nki/mod_alloc_double.json"));
+  for (auto& t : other["tensors"])
+    if (t.contains("alloc")) {
+      t["alloc"]["byte_addr"] = "idx * 4";  // a func key on a mod_alloc: was silently ignored
+      break;
+    }
+  r = run_cli("nki check " + temp_file("other_kind.json", other.dump()));
+  expect_one_line_exit2(r, ".alloc.byte_addr: does not apply to a mod_alloc allocation");
+  kernel["hardware"] = {{"partitons", 128}};  // inline hardware: located once, not "file: $.hardware: file: ..."
+  const std::string k2 = temp_file("typo_inline_hw.json", kernel.dump());
+  r = run_cli("nki check " + k2);
+  expect_one_line_exit2(r, k2 + ": $.hardware.partitons: unknown key \"partitons\" (did you mean \"partitions\"?)");
+  EXPECT_EQ(r.err.find(k2), r.err.rfind(k2)) << r.err;
 
   auto problem = nlohmann::json::parse(slurp(kMlp));
   problem["fast_memory_capacty"] = 1;
@@ -143,6 +156,20 @@ TEST(CliContract, UnknownKeysAreRejectedWithAHint) {
   r = run_cli("alloc " + temp_file("typo_alloc.json", R"({"capacity": 10, "buffers": [{"id": "a", "start": 0, "end": 1, "szie": 4}]})") +
               " -o x.json");
   expect_one_line_exit2(r, "did you mean \"size\"");
+
+  // Known keys that the chosen form would ignore are errors too.
+  r = run_cli("alloc " + temp_file("mixed_alloc.json", R"({"capacity": 10, "buffers": [{"id": "a", "uses": [0, 2], "end": 9, "size": 4}]})") +
+              " -o x.json");
+  expect_one_line_exit2(r, "$.buffers[0].end: does not apply to a buffer given by \"uses\"");
+  r = run_cli("alloc " + temp_file("mixed_alloc.json", R"({"capacity": 10, "buffers": [{"id": "a", "start": 0, "end": 2, "size": 4, "lifetime_end_override": 5}]})") +
+              " -o x.json");
+  expect_one_line_exit2(r, "$.buffers[0].lifetime_end_override: applies to a buffer given by \"uses\" only");
+  auto three = nlohmann::json::parse(slurp(kMlp));
+  three["native_granularity"] = {128, 128, 64};  // a third entry was silently ignored
+  r = run_cli("schedule " + temp_file("three_native.json", three.dump()) + " -o x.json");
+  expect_one_line_exit2(r, "$.native_granularity: expected [w, h], got 3 entries");
+  r = run_cli("plan " + kSoftmax + " --hardware " + temp_file("derived_hw.json", R"({"usable_lx_bytes": 1000000})"));
+  expect_one_line_exit2(r, "$.usable_lx_bytes: is derived from the other keys (1625344 here)");
 }
 
 TEST(CliContract, ExtensionKeysStartingWithUnderscoreAreIgnored) {
@@ -170,6 +197,18 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
   sol["granularities"][0] = {1, 1, 100000};
   r = run_cli("evaluate " + kMlp + " " + temp_file("bad_sol.json", sol.dump()));
   expect_one_line_exit2(r, "invalid schedule");
+  // A mistyped verb is named (it was "A subcommand is required").
+  r = run_cli("shedule " + kMlp);
+  expect_one_line_exit2(r, "unknown verb 'shedule' (did you mean 'schedule'?)");
+  // An operator the affine grammar lacks is named, not reported as a missing ')'.
+  auto fk = nlohmann::json::parse(slurp(kSrc + "/examples/nki/simple_1d_alloc_func.json"));
+  for (auto& t : fk["tensors"])
+    if (t.contains("alloc") && t["alloc"]["kind"] == "func") {
+      t["alloc"]["byte_addr"] = "(idx % 2) * 1024";
+      break;
+    }
+  r = run_cli("nki check " + temp_file("mod_func.json", fk.dump()));
+  expect_one_line_exit2(r, "unsupported operator '%' at column 6");
   // A kernel with violations: one line on stderr too.
   r = run_cli("nki check " + kSrc + "/examples/nki/overlap_t0_t1.json");
   expect_one_line_exit2(r, "allocation violation");
@@ -181,9 +220,9 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
 TEST(CliContract, AllocValuesPastTheDocumentedBoundsAreBadInput) {
   const std::string huge = "4611686018427387904";  // 2^62
   const std::string csv = temp_file("huge.csv", "id,lower,upper,size\na,0,2," + huge + "\nb,0,2," + huge + "\nc,0,2," + huge + "\n");
-  for (const std::string& flags : {" --objective select", " --objective pack", " --solver firstfit", " --solver sweep"}) {
+  for (const char* flags : {" --objective select", " --objective pack", " --solver firstfit", " --solver sweep"}) {
     auto r = run_cli("alloc " + csv + " --capacity " + huge + " -o x.json" + flags);
-    expect_one_line_exit2(r, "huge.csv: buffer 'a': size, alignment or pinned end above 2^60 bytes");
+    expect_one_line_exit2(r, "huge.csv:2: buffer 'a': size, alignment or pinned end above 2^60 bytes");
   }
   std::string many = "id,lower,upper,size\n";
   for (int i = 0; i < 4; ++i) many += "b" + std::to_string(i) + ",0,2," + std::to_string(int64_t{1} << 59) + "\n";
@@ -237,6 +276,17 @@ TEST(CliContract, PlannerErrorsNameTheInputFile) {
   const std::string small = temp_file("small_fast.json", problem.dump());
   r = run_cli("schedule " + small + " -o x.json");
   expect_one_line_exit2(r, small + ": op 0 (MatMul) cannot be scheduled");
+}
+
+// A failed pack printed four lines, including a summary of a plan that was never written.
+TEST(CliContract, FailedPackIsOneLine) {
+  const std::string p = temp_file("tight.json", R"({"buffers": [{"id": "a", "start": 0, "end": 2, "size": 100},
+                                                      {"id": "b", "start": 1, "end": 3, "size": 200}]})");
+  for (const std::string& out : {std::string(" -o -"), " -o " + temp_file("tight_out.json", "")}) {
+    auto r = run_cli("alloc " + p + " --capacity 250" + out);
+    expect_one_line_exit2(r, "tight.json: no plan within capacity 250 (proven infeasible; lower bound 300); no output written");
+    EXPECT_EQ(r.out, "");
+  }
 }
 
 // ---- item 14: "-" and format/version -----------------------------------------------------------

@@ -2,23 +2,31 @@
 """End-to-end fuzzer of the scratchplan CLI (issue 11, acceptance).
 
 Every verb (evaluate, schedule, alloc, layout, divide, plan, nki check, nki plan, and the contest
-entry point mlsys) gets random valid and broken inputs through the real binaries: JSON and CSV
-mutated by dropped keys, misspelt keys, wrong types, negative/huge numbers, NaN, truncation and
-cycles, plus out-of-range flag values and unwritable output paths. Each run must end in one of:
+entry point mlsys) gets random valid inputs (generated MLSys problems, NKI kernels, tensor
+programs and alloc problems, plus the bundled examples) and broken ones: JSON and CSV mutated by
+dropped keys, misspelt keys, wrong types, negative/huge numbers, NaN, truncation and cycles,
+out-of-range flag values, a directory as input, "-" for stdin/stdout, and unwritable or
+conflicting output paths. Each run must end in one of:
 
-  exit 0  every requested output exists, JSON outputs carry "format" and "version", and an
-          independent check accepts them (schedules: `scratchplan evaluate`; NKI plans:
-          `scratchplan nki check`; alloc plans: an overlap/capacity check written here);
-  exit 2  exactly one line on stderr and no output file;
+  exit 0  every requested output exists (SVGs parse as XML), JSON outputs carry "format" and
+          "version" and hold no null number, and an independent check accepts them: schedules
+          `scratchplan evaluate --check-reported`; NKI plans `scratchplan nki check`; alloc plans
+          and LX plans the overlap/capacity/totals checks written here;
+  exit 2  exactly one line on stderr naming the input file, <stdin> or the flag, and no output
+          file (a verdict of `nki check` keeps its --svg picture, like its report); flags known
+          to be invalid and directory inputs must give exit 2;
 
-never exit 1, never a signal, never a run longer than its time limit x 1.1 + a fixed 3 s slack
-(process start and input reading on a loaded machine; verbs without a limit get 10 s).
+never exit 1, never a signal, never a temporary file left behind, never a run longer than its
+time limit x 1.1 + a fixed 3 s slack (process start and input reading on a loaded machine;
+verbs without a limit get 10 s).
 
   /usr/bin/python3 tests/cli/fuzz_cli.py --cli build/release/scratchplan --mlsys build/release/mlsys \
-      --runs 300 --seed 1            # the ctest (cli_e2e_fuzz)
+      --runs 1500 --seed 1           # the ctest (cli_e2e_fuzz), about 40 s
   ... --runs 20000 --seed $RANDOM    # longer runs (scripts/fuzz_cli.sh)
+  ... --scale                        # also 20k..120k-buffer alloc instances under a time limit
 
-Inputs come only from the repository (examples/, tests/data/). Same seed, same runs.
+Inputs come only from the repository (examples/, tests/data/) and the generators below. Same
+seed, same runs.
 """
 import argparse
 import copy
@@ -31,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -159,16 +168,112 @@ def mutate_csv(text, rng):
     return out, kind
 
 
-def random_alloc_problem(rng):
-    n = rng.randint(1, 30)
+def random_alloc_problem(rng, scale=False):
+    n = rng.randint(20000, 120000) if scale else rng.randint(1, 30)
     bufs = []
+    horizon = n if scale else 40
     for i in range(n):
-        s = rng.randint(0, 40)
+        s = rng.randint(0, horizon)
         bufs.append({"id": "b%d" % i, "start": s, "end": s + rng.randint(1, 20), "size": rng.randint(1, 64) * 8})
     doc = {"buffers": bufs}
     if rng.random() < 0.5:
         doc["capacity"] = rng.randint(64, 2048)
     return doc
+
+
+def random_mlsys_problem(rng):
+    """A random valid MLSys problem: a DAG of MatMul and Pointwise ops with consistent shapes."""
+    dims = [64, 128, 256, 512]
+    widths, heights, inputs, outputs, costs, types = [], [], [], [], [], []
+
+    def tensor(w, h):
+        widths.append(w)
+        heights.append(h)
+        return len(widths) - 1
+    live = [tensor(rng.choice(dims), rng.choice(dims)) for _ in range(rng.randint(1, 3))]
+    for _ in range(rng.randint(1, 6)):
+        a = rng.choice(live)
+        if rng.random() < 0.5:  # MatMul: a (h x k) @ new or existing (k x n)
+            ks = [t for t in live if heights[t] == widths[a] and t != a]
+            b = rng.choice(ks) if ks and rng.random() < 0.5 else tensor(rng.choice(dims), widths[a])
+            out = tensor(widths[b], heights[a])
+            inputs.append([a, b])
+            types.append("MatMul")
+        else:
+            same = [t for t in live if widths[t] == widths[a] and heights[t] == heights[a] and t != a]
+            ins = [a] + ([rng.choice(same)] if same and rng.random() < 0.5 else [])
+            out = tensor(widths[a], heights[a])
+            inputs.append(ins)
+            types.append("Pointwise")
+        outputs.append([out])
+        costs.append(rng.choice([100, 500, 2000, 8000]))
+        live.append(out)
+    native = rng.choice([64, 128])
+    return {"widths": widths, "heights": heights, "inputs": inputs, "outputs": outputs, "base_costs": costs,
+            "op_types": types, "fast_memory_capacity": rng.choice([20000, 60000, 100000, 400000]),
+            "slow_memory_bandwidth": rng.choice([10, 20, 100]), "native_granularity": [native, native]}
+
+
+def random_kernel(rng):
+    """A random NKI kernel: load -> compute (-> compute) -> store over a loop, automatic or
+    modulo allocation (possibly too few tiles: `nki check` must then find the violations)."""
+    n = rng.randint(1, 12)
+    free = rng.choice([128, 256, 512, 1024])
+    part = rng.choice([32, 64, 128])
+    tensors = [{"name": "x", "buffer": "hbm", "role": "input", "blocks": [n], "partitions": part, "free": [free]},
+               {"name": "y", "buffer": "hbm", "role": "output", "blocks": [n], "partitions": part, "free": [free]}]
+    stages = rng.randint(1, 3)
+    body = []
+    prev = "x"
+    base = 0
+    for s in range(stages):
+        t = {"name": "t%d" % s, "buffer": "sbuf", "blocks": [n], "partitions": part, "free": [free]}
+        if rng.random() < 0.4:
+            tiles = rng.randint(1, 3)
+            t["alloc"] = {"kind": "mod_alloc", "base_addr": base, "num_free_tiles": [tiles]}
+            base += tiles * free * 2
+        tensors.append(t)
+        body.append({"name": "op%d" % s, "engine": "DMA" if s == 0 else rng.choice(["Scalar", "Vector", "GpSimd"]),
+                     "cost": rng.choice([100, 500, 1000]), "reads": [{"tensor": prev, "block": ["i"]}],
+                     "writes": [{"tensor": t["name"], "block": ["i"]}]})
+        prev = t["name"]
+    body.append({"name": "store", "engine": "DMA", "cost": 500, "reads": [{"tensor": prev, "block": ["i"]}],
+                 "writes": [{"tensor": "y", "block": ["i"]}]})
+    return {"hardware": "neuroncore-v2", "tensors": tensors, "body": [{"loop": "i", "trip": n, "body": body}]}
+
+
+def random_program(rng):
+    """A random valid tensor program: a chain of pointwise ops, row reductions and matmuls."""
+    rows = rng.choice([64, 256, 1024])
+    cols = rng.choice([128, 512, 2048])
+    tensors = [{"name": "x", "shape": [rows, cols], "dtype": rng.choice(["fp16", "fp32"]), "graph_input": True}]
+    ops = []
+    cur, shape = "x", [rows, cols]
+    for i in range(rng.randint(1, 5)):
+        kind = rng.choice(["pointwise", "pointwise", "reduction", "matmul"])
+        out = "t%d" % i
+        if kind == "pointwise":
+            tensors.append({"name": out, "shape": list(shape), "dtype": tensors[0]["dtype"]})
+            ops.append({"name": "op%d" % i, "kind": "pointwise", "payload": "exp", "inputs": [cur], "outputs": [out],
+                        "iterator_types": ["parallel", "parallel"], "indexing_maps": ["(d0, d1) -> (d0, d1)"] * 2})
+        elif kind == "reduction":
+            tensors.append({"name": out, "shape": [shape[0], 1], "dtype": tensors[0]["dtype"], "dim_order": [0, 1, -1]})
+            ops.append({"name": "op%d" % i, "kind": "reduction", "payload": "sum", "inputs": [cur], "outputs": [out],
+                        "iterator_types": ["parallel", "reduction"],
+                        "indexing_maps": ["(d0, d1) -> (d0, d1)", "(d0, d1) -> (d0, 0)"]})
+            shape = [shape[0], 1]
+        else:
+            n = rng.choice([128, 512])
+            w = "w%d" % i
+            tensors.append({"name": w, "shape": [shape[1], n], "dtype": tensors[0]["dtype"], "graph_input": True})
+            tensors.append({"name": out, "shape": [shape[0], n], "dtype": tensors[0]["dtype"]})
+            ops.append({"name": "op%d" % i, "kind": "matmul", "payload": "matmul", "inputs": [cur, w], "outputs": [out],
+                        "iterator_types": ["parallel", "parallel", "reduction"],
+                        "indexing_maps": ["(d0, d1, d2) -> (d0, d2)", "(d0, d1, d2) -> (d2, d1)", "(d0, d1, d2) -> (d0, d1)"]})
+            shape = [shape[0], n]
+        cur = out
+    tensors[-1]["graph_output"] = True
+    return {"format": "scratchplan-program", "version": 1, "name": "random", "tensors": tensors, "ops": ops}
 
 
 def alloc_csv(doc):
@@ -211,9 +316,62 @@ def check_alloc_plan(problem_text, is_csv, out_path, capacity, objective):
                 raise AssertionError("%s and %s overlap" % (a[4], b[4]))
 
 
+def check_lx_plan(path):
+    """Independent check of an LX plan: resident segments aligned and inside the per-core LX, no two
+    buffers' segments overlap in address while their op ranges overlap (except an in-place
+    hand-off: the same address at the one op where one ends and the other starts), and the
+    totals add up and respect the lower bound."""
+    with open(path) as f:
+        d = json.load(f)
+    assert d.get("format") == "scratchplan-lx-plan" and "version" in d, "LX plan without format/version"
+    cap, align = d["capacity_per_core"], d["hardware"]["alignment"]
+    segs = []
+    for b in d["buffers"]:
+        if b["location"] != "lx":
+            continue
+        for sg in b["lx_segments"]:
+            a = sg["address"]
+            assert a >= 0 and a % align == 0 and a + b["per_core_bytes"] <= cap, "%s at %d outside LX" % (b["name"], a)
+            assert sg["first_op"] <= sg["last_op"], "%s: empty segment" % b["name"]
+            segs.append((sg["first_op"], sg["last_op"], a, a + b["per_core_bytes"], b["name"]))
+    for i in range(len(segs)):
+        for j in range(i + 1, len(segs)):
+            x, y = segs[i], segs[j]
+            if x[4] == y[4] or x[3] <= x[2] or y[3] <= y[2]:
+                continue
+            lo, hi = max(x[0], y[0]), min(x[1], y[1])
+            if lo > hi or not (x[2] < y[3] and y[2] < x[3]) or (lo == hi and x[2] == y[2]):
+                continue
+            raise AssertionError("LX segments of %s and %s overlap" % (x[4], y[4]))
+    t = d["totals"]
+    assert t["hbm_bytes"] == t["hbm_read_bytes"] + t["hbm_write_bytes"], "HBM totals do not add up"
+    assert t["hbm_bytes"] >= t["lower_bound_hbm_bytes"], "HBM bytes below the lower bound"
+
+
+# null is legal only where a format says "none": a spilled buffer's offset, a traversal order.
+NULL_OK = {"offset", "traversal_orders", "address"}
+
+
+def no_nulls(path):
+    """Our JSON never holds null for a number (an inf or nan written by the library)."""
+    with open(path) as f:
+        doc = json.load(f)
+
+    def walk(x, key):
+        if x is None and key not in NULL_OK:
+            raise AssertionError("null at %s in %s" % (key, os.path.basename(path)))
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, k)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v, key)
+    walk(doc, "$")
+
+
 class Fuzzer:
-    def __init__(self, cli, mlsys, seed, verbose):
-        self.cli, self.mlsys, self.verbose = cli, mlsys, verbose
+    def __init__(self, cli, mlsys, seed, verbose, scale=False):
+        self.cli, self.mlsys, self.verbose, self.scale = cli, mlsys, verbose, scale
         self.rng = random.Random(seed)
         self.tmp = tempfile.mkdtemp(prefix="sp_fuzz_")
         self.failures = []
@@ -241,14 +399,27 @@ class Fuzzer:
             os.remove(p)
         return p
 
-    def run(self, verb, argv, outputs, limit, stdin=None, check=None):
-        """Runs one command and checks the contract; `check(stdout)` validates an accepted run."""
+    def input_arg(self, name, text, stdin_ok=True):
+        """The path of a file holding `text`; sometimes "-" (the text then goes to stdin) or a
+        directory (which must be reported as one). Returns (argument, stdin text, kind)."""
+        r = self.rng.random()
+        if stdin_ok and r < 0.15:
+            return "-", text, "stdin"
+        if r > 0.97:
+            return self.tmp, None, "dir"
+        return self.file(name, text), None, "file"
+
+    def run(self, verb, argv, outputs, limit, stdin=None, check=None, expect=None, verdict_outputs=()):
+        """Runs one command and checks the contract; `check(stdout)` validates an accepted run.
+        `expect` forces an exit code (2 for a known-bad flag or input); `verdict_outputs` are
+        outputs that an exit 2 verdict (violations found) still writes, like a report."""
         self.runs += 1
         self.counts[verb] = self.counts.get(verb, 0) + 1
         budget = (limit * 1.1 + 3.0) if limit is not None else 10.0
         t0 = time.monotonic()
         try:
-            p = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=budget + 30)
+            p = subprocess.run(argv, input=stdin if stdin is not None else "", capture_output=True, text=True,
+                               timeout=budget + 30)
         except subprocess.TimeoutExpired:
             self.fail(verb, argv, "hung (killed after %.0f s)" % (budget + 30), "", stdin)
             return None
@@ -256,17 +427,39 @@ class Fuzzer:
         err_lines = p.stderr.splitlines()
         if wall > budget:
             self.fail(verb, argv, "took %.2f s, limit %.2f s" % (wall, budget), p.stderr, stdin)
+        if expect is not None and p.returncode != expect:
+            self.fail(verb, argv, "exit %d, expected %d" % (p.returncode, expect), p.stderr, stdin)
+        leftovers = [f for f in os.listdir(self.tmp) if f.startswith(".")]
+        if leftovers:
+            self.fail(verb, argv, "temporary files left behind: " + ", ".join(leftovers), p.stderr, stdin)
+            for f in leftovers:
+                os.remove(os.path.join(self.tmp, f))
         if p.returncode == 2:
             if len(err_lines) != 1 or not err_lines[0].strip():
                 self.fail(verb, argv, "exit 2 with %d stderr lines" % len(err_lines), p.stderr, stdin)
+            elif not self.located(err_lines[0], argv):
+                self.fail(verb, argv, "exit 2 line names no input file, <stdin> or flag", p.stderr, stdin)
+            verdict = "allocation violation" in p.stderr or "invalid schedule" in p.stderr
             for o in outputs:
-                if os.path.exists(o):
+                if os.path.exists(o) and not (verdict and o in verdict_outputs):
                     self.fail(verb, argv, "exit 2 left output " + o, p.stderr, stdin)
+                if verdict and o in verdict_outputs and not os.path.exists(o):
+                    self.fail(verb, argv, "a verdict without its report " + o, p.stderr, stdin)
         elif p.returncode == 0:
             for o in outputs:
                 if not os.path.exists(o):
                     self.fail(verb, argv, "exit 0 without output " + o, p.stderr, stdin)
                     return p
+                if o.endswith(".json"):
+                    try:
+                        no_nulls(o)
+                    except AssertionError as e:
+                        self.fail(verb, argv, str(e), p.stderr, stdin)
+                if o.endswith(".svg"):
+                    try:
+                        ET.parse(o)
+                    except ET.ParseError as e:
+                        self.fail(verb, argv, "invalid SVG: %s" % e, p.stderr, stdin)
             if check:
                 try:
                     check(p.stdout)
@@ -277,6 +470,16 @@ class Fuzzer:
         if self.verbose:
             print("%-10s exit %d %.2fs %s" % (verb, p.returncode, wall, (err_lines or [""])[0][:100]))
         return p
+
+    def located(self, line, argv):
+        """One line naming where: an input path (or <stdin>), a flag, or the CLI parser."""
+        if line.startswith("scratchplan: ") or line.startswith("mlsys: "):
+            return True  # the flag parser (unknown flag, missing argument) names the flag itself
+        names = [a for a in argv[1:] if isinstance(a, str) and a not in ("-",) and not a.startswith("-")]
+        if any(n in line for n in names if "/" in n) or "<stdin>" in line:
+            return True
+        return any(a in line for a in argv if isinstance(a, str) and a.startswith("-") and len(a) > 1) or \
+            "MLSYS_TIME_LIMIT" in line
 
     def fail(self, verb, argv, what, stderr, stdin):
         saved = os.path.join(self.tmp, "failure_%d" % len(self.failures))
@@ -292,7 +495,7 @@ class Fuzzer:
 
     # ---- per-verb cases ----
     def maybe(self, doc):
-        return mutate_json(doc, self.rng) if self.rng.random() < 0.75 else (json.dumps(doc), "valid")
+        return mutate_json(doc, self.rng) if self.rng.random() < 0.7 else (json.dumps(doc), "valid")
 
     def json_check(self, fmt):
         def check(path):
@@ -301,51 +504,89 @@ class Fuzzer:
             assert d.get("format") == fmt and "version" in d, "no format/version " + fmt
         return check
 
+    def dest(self, name, stdout_ok=True):
+        """An output path, or sometimes "-" (standard output)."""
+        if stdout_ok and self.rng.random() < 0.15:
+            return "-"
+        return self.out(name)
+
+    def saved_stdout(self, out, name):
+        """Writes what a "-" output printed to a file, so it can be checked like the file."""
+        return self.file(name, out)
+
+    def expect_of(self, kind, bad_flag):
+        if kind == "dir" or bad_flag:
+            return 2
+        return None
+
     def evaluate(self):
         prob, sol = self.mlsys_solution
-        if self.rng.random() < 0.5:
-            pt, st = self.maybe(prob)[0], json.dumps(sol)
+        if self.rng.random() < 0.3:
+            prob = random_mlsys_problem(self.rng)
+            sol = None
+        if sol is None or self.rng.random() < 0.5:
+            pt, st = self.maybe(prob)[0], json.dumps(sol if sol is not None else self.mlsys_solution[1])
         else:
             pt, st = json.dumps(prob), self.maybe(sol)[0]
-        args = [self.cli, "evaluate", self.file("ev_p.json", pt), self.file("ev_s.json", st)]
+        stdin = None
+        if self.rng.random() < 0.5:
+            pa, stdin, kind = self.input_arg("ev_p.json", pt)
+            sa = self.file("ev_s.json", st)
+        else:
+            pa = self.file("ev_p.json", pt)
+            sa, stdin, kind = self.input_arg("ev_s.json", st)
+        args = [self.cli, "evaluate", pa, sa]
         if self.rng.random() < 0.5:
             args.append("--json")
-            self.run("evaluate", args, [], None, check=lambda out: assert_format(out, "scratchplan-evaluation"))
+            self.run("evaluate", args, [], None, stdin=stdin, expect=self.expect_of(kind, False),
+                     check=lambda out: assert_format(out, "scratchplan-evaluation"))
         else:
-            self.run("evaluate", args, [], None)
+            self.run("evaluate", args, [], None, stdin=stdin, expect=self.expect_of(kind, False))
 
     def schedule(self, tool=False):
-        text, _ = self.maybe(self.rng.choice(self.mlsys_problems))
-        pp = self.file("sc_p.json", text)
-        o = self.out("sc_s.json")
+        doc = random_mlsys_problem(self.rng) if self.rng.random() < 0.5 else self.rng.choice(self.mlsys_problems)
+        text, _ = self.maybe(doc)
+        pa, stdin, kind = self.input_arg("sc_p.json", text)
+        o = self.dest("sc_s.json")
         limit = self.rng.choice([0.05, 0.2, 0.5])
-        flags = self.flag_noise([("--time-limit", ["0.1", "-1", "nan", "inf", "1e9"]), ("--threads", ["1", "0", "1000", "-2"]),
-                                 ("--seed", ["-1", "x", "7"])], limit)
+        flags, bad = self.flag_noise([("--time-limit", ["0.1", "-1", "nan", "inf", "1e9"]), ("--threads", ["1", "0", "1000", "-2"]),
+                                      ("--seed", ["-1", "x", "7"])], limit)
         if tool:
-            argv = [self.mlsys, pp, o] + flags
+            argv = [self.mlsys, pa, o] + flags
         else:
-            argv = [self.cli, "schedule", pp, "-o", o] + flags
+            argv = [self.cli, "schedule", pa, "-o", o] + flags
             if self.rng.random() < 0.2:
-                argv += ["--max-segment-ops", self.rng.choice(["0", "-3", "4", "abc"])]
+                v = self.rng.choice(["0", "-3", "4", "abc"])
+                argv += ["--max-segment-ops", v]
+                bad = bad or v != "4"
+        problem_file = pa if pa != "-" else self.file("sc_p_copy.json", text)
 
-        def check(_):
-            self.json_check("mlsys2026-solution")(o)
-            r = subprocess.run([self.cli, "evaluate", pp, o], capture_output=True, text=True, timeout=60)
+        def check(out):
+            path = o if o != "-" else self.saved_stdout(out, "sc_stdout.json")
+            self.json_check("mlsys2026-solution")(path)
+            no_nulls(path)
+            r = subprocess.run([self.cli, "evaluate", problem_file, path, "--check-reported"], capture_output=True,
+                               text=True, timeout=60)
             assert r.returncode == 0, "evaluate rejects the schedule: " + r.stderr.strip()[:200]
-        self.run("mlsys" if tool else "schedule", argv, [o], self.limit_of(flags), check=check)
+        self.run("mlsys" if tool else "schedule", argv, [o] if o != "-" else [], self.limit_of(flags), stdin=stdin,
+                 check=check, expect=self.expect_of(kind, bad))
 
     def flag_noise(self, options, limit):
-        """Mostly --time-limit `limit` and --threads 1; sometimes an out-of-range value instead."""
+        """Mostly --time-limit `limit` and --threads 1; sometimes another value, which may be out of
+        range. Returns (flags, whether a value known to be invalid was given)."""
         flags = ["--time-limit", str(limit)] if any(o[0] == "--time-limit" for o in options) else []
         if any(o[0] == "--threads" for o in options):
             flags += ["--threads", "1"]
+        bad = False
         if self.rng.random() < 0.2:
             name, values = self.rng.choice(options)
             if name in flags:
                 i = flags.index(name)
                 del flags[i:i + 2]
-            flags += [name, self.rng.choice(values)]
-        return flags
+            v = self.rng.choice(values)
+            flags += [name, v]
+            bad = v in BAD_VALUES.get(name, ())
+        return flags, bad
 
     @staticmethod
     def limit_of(flags):
@@ -359,36 +600,58 @@ class Fuzzer:
             return 0.5  # rejected values must fail at once
         return None
 
+    def alloc_scale(self):
+        """Large random instances: the time limit must hold at any size (issue 11 item 1)."""
+        doc = random_alloc_problem(self.rng, scale=True)
+        pa = self.file("as_p.csv", alloc_csv(doc))
+        o = self.out("as_o.json")
+        limit = self.rng.choice([0.5, 1.0, 2.0])
+        argv = [self.cli, "alloc", pa, "-o", o, "--time-limit", str(limit)]
+        argv += self.rng.choice([["--minimize"], ["--capacity", str(64 * 1024 * 1024)], ["--objective", "select", "--capacity",
+                                                                                          str(4 * 1024 * 1024)]])
+        self.run("alloc-scale", argv, [o], limit)
+
     def alloc(self):
         doc = random_alloc_problem(self.rng)
         is_csv = self.rng.random() < 0.4
         if is_csv:
             text = alloc_csv(doc)
-            if self.rng.random() < 0.75:
+            if self.rng.random() < 0.7:
                 text, _ = mutate_csv(text, self.rng)
-            pp = self.file("al_p.csv", text)
+            pa, stdin, kind = self.input_arg("al_p.csv", text)
+            if pa == "-" and text.lstrip().startswith("{"):
+                is_csv = False
         else:
             text, _ = self.maybe(doc)
-            pp = self.file("al_p.json", text)
-        o = self.out(self.rng.choice(["al_o.json", "al_o.csv"]))
+            pa, stdin, kind = self.input_arg("al_p.json", text)
+            if pa == "-" and not text.lstrip().startswith("{"):
+                is_csv = True  # standard input is read as CSV unless it starts with "{"
+        o = self.dest(self.rng.choice(["al_o.json", "al_o.csv"]))
         svg = self.out("al_o.svg") if self.rng.random() < 0.3 else None
         objective = self.rng.choice(["pack", "pack", "select"])
         capacity = self.rng.choice([None, 256, 1024, 4096])
-        argv = [self.cli, "alloc", pp, "-o", o, "--objective", objective]
+        argv = [self.cli, "alloc", pa, "-o", o, "--objective", objective]
         if capacity is not None:
             argv += ["--capacity", str(capacity)]
-        if self.rng.random() < 0.3 and objective == "pack":
+        bad = False
+        if self.rng.random() < 0.3:
             argv.append("--minimize")
-        argv += self.flag_noise([("--time-limit", ["-1", "nan", "0.1"]), ("--threads", ["0", "1000"]),
-                                 ("--capacity", ["-5", "1e3", "x", "99999999999999999999"]),
-                                 ("--solver", ["nope", "sweep", "greedy"])], 0.2)
+            bad = objective == "select"
+        noise, bad_flag = self.flag_noise([("--time-limit", ["-1", "nan", "0.1"]), ("--threads", ["0", "1000"]),
+                                           ("--capacity", ["-5", "1e3", "x", "99999999999999999999"]),
+                                           ("--solver", ["nope", "sweep", "greedy", "exact", "annealing"])], 0.2)
+        argv += noise
+        bad = bad or bad_flag
+        solvers = [argv[i + 1] for i in range(len(argv) - 1) if argv[i] == "--solver"]
+        if solvers and solvers[-1] in ("sweep", "greedy", "annealing") and "--threads" in argv:
+            bad = True  # --threads applies to auto and exact only
         if svg:
             argv += ["--svg", svg]
-        outs = [o] + ([svg] if svg else [])
+        outs = ([o] if o != "-" else []) + ([svg] if svg else [])
         caps = [argv[i + 1] for i in range(len(argv) - 1) if argv[i] == "--capacity"]
         cap = None
-        if len(caps) == 1 and caps[0].isdigit():
-            cap = int(caps[0])
+        if len(caps) == 1 and caps[-1].isdigit():
+            cap = int(caps[-1])
         elif not caps and not is_csv:
             try:
                 cap = json.loads(text).get("capacity")
@@ -396,9 +659,10 @@ class Fuzzer:
                 cap = None
         minimize = "--minimize" in argv
 
-        def check(_):
-            check_alloc_plan(text, is_csv, o, None if (minimize or not isinstance(cap, int)) else cap, objective)
-        self.run("alloc", argv, outs, self.limit_of(argv), check=check)
+        def check(out):
+            path = o if o != "-" else self.saved_stdout(out, "al_stdout.json")
+            check_alloc_plan(text, is_csv, path, None if (minimize or not isinstance(cap, int)) else cap, objective)
+        self.run("alloc", argv, outs, self.limit_of(argv), stdin=stdin, check=check, expect=self.expect_of(kind, bad))
 
     def layout(self):
         rank = self.rng.randint(0, 4)
@@ -411,91 +675,165 @@ class Fuzzer:
         argv.append("--json")
         self.run("layout", argv, [], None, check=lambda out: assert_format(out, "scratchplan-layout"))
 
+    def program_text(self):
+        doc = random_program(self.rng) if self.rng.random() < 0.4 else self.rng.choice(self.programs)
+        return self.maybe(doc)[0]
+
     def divide(self):
-        text, _ = self.maybe(self.rng.choice(self.programs))
-        argv = [self.cli, "divide", self.file("dv_p.json", text), "--cores",
-                self.rng.choice(["1", "8", "32", "0", "-1", "33", "x"]), "--json"]
-        self.run("divide", argv, [], None, check=lambda out: assert_format(out, "scratchplan-division"))
+        pa, stdin, kind = self.input_arg("dv_p.json", self.program_text())
+        cores = self.rng.choice(["1", "8", "32", "0", "-1", "33", "x"])
+        argv = [self.cli, "divide", pa, "--cores", cores, "--json"]
+        self.run("divide", argv, [], None, stdin=stdin, expect=self.expect_of(kind, cores in ("0", "-1", "33", "x")),
+                 check=lambda out: assert_format(out, "scratchplan-division"))
 
     def plan(self):
-        text, _ = self.maybe(self.rng.choice(self.programs))
-        pp = self.file("pl_p.json", text)
-        o = self.out("pl_o.json")
+        text = self.program_text()
+        stdin = None
+        hw_stdin = self.rng.random() < 0.1
+        if hw_stdin:
+            pa, kind = self.file("pl_p.json", text), "file"
+        else:
+            pa, stdin, kind = self.input_arg("pl_p.json", text)
+        o = self.dest("pl_o.json")
         svg = self.out("pl_o.svg") if self.rng.random() < 0.3 else None
-        argv = [self.cli, "plan", pp, "-o", o, "--cores", self.rng.choice(["1", "4", "32"])]
-        argv += self.flag_noise([("--time-limit", ["-1", "nan"]), ("--cores", ["0", "-1", "33"]), ("--stage", ["0", "5", "2"]),
-                                 ("--capacity", ["-5", "0", "4096"]), ("--hbm-gbps", ["0", "nan", "-1", "100"])], 0.2)
-        if self.rng.random() < 0.2:
-            hw = {"lx_bytes": 2097152, "max_cores": 32}
+        argv = [self.cli, "plan", pa, "-o", o, "--cores", self.rng.choice(["1", "4", "32"])]
+        noise, bad = self.flag_noise([("--time-limit", ["-1", "nan"]), ("--cores", ["0", "-1", "33"]), ("--stage", ["0", "5", "2"]),
+                                      ("--capacity", ["-5", "0", "4096"]), ("--hbm-gbps", ["0", "nan", "-1", "100", "1e-12"])], 0.2)
+        argv += noise
+        if hw_stdin or self.rng.random() < 0.2:
+            hw = {"lx_bytes": 2097152, "max_cores": 32, "hbm_bytes_per_s": 1e11}
             htext, _ = self.maybe(hw)
-            argv += ["--hardware", self.file("pl_hw.json", htext)]
+            if hw_stdin:
+                argv += ["--hardware", "-"]
+                stdin = htext
+            else:
+                argv += ["--hardware", self.file("pl_hw.json", htext)]
         if svg:
             argv += ["--svg", svg]
-        self.run("plan", argv, [o] + ([svg] if svg else []), self.limit_of(argv),
-                 check=lambda _: self.json_check("scratchplan-lx-plan")(o))
+
+        def check(out):
+            path = o if o != "-" else self.saved_stdout(out, "pl_stdout.json")
+            check_lx_plan(path)
+        self.run("plan", argv, ([o] if o != "-" else []) + ([svg] if svg else []), self.limit_of(argv), stdin=stdin,
+                 check=check, expect=self.expect_of(kind, bad))
 
     def nki(self, sub):
-        text, _ = self.maybe(self.rng.choice(self.kernels))
-        kp = self.file("nk_k.json", text)
-        argv = [self.cli, "nki", sub, kp]
-        outs = []
-        if self.rng.random() < 0.15:
-            htext, _ = self.maybe(self.nki_hw)
-            argv += ["--hardware", self.file("nk_hw.json", htext)]
-        if sub == "plan":
-            o = self.out("nk_o.json")
-            argv += ["-o", o]
-            outs.append(o)
-            argv += self.flag_noise([("--time-limit", ["-1", "nan"]), ("--max-buffers", ["0", "2000", "4"])], 0.2)
-
-            def check(_):
-                self.json_check("scratchplan-nki-kernel")(o)
-                r = subprocess.run([self.cli, "nki", "check", o], capture_output=True, text=True, timeout=60)
-                assert r.returncode == 0, "nki check rejects the plan: " + r.stderr.strip()[:200]
-            self.run("nki plan", argv, outs, self.limit_of(argv), check=check)
+        doc = random_kernel(self.rng) if self.rng.random() < 0.4 else self.rng.choice(self.kernels)
+        text, _ = self.maybe(doc)
+        stdin = None
+        hw_stdin = self.rng.random() < 0.05
+        if hw_stdin:
+            ka, kind = self.file("nk_k.json", text), "file"
         else:
+            ka, stdin, kind = self.input_arg("nk_k.json", text)
+        argv = [self.cli, "nki", sub, ka]
+        outs = []
+        if hw_stdin or self.rng.random() < 0.15:
+            htext, _ = self.maybe(self.nki_hw)
+            if hw_stdin:
+                argv += ["--hardware", "-"]
+                stdin = htext
+            else:
+                argv += ["--hardware", self.file("nk_hw.json", htext)]
+        if sub == "plan":
+            o = self.dest("nk_o.json")
+            argv += ["-o", o]
+            if o != "-":
+                outs.append(o)
+            noise, bad = self.flag_noise([("--time-limit", ["-1", "nan"]), ("--max-buffers", ["0", "2000", "4"])], 0.2)
+            argv += noise
+            if self.rng.random() < 0.2:
+                svg = self.out("nk_p.svg")
+                argv += ["--svg", svg]
+                outs.append(svg)
+
+            def check(out):
+                path = o if o != "-" else self.saved_stdout(out, "nk_stdout.json")
+                self.json_check("scratchplan-nki-kernel")(path)
+                r = subprocess.run([self.cli, "nki", "check", path], capture_output=True, text=True, timeout=60)
+                assert r.returncode == 0, "nki check rejects the plan: " + r.stderr.strip()[:200]
+            self.run("nki plan", argv, outs, self.limit_of(argv), stdin=stdin, check=check, expect=self.expect_of(kind, bad))
+        else:
+            verdict = []
             if self.rng.random() < 0.3:
                 svg = self.out("nk_c.svg")
                 argv += ["--svg", svg]
                 outs.append(svg)
-            self.run("nki check", argv, outs, None)
+                verdict.append(svg)
+            json_out = self.rng.random() < 0.5
+            if json_out:
+                argv.append("--json")
+            self.run("nki check", argv, outs, None, stdin=stdin, expect=self.expect_of(kind, False), verdict_outputs=verdict,
+                     check=(lambda out: assert_format(out, "scratchplan-nki-check")) if json_out else None)
 
     def bad_outputs(self):
-        """Unwritable or conflicting output paths fail at once with exit 2."""
+        """Unwritable or conflicting output paths fail at once with exit 2, writing nothing."""
         bad = self.rng.choice([os.path.join(self.tmp, "no_such_dir", "x.json"), self.tmp, "/proc/x.json"])
-        verb = self.rng.choice(["plan", "alloc", "schedule", "nki"])
+        verb = self.rng.choice(["plan", "alloc", "schedule", "mlsys", "nki", "nki check"])
         good = self.out("bo_ok.json")
         if verb == "plan":
             argv = [self.cli, "plan", os.path.join(ROOT, "examples/programs/softmax_lastdim.json"), "--time-limit", "5"]
-            argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad]])
+            argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad], ["-o", good, "--svg", good]])
         elif verb == "alloc":
             p = self.file("bo_a.json", json.dumps(random_alloc_problem(self.rng)))
             argv = [self.cli, "alloc", p, "--capacity", "100000", "--time-limit", "5"]
-            argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad]])
+            argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad], ["-o", "-", "--svg", "-"]])
         elif verb == "schedule":
             argv = [self.cli, "schedule", os.path.join(ROOT, "examples/mlsys/mlp_block.json"), "--time-limit", "5", "-o", bad]
+        elif verb == "mlsys":
+            argv = [self.mlsys, os.path.join(ROOT, "examples/mlsys/mlp_block.json"), bad, "--time-limit", "5"]
+        elif verb == "nki check":
+            argv = [self.cli, "nki", "check", os.path.join(ROOT, "examples/nki/overlap_t0_t1.json"), "--svg", bad]
         else:
             argv = [self.cli, "nki", "plan", os.path.join(ROOT, "examples/nki/load_exp.json"), "--time-limit", "5"]
             argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad]])
-        p = self.run("bad-output", argv, [good], 0.0)
-        if p is not None and p.returncode != 2:
-            self.fail("bad-output", argv, "exit %d, expected 2" % p.returncode, p.stderr, None)
+        self.run("bad-output", argv, [good], 0.0, expect=2)
 
-    def stdin_stdout(self):
-        """'-' reads standard input and writes standard output (pure JSON there)."""
-        prog = json.dumps(self.rng.choice(self.programs))
-        argv = [self.cli, "plan", "-", "-o", "-", "--time-limit", "0.1", "--report"]
-        self.run("plan -", argv, [], 0.1, stdin=prog, check=lambda out: assert_format(out, "scratchplan-lx-plan"))
+    def bad_combos(self):
+        """Contradictory flags, flags the chosen mode ignores, and two arguments on one stdin: exit 2
+        at once, nothing written."""
+        good = self.out("bc_ok.json")
+        prob = os.path.join(ROOT, "examples/mlsys/mlp_block.json")
+        kernel = os.path.join(ROOT, "examples/nki/load_exp.json")
+        a = self.file("bc_a.json", json.dumps(random_alloc_problem(self.rng)))
+        argv, stdin = self.rng.choice([
+            ([self.cli, "schedule", prob, "-o", good, "--iterations", "10", "--time-limit", "1"], None),
+            ([self.cli, "nki", "plan", kernel, "-o", good, "--single", "--max-buffers", "4"], None),
+            ([self.cli, "alloc", a, "-o", good, "--capacity", "4096", "--objective", "select", "--minimize"], None),
+            ([self.cli, "alloc", a, "-o", good, "--capacity", "4096", "--solver", self.rng.choice(["sweep", "greedy", "firstfit"]),
+              self.rng.choice(["--seed", "--threads", "--iterations"]), "2"], None),
+            ([self.cli, "alloc", a, "-o", good, "--capacity", "4096", "--solver", "annealing", "--exact-off", "memo"], None),
+            ([self.cli, "evaluate", "-", "-"], json.dumps(self.mlsys_solution[0])),
+            ([self.cli, "plan", "-", "--hardware", "-", "-o", good], json.dumps(self.programs[0])),
+        ])
+        self.run("bad-combo", argv, [good], 0.0, stdin=stdin, expect=2)
 
     def one(self):
         r = self.rng.random()
-        table = [(0.12, self.evaluate), (0.22, self.schedule), (0.26, lambda: self.schedule(tool=True)), (0.42, self.alloc),
-                 (0.50, self.layout), (0.60, self.divide), (0.72, self.plan), (0.82, lambda: self.nki("check")),
-                 (0.92, lambda: self.nki("plan")), (0.96, self.bad_outputs), (1.01, self.stdin_stdout)]
+        table = [(0.12, self.evaluate), (0.22, self.schedule), (0.27, lambda: self.schedule(tool=True)), (0.42, self.alloc),
+                 (0.48, self.layout), (0.58, self.divide), (0.72, self.plan), (0.83, lambda: self.nki("check")),
+                 (0.95, lambda: self.nki("plan")), (0.98, self.bad_outputs), (1.01, self.bad_combos)]
+        if self.scale and self.rng.random() < 0.05:
+            self.alloc_scale()
+            return
         for p, f in table:
             if r < p:
                 f()
                 return
+
+
+# Flag values every verb must reject (exit 2) before doing any work.
+BAD_VALUES = {
+    "--time-limit": ("-1", "nan", "inf", "1e9"),
+    "--threads": ("0", "1000", "-2"),
+    "--seed": ("-1", "x"),
+    "--capacity": ("-5", "1e3", "x", "99999999999999999999"),
+    "--solver": ("nope",),
+    "--cores": ("0", "-1", "33"),
+    "--stage": ("0", "5"),
+    "--hbm-gbps": ("0", "nan", "-1", "1e-12"),
+    "--max-buffers": ("0", "2000"),
+}
 
 
 def assert_format(stdout, fmt):
@@ -511,8 +849,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--scale", action="store_true", help="also large alloc instances (20k..120k buffers) under a time limit")
     a = ap.parse_args()
-    f = Fuzzer(os.path.abspath(a.cli), os.path.abspath(a.mlsys), a.seed, a.verbose)
+    f = Fuzzer(os.path.abspath(a.cli), os.path.abspath(a.mlsys), a.seed, a.verbose, a.scale)
     t0 = time.monotonic()
     while f.runs < a.runs:
         f.one()
