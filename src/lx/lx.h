@@ -66,6 +66,7 @@ struct GTensor {
   int64_t elements = 0;    // host elements (for element counts)
   bool graph_input = false;
   bool graph_output = false;
+  int partial_of = -1;     // partial sums of this tensor (a reduction split's per-core results), or -1
 };
 
 struct GOperand {
@@ -74,19 +75,30 @@ struct GOperand {
   Bytes per_core = 0;      // bytes one core holds under that slicing (unaligned)
 };
 
+// A layout incompatibility of one operand (layout::check_op_layouts): the operand is re-laid-out
+// (restickify) or padded before the op; the fixed copy makes one extra HBM round trip.
+struct LayoutFix {
+  int tensor = -1;         // GTensor index of the operand
+  bool padding = false;    // padded (true) or restickified (false)
+  Bytes fixed_bytes = 0;   // bytes of the fixed copy (padded size, or the tensor's bytes)
+  std::string message;     // layout::LayoutIssue's one-line message
+};
+
 struct GOp {
   std::string name;            // op name
-  std::string kind;            // pointwise / reduction / matmul / opaque / load / clone
+  std::string kind;            // pointwise / reduction / matmul / opaque / load / clone / combine
   std::vector<GOperand> reads; // with multiplicity
   std::vector<GOperand> writes;
   bool in_placeable = false;   // output may take a dying input's address
   bool reduction = false;      // produces a reduction output (stage 2)
   bool lx_capable = true;      // false: extern/opaque kernel, operands stay in HBM
-  bool reduction_split = false;// partial results are combined through HBM
+  bool reduction_split = false;// writes partial sums (tensors with partial_of), combined through HBM
+  int64_t reduction_factor = 1;// split factor of the reduction variable (partial results per output element)
   int cores = 1;               // cores it runs on
   std::string splits;          // readable split, e.g. "d0=4 d1=1"
   double flops = 0;            // work, for the roofline
-  int source_op = -1;          // program op index (-1 for inserted clones)
+  int source_op = -1;          // program op index (-1 for inserted clones and combines)
+  std::vector<LayoutFix> layout_fixes;  // operands re-laid-out or padded before this op
 };
 
 struct Graph {

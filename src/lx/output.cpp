@@ -1,5 +1,6 @@
 // Plan output (JSON, readable report, SVG) and the pattern-case reader.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -61,6 +62,16 @@ Json plan_to_json(const Plan& p) {
     bufs.push_back(std::move(b));
   }
   j["buffers"] = bufs;
+  Json issues = Json::array();
+  Bytes fix_bytes = 0;
+  for (std::size_t i = 0; i < p.graph.ops.size(); ++i)
+    for (const LayoutFix& f : p.graph.ops[i].layout_fixes) {
+      issues.push_back({{"op", p.graph.ops[i].name}, {"op_index", i}, {"tensor", p.graph.tensors[f.tensor].name},
+                        {"fix", f.padding ? "pad" : "restickify"}, {"fixed_bytes", f.fixed_bytes},
+                        {"extra_hbm_bytes", 2 * f.fixed_bytes}, {"message", f.message}});
+      fix_bytes += 2 * f.fixed_bytes;
+    }
+  j["layout_issues"] = issues;
   const Totals& t = p.totals;
   j["totals"] = {{"hbm_read_bytes", t.hbm_read},
                  {"hbm_write_bytes", t.hbm_write},
@@ -72,6 +83,7 @@ Json plan_to_json(const Plan& p) {
                  {"lower_bound_hbm_bytes", t.lower_bound_hbm},
                  {"split_lower_bound_hbm_bytes", t.split_lower_bound_hbm},
                  {"gap_bytes", t.hbm_read + t.hbm_write - t.lower_bound_hbm},
+                 {"layout_fix_bytes", fix_bytes},
                  {"estimated_time_us", t.time_s * 1e6},
                  {"baseline_time_us", t.baseline_time_s * 1e6}};
   j["search"] = {{"placement_solver", p.solver}, {"placement_proven_optimal", p.proven_optimal},
@@ -118,46 +130,129 @@ std::string plan_report(const Plan& p) {
     if (v.output_clone) os << " (output written to HBM once)";
     os << "\n";
   }
+  int nfix = 0;
+  for (const GOp& op : p.graph.ops) nfix += static_cast<int>(op.layout_fixes.size());
+  if (nfix) {
+    os << "layout issues (" << nfix << ", each fixed copy written and read once more):\n";
+    for (const GOp& op : p.graph.ops)
+      for (const LayoutFix& f : op.layout_fixes)
+        os << "  " << f.message << " (+" << 2 * f.fixed_bytes << " B HBM)\n";
+  }
   for (const auto& n : p.notes) os << "note: " << n << "\n";
   return os.str();
 }
 
+namespace {
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// A "nice" tick step (1, 2 or 5 x 10^k) giving about `target` ticks over [0, span].
+double nice_step(double span, int target) {
+  double raw = std::max(1e-9, span / std::max(1, target));
+  double mag = 1;
+  while (mag * 10 <= raw) mag *= 10;
+  while (mag > raw) mag /= 10;
+  for (double f : {1.0, 2.0, 5.0, 10.0})
+    if (f * mag >= raw) return f * mag;
+  return 10 * mag;
+}
+
+std::string bytes_label(double b) {
+  char buf[32];
+  if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.3g MiB", b / (1 << 20));
+  else if (b >= 1 << 10) std::snprintf(buf, sizeof buf, "%.3g KiB", b / (1 << 10));
+  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  return buf;
+}
+
+}  // namespace
+
 std::string plan_svg(const Plan& p) {
-  // One panel per core (small multiples): x op index, y per-core LX address. A value occupies the
-  // same address on every core its producer runs on (cores 0..k-1 by convention).
+  // x: op index, y: per-core LX address, scaled to the peak address in use. A value occupies the
+  // same address on cores 0..k-1 of its producer (by convention), so cores differ only in which
+  // values they hold; cores with identical contents share one panel ("cores 4-31").
   int cores = 1;
   for (const auto& op : p.graph.ops) cores = std::max(cores, op.cores);
-  const int cols = cores == 1 ? 1 : 4, rows = (cores + cols - 1) / cols;
-  const int PW = cores == 1 ? 840 : 230, PH = cores == 1 ? 440 : 130, L = 60, T = 40, GX = 20, GY = 34;
-  const int W = L + cols * (PW + GX), H = T + rows * (PH + GY) + 20;
+  std::vector<int> holders(static_cast<std::size_t>(cores) + 1, 0);  // values held by exactly k cores
+  Bytes peak = 0;
+  for (const auto& v : p.values) {
+    if (v.lx.empty()) continue;
+    int vc = v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1;
+    holders[std::min(vc, cores)] = 1;
+    for (const Segment& s : v.lx) peak = std::max(peak, s.address + v.per_core);
+  }
+  // Panel boundaries: core c differs from c-1 iff some value is held by exactly c cores.
+  std::vector<std::pair<int, int>> panels;  // [first, last] core
+  for (int c = 0; c < cores; ++c) {
+    if (c == 0 || holders[c]) panels.emplace_back(c, c);
+    else panels.back().second = c;
+  }
+  const int np = static_cast<int>(panels.size());
+  const int cols = np == 1 ? 1 : 2, rows = (np + cols - 1) / cols;
+  const int PW = np == 1 ? 840 : 420, PH = np == 1 ? 440 : 220, L = 90, T = 44, GX = 100, GY = 70;
+  const int W = L + cols * (PW + GX), H = T + rows * (PH + GY) + 10;
   const double nops = std::max<double>(1, static_cast<double>(p.graph.ops.size()));
-  const double cap = std::max<double>(1, static_cast<double>(p.capacity));
-  const double sx = PW / nops, sy = PH / cap;
+  const double ymax = std::max<double>(1, static_cast<double>(peak));
+  const double sx = PW / nops, sy = PH / ymax;
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-     << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
-  os << "<text x=\"" << L << "\" y=\"18\" font-size=\"13\">" << p.graph.name << ": LX address (0.." << p.capacity
-     << " B, top to bottom) x op index (0.." << p.graph.ops.size() - (p.graph.ops.empty() ? 0 : 1) << "), per core</text>\n";
+     << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  os << "<text x=\"" << L << "\" y=\"20\" font-size=\"14\">" << xml_escape(p.graph.name) << ": per-core LX residency (peak "
+     << bytes_label(static_cast<double>(peak)) << " of " << bytes_label(static_cast<double>(p.capacity)) << ")</text>\n";
   const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"};
-  for (int c = 0; c < cores; ++c) {
-    const double X = L + (c % cols) * (PW + GX), Y = T + (c / cols) * (PH + GY);
-    os << "<text x=\"" << X << "\" y=\"" << Y - 4 << "\">core " << c << "</text>\n";
+  const double xstep = std::max(1.0, std::round(nice_step(nops, 8)));
+  const double ystep = nice_step(ymax, 5);
+  for (int k = 0; k < np; ++k) {
+    const auto [c0, c1] = panels[k];
+    const double X = L + (k % cols) * (PW + GX), Y = T + (k / cols) * (PH + GY);
+    os << "<text x=\"" << X << "\" y=\"" << Y - 6 << "\" font-weight=\"bold\">"
+       << (c0 == c1 ? "core " + std::to_string(c0) : "cores " + std::to_string(c0) + "-" + std::to_string(c1)) << "</text>\n";
     os << "<rect x=\"" << X << "\" y=\"" << Y << "\" width=\"" << PW << "\" height=\"" << PH
        << "\" fill=\"#f8f8f8\" stroke=\"#888\"/>\n";
-    int k = 0;
+    // axes: y = LX address (0 at the top, as addresses grow downwards), x = op index
+    for (double yv = 0; yv <= ymax + 1e-9; yv += ystep) {
+      const double y = Y + yv * sy;
+      os << "<line x1=\"" << X - 4 << "\" y1=\"" << y << "\" x2=\"" << X + PW << "\" y2=\"" << y
+         << "\" stroke=\"#ddd\"/><text x=\"" << X - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
+         << bytes_label(yv) << "</text>\n";
+    }
+    for (double xv = 0; xv < nops; xv += xstep) {
+      const double x = X + xv * sx;
+      os << "<line x1=\"" << x << "\" y1=\"" << Y + PH << "\" x2=\"" << x << "\" y2=\"" << Y + PH + 4
+         << "\" stroke=\"#444\"/><text x=\"" << x << "\" y=\"" << Y + PH + 16 << "\" text-anchor=\"middle\">"
+         << static_cast<long long>(xv) << "</text>\n";
+    }
+    os << "<text x=\"" << X + PW / 2 << "\" y=\"" << Y + PH + 32 << "\" text-anchor=\"middle\">op index</text>\n";
+    os << "<text transform=\"translate(" << X - 72 << "," << Y + PH / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+       << "LX address</text>\n";
+    int n = 0;
     for (const auto& v : p.values) {
       if (v.lx.empty()) continue;
-      ++k;
+      ++n;
       int vc = v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1;
-      if (c >= vc) continue;
+      if (c0 >= vc) continue;
+      const std::string name = xml_escape(v.name);
       for (const Segment& s : v.lx) {
         double x = X + s.start * sx, w = std::max(1.0, (s.end - s.start + 1) * sx);
-        double y = Y + s.address * sy, h = std::max(1.0, v.per_core * sy);
+        double y = Y + static_cast<double>(s.address) * sy, h = std::max(1.0, static_cast<double>(v.per_core) * sy);
         os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h << "\" fill=\""
-           << (v.clone ? "#9ecae1" : colors[k % 8]) << "\" fill-opacity=\"0.8\" stroke=\"#222\"><title>" << v.name
-           << " @" << s.address << " " << v.per_core << " B ops " << s.start << ".." << s.end
+           << (v.clone ? "#9ecae1" : colors[n % 8]) << "\" fill-opacity=\"0.85\" stroke=\"#222\" stroke-width=\"0.5\"><title>"
+           << name << " @" << s.address << " " << v.per_core << " B ops " << s.start << ".." << s.end
            << (s.reload ? " (reload)" : "") << "</title></rect>\n";
-        if (w > 30 && h > 10) os << "<text x=\"" << x + 2 << "\" y=\"" << y + 10 << "\">" << v.name << "</text>\n";
+        if (w > 40 && h > 12) os << "<text x=\"" << x + 2 << "\" y=\"" << y + 11 << "\">" << name << "</text>\n";
       }
     }
   }

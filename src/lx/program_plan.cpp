@@ -1,12 +1,14 @@
 // Programs -> planning graphs (layouts, work division, per-operand core slicing) and the
 // co-optimization of core splits with placement, scored by the roofline cost model.
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <optional>
 #include <set>
 #include <numeric>
 
 #include "core/deadline.h"
+#include "layout/compat.h"
 #include "layout/layout.h"
 #include "lx/lx.h"
 #include "lx/planner_internal.h"
@@ -20,6 +22,7 @@ struct Model {
   std::vector<Bytes> bytes;          // per tensor: device bytes
   std::vector<int64_t> elements;     // per tensor: host elements
   workdiv::Division div;             // seed division + menus
+  std::vector<std::vector<LayoutFix>> fixes;  // per op: layout fixes (program tensor ids)
 };
 
 std::string join_splits(const workdiv::OpDivision& od, const std::vector<workdiv::Split>& s) {
@@ -66,12 +69,16 @@ GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o) {
   x.cores = static_cast<int>(cores);
   x.splits = od.divided ? join_splits(od, s) : "not divided";
   for (std::size_t v = 0; v < s.size(); ++v)
-    if (od.vars[v].reduction && s[v] > 1) x.reduction_split = true;
+    if (od.vars[v].reduction && s[v] > 1) {
+      x.reduction_split = true;
+      x.reduction_factor *= s[v];
+    }
   double work = 1;
   for (auto r : op.ranges) work *= static_cast<double>(r);
   if (op.ranges.empty())
     for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
   x.flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
+  x.layout_fixes = m.fixes[o];
   for (std::size_t k = 0; k < op.inputs.size(); ++k)
     x.reads.push_back(operand(m, op, od, s, x.cores, k, op.inputs[k]));
   for (std::size_t k = 0; k < op.outputs.size(); ++k)
@@ -84,12 +91,50 @@ GTensor lower_tensor(const Model& m, program::TensorId t) {
   return GTensor{pt.name, m.bytes[t], m.elements[t], pt.graph_input, pt.graph_output};
 }
 
+// Appends op o to g, and for a reduction split the combine of its partial sums: the op writes
+// `T.partial` (reduction_factor x T's bytes: every core group holds a full partial of its output
+// slice) and an inserted `<op>.combine` reads the partials and writes T. Partial sums cross cores,
+// so both stay in HBM (docs/lx.md, "Reduction splits"). `tid` maps program tensors to g's.
+template <class Tid>
+void lower_op_into(const Model& m, const std::vector<int>& choice, std::size_t o, Graph& g, Tid tid) {
+  GOp x = lower_op(m, choice, o);
+  for (auto& r : x.reads) r.tensor = tid(r.tensor);
+  for (auto& w : x.writes) w.tensor = tid(w.tensor);
+  for (auto& f : x.layout_fixes) f.tensor = tid(f.tensor);
+  if (!x.reduction_split) {
+    g.ops.push_back(std::move(x));
+    return;
+  }
+  GOp c;
+  c.name = x.name + ".combine";
+  c.kind = "combine";
+  c.reduction = x.reduction;
+  c.cores = x.cores;
+  c.splits = x.splits;
+  for (GOperand& w : x.writes) {
+    GTensor pt;
+    pt.name = g.tensors[w.tensor].name + ".partial";
+    pt.bytes = g.tensors[w.tensor].bytes * x.reduction_factor;  // extents <= 2^40, factor <= 32: no overflow
+    pt.elements = g.tensors[w.tensor].elements * x.reduction_factor;
+    pt.partial_of = w.tensor;
+    g.tensors.push_back(pt);
+    const int pi = static_cast<int>(g.tensors.size()) - 1;
+    c.reads.push_back(GOperand{pi, w.slicing, w.per_core});
+    c.writes.push_back(GOperand{w.tensor, w.slicing, w.per_core});
+    c.flops += static_cast<double>(pt.elements);  // one add per partial element
+    w.tensor = pi;
+  }
+  g.ops.push_back(std::move(x));
+  g.ops.push_back(std::move(c));
+}
+
 Graph lower(const Model& m, const std::vector<int>& choice) {
   const program::Program& p = *m.prog;
   Graph g;
   g.name = p.name;
   for (std::size_t t = 0; t < p.tensors.size(); ++t) g.tensors.push_back(lower_tensor(m, static_cast<program::TensorId>(t)));
-  for (std::size_t o = 0; o < p.ops.size(); ++o) g.ops.push_back(lower_op(m, choice, o));
+  g.ops.reserve(p.ops.size());
+  for (std::size_t o = 0; o < p.ops.size(); ++o) lower_op_into(m, choice, o, g, [](program::TensorId t) { return static_cast<int>(t); });
   return g;
 }
 
@@ -109,12 +154,7 @@ Graph lower_window(const Model& m, const std::vector<int>& choice, int a, int b)
     g.tensors.push_back(x);
     return tmap[t] = static_cast<int>(g.tensors.size()) - 1;
   };
-  for (int o = a; o <= b; ++o) {
-    GOp x = lower_op(m, choice, static_cast<std::size_t>(o));
-    for (auto& r : x.reads) r.tensor = tid(r.tensor);
-    for (auto& w : x.writes) w.tensor = tid(w.tensor);
-    g.ops.push_back(std::move(x));
-  }
+  for (int o = a; o <= b; ++o) lower_op_into(m, choice, static_cast<std::size_t>(o), g, tid);
   return g;
 }
 
@@ -190,13 +230,30 @@ std::vector<int> propagate(const Model& m, std::vector<int> ch, int start) {
   return ch;
 }
 
-// Bytes every split choice must move: intermediates (not graph I/O, not touched by opaque ops)
+// ceil(bytes x to / from) without overflow (bytes and extents are below 2^44).
+Bytes padded_bytes(Bytes bytes, int64_t from, int64_t to) {
+  __extension__ using Wide = __int128;
+  return static_cast<Bytes>((static_cast<Wide>(bytes) * to + from - 1) / from);
+}
+
+int64_t reduction_factor(const Model& m, int o, int c) {
+  const workdiv::OpDivision& od = m.div.ops[o];
+  if (!od.divided) return 1;
+  const auto s = splits_of(m, o, c);
+  int64_t r = 1;
+  for (std::size_t v = 0; v < s.size(); ++v)
+    if (od.vars[v].reduction) r *= s[v];
+  return r;
+}
+
+// Bytes every split choice must move beyond account()'s compulsory bound: the partial sums of
+// producers whose every menu entry splits a reduction (2 x factor x bytes: written, then read by
+// the combine; the smallest factor), intermediates (not graph I/O, not touched by opaque ops)
 // that no menu entry of the producer (without a reduction split, fitting LX) can hand to every
 // consumer with a matching entry of its own (consumers chosen independently: a relaxation), and
-// values nobody reads. Adds to the compulsory bound of account().
+// values nobody reads.
 Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
   const program::Program& p = *m.prog;
-  if (!o.lx) return 0;
   std::map<std::pair<int, program::TensorId>, std::set<std::string>> reads;  // (op, tensor) -> slicings
   auto read_slicings = [&](int op, program::TensorId t) -> const std::set<std::string>& {
     auto key = std::make_pair(op, t);
@@ -211,7 +268,13 @@ Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
   for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
     const auto t = static_cast<program::TensorId>(ti);
     const int prod = p.producer[t];
-    if (prod < 0 || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
+    if (prod < 0) continue;
+    const workdiv::OpDivision& pd = m.div.ops[prod];
+    const int n = pd.divided ? std::max<int>(1, static_cast<int>(pd.candidates.size())) : 1;
+    int64_t r_min = INT64_MAX;
+    for (int c = 0; c < n; ++c) r_min = std::min(r_min, reduction_factor(m, prod, c));
+    if (r_min > 1) forced += 2 * r_min * m.bytes[t];
+    if (!o.lx || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
     bool opaque = p.ops[prod].kind == program::OpKind::kOpaque;
     for (program::OpId c : p.consumers[t]) opaque = opaque || p.ops[c].kind == program::OpKind::kOpaque;
     if (opaque) continue;
@@ -224,9 +287,7 @@ Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
       continue;
     }
     bool possible = false;
-    const workdiv::OpDivision& pd = m.div.ops[prod];
-    const int n = pd.divided ? static_cast<int>(pd.candidates.size()) : 1;
-    for (int c = 0; c < std::max(1, n) && !possible; ++c) {
+    for (int c = 0; c < n && !possible; ++c) {
       if (reduction_split(m, prod, c)) continue;
       const auto s = splits_of(m, prod, c);
       int64_t cores = 1;
@@ -255,13 +316,31 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
                      std::to_string(hw.max_cores) + " cores");
   Model m;
   m.prog = &p;
+  std::vector<layout::Layout> layouts;
+  layouts.reserve(p.tensors.size());
   for (const auto& t : p.tensors) {
     auto l = program::tensor_layout(t);
     if (!l) return bad_input(p.name + ": tensor '" + t.name + "': " + l.error().message);
     m.bytes.push_back(layout::device_bytes(*l));
+    layouts.push_back(std::move(*l));
     int64_t e = 1;
     for (auto d : t.shape) e *= d;
     m.elements.push_back(e);
+  }
+  // Layout incompatibilities (what `divide` reports): each costs the fixed copy's round trip.
+  m.fixes.assign(p.ops.size(), {});
+  {
+    for (std::size_t oi = 0; oi < p.ops.size(); ++oi)
+      for (const layout::LayoutIssue& is : layout::check_op_layouts(p, static_cast<program::OpId>(oi), layouts)) {
+        LayoutFix f;
+        f.tensor = is.tensor;
+        f.padding = is.fix == layout::FixKind::kPadding;
+        f.fixed_bytes = m.bytes[is.tensor];
+        if (f.padding && is.pad_from > 0 && is.pad_to > is.pad_from)
+          f.fixed_bytes = padded_bytes(m.bytes[is.tensor], is.pad_from, is.pad_to);
+        f.message = is.message;
+        m.fixes[oi].push_back(std::move(f));
+      }
   }
   workdiv::Options wo;
   wo.max_cores = o.cores;
