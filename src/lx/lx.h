@@ -138,6 +138,7 @@ struct Totals {
   Bytes saved = 0;                      // baseline - ours
   Bytes lower_bound_hbm = 0;            // proven lower bound over every split choice (compulsory traffic)
   Bytes split_lower_bound_hbm = 0;      // proven lower bound for the chosen splits
+  Bytes cores_lower_bound_hbm = 0;      // proven lower bound over the splits with the plan's core count per op
   double time_s = 0, baseline_time_s = 0;  // roofline estimate
 };
 
@@ -176,7 +177,10 @@ std::string plan_svg(const Plan& p);
 
 // A transformer program of exactly num_ops ops: blocks of attention (norm, q/k/v projections,
 // scores, softmax, PV, output projection, residual) and MLP (norm, up, gelu, down, residual).
-Result<program::Program> transformer_program(int num_ops, int64_t seq = 256, int64_t hidden = 512);
+// sparse_reductions: row reductions write sparse outputs (dim_order ending in -1, as a compiler
+// lays them out); false keeps them dense, which costs a restickify per reduction.
+Result<program::Program> transformer_program(int num_ops, int64_t seq = 256, int64_t hidden = 512,
+                                             bool sparse_reductions = true);
 
 // Pattern cases of lx_cases.json: ops with inputs/output names (redefinition allowed).
 Result<Graph> graph_from_pattern(const Json& j, const std::string& source);

@@ -82,6 +82,7 @@ Json plan_to_json(const Plan& p) {
                  {"saved_bytes", t.saved},
                  {"lower_bound_hbm_bytes", t.lower_bound_hbm},
                  {"split_lower_bound_hbm_bytes", t.split_lower_bound_hbm},
+                 {"cores_lower_bound_hbm_bytes", t.cores_lower_bound_hbm},
                  {"gap_bytes", t.hbm_read + t.hbm_write - t.lower_bound_hbm},
                  {"layout_fix_bytes", fix_bytes},
                  {"estimated_time_us", t.time_s * 1e6},
@@ -96,17 +97,18 @@ Json plan_to_json(const Plan& p) {
 std::string plan_report(const Plan& p) {
   std::ostringstream os;
   const Totals& t = p.totals;
-  char buf[256];
+  char buf[512];
   os << "plan for " << p.graph.name << ": " << p.graph.ops.size() << " ops, LX " << p.capacity << " B per core\n";
   int on = 0;
   for (const auto& v : p.values) on += !v.lx.empty();
   os << "buffers: " << on << " of " << p.values.size() << " on LX; clones " << p.clones << ", evictions "
      << p.evictions << ", reorders " << p.reorders << ", co-opt changes " << p.coopt_changes << "\n";
-  std::snprintf(buf, sizeof buf, "HBM: %lld B read + %lld B written = %lld B (baseline %lld B, saved %.1f%%), lower bound %lld B (%lld B for these splits)\n",
+  std::snprintf(buf, sizeof buf, "HBM: %lld B read + %lld B written = %lld B (baseline %lld B, saved %.1f%%), lower bound %lld B (%lld B at these core counts, %lld B for these splits)\n",
                 static_cast<long long>(t.hbm_read), static_cast<long long>(t.hbm_write),
                 static_cast<long long>(t.hbm_read + t.hbm_write), static_cast<long long>(t.baseline_hbm),
                 t.baseline_hbm ? 100.0 * static_cast<double>(t.saved) / static_cast<double>(t.baseline_hbm) : 0.0,
-                static_cast<long long>(t.lower_bound_hbm), static_cast<long long>(t.split_lower_bound_hbm));
+                static_cast<long long>(t.lower_bound_hbm), static_cast<long long>(t.cores_lower_bound_hbm),
+                static_cast<long long>(t.split_lower_bound_hbm));
   os << buf;
   std::snprintf(buf, sizeof buf, "estimated time: %.2f us (all-HBM %.2f us)\n", t.time_s * 1e6, t.baseline_time_s * 1e6);
   os << buf;

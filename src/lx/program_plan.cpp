@@ -2,6 +2,8 @@
 // co-optimization of core splits with placement, scored by the roofline cost model.
 #include <algorithm>
 #include <climits>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -246,34 +248,42 @@ int64_t reduction_factor(const Model& m, int o, int c) {
   return r;
 }
 
-// Bytes every split choice must move beyond account()'s compulsory bound: the partial sums of
-// producers whose every menu entry splits a reduction (2 x factor x bytes: written, then read by
-// the combine; the smallest factor), intermediates (not graph I/O, not touched by opaque ops)
-// that no menu entry of the producer (without a reduction split, fitting LX) can hand to every
-// consumer with a matching entry of its own (consumers chosen independently: a relaxation), and
-// values nobody reads.
-Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
+// Bytes every split choice (among the menu entries `allowed` admits) must move beyond
+// account()'s compulsory bound:
+// - partial sums of producers whose every admitted entry splits a reduction (2 x factor x bytes:
+//   written, then read by the combine; the smallest factor);
+// - values nobody reads (their write);
+// - intermediates (not graph I/O, not touched by opaque ops) kept off LX, by a star bound: each
+//   such value is charged to the star of its first consumer u. Under an entry c of u, the value
+//   can be on LX only if u's read slicing under c is one that some admitted producer entry
+//   (without a reduction split, fitting LX) writes and every other consumer can read with an
+//   admitted entry of its own. A star costs at least min over c of its values that cannot, each
+//   value in exactly one star, so the sum over stars is a valid bound. It sees that one op
+//   cannot read two differently-produced operands alike (a matmul's A and B at once).
+Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o,
+                        const std::function<bool(int, int)>& allowed) {
   const program::Program& p = *m.prog;
-  std::map<std::pair<int, program::TensorId>, std::set<std::string>> reads;  // (op, tensor) -> slicings
-  auto read_slicings = [&](int op, program::TensorId t) -> const std::set<std::string>& {
-    auto key = std::make_pair(op, t);
-    auto it = reads.find(key);
-    if (it != reads.end()) return it->second;
-    std::set<std::string> sl;
-    const int n = m.div.ops[op].divided ? static_cast<int>(m.div.ops[op].candidates.size()) : 1;
-    for (int c = 0; c < std::max(1, n); ++c) sl.insert(slicing_of(m, op, c, t, false));
-    return reads[key] = std::move(sl);
+  auto entries = [&](int op) {
+    const workdiv::OpDivision& od = m.div.ops[op];
+    const int n = od.divided ? std::max<int>(1, static_cast<int>(od.candidates.size())) : 1;
+    std::vector<int> out;
+    for (int c = 0; c < n; ++c)
+      if (allowed(op, c)) out.push_back(c);
+    return out;
   };
+  std::vector<std::vector<int>> admitted(p.ops.size());
+  for (std::size_t op = 0; op < p.ops.size(); ++op) admitted[op] = entries(static_cast<int>(op));
   Bytes forced = 0;
+  // star of op u: (tensor, set of slicings under which it can stay on LX, cost if it cannot)
+  struct Member { program::TensorId t; std::set<std::string> ok; Bytes cost; };
+  std::vector<std::vector<Member>> stars(p.ops.size());
   for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
     const auto t = static_cast<program::TensorId>(ti);
     const int prod = p.producer[t];
     if (prod < 0) continue;
-    const workdiv::OpDivision& pd = m.div.ops[prod];
-    const int n = pd.divided ? std::max<int>(1, static_cast<int>(pd.candidates.size())) : 1;
     int64_t r_min = INT64_MAX;
-    for (int c = 0; c < n; ++c) r_min = std::min(r_min, reduction_factor(m, prod, c));
-    if (r_min > 1) forced += 2 * r_min * m.bytes[t];
+    for (int c : admitted[prod]) r_min = std::min(r_min, reduction_factor(m, prod, c));
+    if (r_min > 1 && r_min < INT64_MAX) forced += 2 * r_min * m.bytes[t];
     if (!o.lx || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
     bool opaque = p.ops[prod].kind == program::OpKind::kOpaque;
     for (program::OpId c : p.consumers[t]) opaque = opaque || p.ops[c].kind == program::OpKind::kOpaque;
@@ -286,23 +296,42 @@ Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
       forced += m.bytes[t];
       continue;
     }
-    bool possible = false;
-    for (int c = 0; c < n && !possible; ++c) {
+    // slicings the producer can hand over
+    std::set<std::string> ok;
+    const program::Op& op = p.ops[prod];
+    std::size_t slot = op.inputs.size();
+    for (std::size_t k = 0; k < op.outputs.size(); ++k)
+      if (op.outputs[k] == t) slot = op.inputs.size() + k;
+    for (int c : admitted[prod]) {
       if (reduction_split(m, prod, c)) continue;
       const auto s = splits_of(m, prod, c);
       int64_t cores = 1;
       for (auto k : s) cores *= k;
-      const program::Op& op = p.ops[prod];
-      std::size_t slot = op.inputs.size();
-      for (std::size_t k = 0; k < op.outputs.size(); ++k)
-        if (op.outputs[k] == t) slot = op.inputs.size() + k;
-      GOperand w = operand(m, op, pd, s, static_cast<int>(cores), slot, t);
-      if (w.per_core > capacity) continue;
-      bool all = true;
-      for (program::OpId u : p.consumers[t]) all = all && read_slicings(u, t).count(w.slicing) > 0;
-      possible = all;
+      GOperand w = operand(m, op, m.div.ops[prod], s, static_cast<int>(cores), slot, t);
+      if (w.per_core <= capacity) ok.insert(w.slicing);
     }
-    if (!possible) forced += m.bytes[t] * (1 + nreads);
+    const program::OpId first = *std::min_element(p.consumers[t].begin(), p.consumers[t].end());
+    for (program::OpId u : p.consumers[t]) {
+      if (u == first || ok.empty()) continue;
+      std::set<std::string> reads;
+      for (int c : admitted[u]) reads.insert(slicing_of(m, u, c, t, false));
+      std::set<std::string> both;
+      std::set_intersection(ok.begin(), ok.end(), reads.begin(), reads.end(), std::inserter(both, both.begin()));
+      ok = std::move(both);
+    }
+    stars[first].push_back({t, std::move(ok), m.bytes[t] * (1 + nreads)});
+  }
+  for (std::size_t u = 0; u < p.ops.size(); ++u) {
+    if (stars[u].empty()) continue;
+    Bytes best = -1;
+    for (int c : admitted[u]) {
+      Bytes cost = 0;
+      for (const Member& x : stars[u])
+        if (!x.ok.count(slicing_of(m, static_cast<int>(u), c, x.t, false))) cost += x.cost;
+      best = best < 0 ? cost : std::min(best, cost);
+      if (best == 0) break;
+    }
+    forced += std::max<Bytes>(0, best);
   }
   return forced;
 }
@@ -474,6 +503,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     }
   }
   Result<Plan> result = seed_plan;
+  std::vector<int> result_choice(p.ops.size(), 0);
   if (changes > 0) {
     auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
     if (!final_plan) return final_plan;
@@ -481,10 +511,17 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       final_plan->coopt_changes = changes;
       for (auto& n : notes) final_plan->notes.push_back(n);
       result = std::move(final_plan);
+      result_choice = choice;
     }
   }
   // The bound over every split choice also counts what no menu entry can keep on LX.
-  result->totals.lower_bound_hbm += menu_forced_bytes(m, lx_capacity(hw), o);
+  const Bytes compulsory = result->totals.lower_bound_hbm;
+  result->totals.lower_bound_hbm += menu_forced_bytes(m, lx_capacity(hw), o, [](int, int) { return true; });
+  // The same over the splits that keep every op on the core count the plan gives it.
+  result->totals.cores_lower_bound_hbm =
+      compulsory + menu_forced_bytes(m, lx_capacity(hw), o, [&](int op, int c) {
+        return cores_of(m, op, c) == cores_of(m, op, result_choice[op]);
+      });
   if (Status st = check_plan(*result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
   return result;
 }

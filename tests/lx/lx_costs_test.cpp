@@ -101,6 +101,25 @@ TEST(LxCosts, ForcedReductionSplitChargesTwiceFactorTimesBytesPlusTheCombine) {
   EXPECT_LE(plan.totals.lower_bound_hbm, plan.totals.hbm_read + plan.totals.hbm_write);
 }
 
+TEST(LxCosts, StarBoundAtThePlansCoreCountsSeesMatmulOperands) {
+  // In attention, qk reads q as A and k as B; both are produced row-split, and at 32 cores qk
+  // cannot read both row-split: one of them goes through HBM. The bound over every split cannot
+  // see it (one-core splits match everything); the bound at the plan's core counts does.
+  for (bool sparse : {true, false}) {
+    auto prog = transformer_program(2 * 22, 256, 512, sparse);
+    ASSERT_TRUE(prog.ok());
+    Plan plan = plan_of(*prog);
+    ASSERT_TRUE(check_plan(plan).ok());
+    const Bytes ours = plan.totals.hbm_read + plan.totals.hbm_write;
+    EXPECT_LE(plan.totals.lower_bound_hbm, plan.totals.cores_lower_bound_hbm);
+    EXPECT_LE(plan.totals.cores_lower_bound_hbm, ours);
+    EXPECT_LT(plan.totals.lower_bound_hbm, plan.totals.cores_lower_bound_hbm) << sparse;
+    if (sparse) {
+      EXPECT_EQ(plan.totals.cores_lower_bound_hbm, ours);  // optimal at its core counts
+    }
+  }
+}
+
 TEST(LxCosts, LayoutIssuesAreReportedAndCosted) {
   // A reduction along the stick writing a dense (non-sparse) output needs a restickify; a matmul
   // whose B has K = 4 rows is padded to one stick of A (64 rows): 16x its bytes.
