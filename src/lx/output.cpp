@@ -173,10 +173,12 @@ double nice_step(double span, int target) {
 }
 
 std::string bytes_label(double b) {
-  char buf[32];
-  if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.3g MiB", b / (1 << 20));
-  else if (b >= 1 << 10) std::snprintf(buf, sizeof buf, "%.3g KiB", b / (1 << 10));
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  char buf[48];
+  const double unit = b >= 1 << 20 ? 1 << 20 : b >= 1 << 10 ? 1 << 10 : 1;
+  const char* name = unit > 1024 ? "MiB" : unit > 1 ? "KiB" : "B";
+  const double v = b / unit;
+  if (std::fabs(v - std::round(v)) < 1e-9) std::snprintf(buf, sizeof buf, "%.0f %s", v, name);
+  else std::snprintf(buf, sizeof buf, "%.2f %s", v, name);
   return buf;
 }
 
@@ -216,7 +218,9 @@ std::string plan_svg(const Plan& p) {
      << bytes_label(static_cast<double>(peak)) << " of " << bytes_label(static_cast<double>(p.capacity)) << ")</text>\n";
   const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"};
   const double xstep = std::max(1.0, std::round(nice_step(nops, 8)));
-  const double ystep = nice_step(ymax, 5);
+  // y ticks at round numbers of the unit the peak is shown in (B, KiB or MiB)
+  const double unit = ymax >= 2.0 * (1 << 20) ? double(1 << 20) : ymax >= 2.0 * (1 << 10) ? double(1 << 10) : 1.0;
+  const double ystep = unit * std::max(unit > 1 ? 1.0 : 1.0, std::round(nice_step(ymax / unit, 5)));
   for (int k = 0; k < np; ++k) {
     const auto [c0, c1] = panels[k];
     const double X = L + (k % cols) * (PW + GX), Y = T + (k / cols) * (PH + GY);
@@ -241,6 +245,7 @@ std::string plan_svg(const Plan& p) {
     os << "<text transform=\"translate(" << X - 72 << "," << Y + PH / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
        << "LX address</text>\n";
     int n = 0;
+    std::ostringstream labels;  // drawn after every rectangle so none is covered
     for (const auto& v : p.values) {
       if (v.lx.empty()) continue;
       ++n;
@@ -254,9 +259,10 @@ std::string plan_svg(const Plan& p) {
            << (v.clone ? "#9ecae1" : colors[n % 8]) << "\" fill-opacity=\"0.85\" stroke=\"#222\" stroke-width=\"0.5\"><title>"
            << name << " @" << s.address << " " << v.per_core << " B ops " << s.start << ".." << s.end
            << (s.reload ? " (reload)" : "") << "</title></rect>\n";
-        if (w > 40 && h > 12) os << "<text x=\"" << x + 2 << "\" y=\"" << y + 11 << "\">" << name << "</text>\n";
+        if (w > 40 && h > 12) labels << "<text x=\"" << x + 2 << "\" y=\"" << y + 11 << "\">" << name << "</text>\n";
       }
     }
+    os << labels.str();
   }
   os << "</svg>\n";
   return os.str();

@@ -351,10 +351,13 @@ Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& 
   s.values = std::move(built->values);
   decide_eligibility(g, o, plan.capacity, hw.alignment, s);
   std::vector<Item> items = whole_items(g, o, s);
-  auto placed = place_items(o, s, items, plan.capacity, hw.alignment, fast ? 0.0 : left(dl) * 0.6, fast);
+  // No time at all (--time-limit 0, or the budget is spent): one heuristic placement and no
+  // eviction variants, so the fixed part stays one linear pass (docs/lx.md, "Time limit").
+  const bool heuristic = fast || seconds == 0.0;
+  auto placed = place_items(o, s, items, plan.capacity, hw.alignment, heuristic ? 0.0 : left(dl) * 0.6, heuristic);
   if (!placed) return placed.error();
   PlaceResult best = *placed;
-  if (o.lx && o.eviction && !fast) {
+  if (o.lx && o.eviction && !heuristic) {
     // Two candidate splits: only the values that did not fit, or every value with a dormant gap
     // (lets a resident value yield its slot while dormant). The better plan wins.
     for (int variant = 0; variant < 2; ++variant) {
