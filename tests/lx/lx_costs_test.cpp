@@ -193,5 +193,40 @@ TEST(LxCosts, SvgEscapesNamesMergesIdenticalCoresAndLabelsAxes) {
         << svg.substr(k, 10);
 }
 
+TEST(LxCosts, SvgDrawsOnePanelPerDistinctSetOfCores) {
+  // a is produced on 32 cores, b on 8: cores 0-7 hold both, cores 8-31 only a.
+  Graph g;
+  g.name = "panels";
+  auto tensor = [&](const char* n, Bytes bytes, bool in, bool out) {
+    g.tensors.push_back(GTensor{n, bytes, bytes / 2, in, out});
+    return static_cast<int>(g.tensors.size()) - 1;
+  };
+  const int x = tensor("x", 1 << 20, true, false), a = tensor("a", 1 << 20, false, false);
+  const int b = tensor("b", 1 << 18, false, false), y = tensor("y", 1 << 18, false, true);
+  auto op = [&](const char* n, int cores, int in, const char* in_slice, int out, const char* out_slice) {
+    GOp o;
+    o.name = n;
+    o.kind = "pointwise";
+    o.cores = cores;
+    o.reads.push_back(GOperand{in, in_slice, g.tensors[in].bytes / cores});
+    o.writes.push_back(GOperand{out, out_slice, g.tensors[out].bytes / cores});
+    g.ops.push_back(o);
+  };
+  op("p0", 32, x, "32/c32", a, "32/c32");
+  op("p1", 8, a, "32/c32", b, "8/c8");  // reads a as p0 wrote it
+  op("p2", 8, b, "8/c8", y, "8/c8");
+  Options o;
+  o.clone_inputs = false;
+  auto plan = plan_graph(g, Hardware{}, o);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  ASSERT_FALSE(find_value(*plan, "a")->lx.empty());
+  ASSERT_FALSE(find_value(*plan, "b")->lx.empty());
+  const std::string svg = plan_svg(*plan);
+  EXPECT_NE(svg.find(">cores 0-7<"), std::string::npos);
+  EXPECT_NE(svg.find(">cores 8-31<"), std::string::npos);
+  EXPECT_EQ(svg.find(">core 0<"), std::string::npos);
+  EXPECT_EQ(svg.find(">cores 0-31<"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sp::lx
