@@ -26,6 +26,7 @@ struct Model {
   std::vector<int64_t> elements;     // per tensor: host elements
   workdiv::Division div;             // seed division + menus
   std::vector<std::vector<LayoutFix>> fixes;  // per op: layout fixes (program tensor ids)
+  mutable std::vector<std::vector<std::vector<std::string>>> slicings;  // [op][entry][operand], lazily
 };
 
 std::string join_splits(const workdiv::OpDivision& od, const std::vector<workdiv::Split>& s) {
@@ -169,18 +170,30 @@ bool better(const Plan& a, const Plan& b) {
 }
 
 // The read slicing of tensor t by op o under candidate c (or its write slicing).
-std::string slicing_of(const Model& m, int o, int c, program::TensorId t, bool write) {
+const std::string& slicing_of(const Model& m, int o, int c, program::TensorId t, bool write) {
+  static const std::string kWhole;
   const program::Op& op = m.prog->ops[o];
   const workdiv::OpDivision& od = m.div.ops[o];
-  if (!od.divided) return "";
-  const auto& s = c > 0 ? od.candidates[c] : od.splits;
-  int64_t cores = 1;
-  for (auto k : s) cores *= k;
+  if (!od.divided) return kWhole;
+  // Memoized per (op, entry): the search asks for the same slicings many times.
+  auto& per_op = m.slicings[o];
+  if (per_op.empty()) per_op.resize(std::max<std::size_t>(1, od.candidates.size()));
+  auto& sl = per_op[static_cast<std::size_t>(c)];
+  if (sl.empty()) {
+    const auto s = c > 0 ? od.candidates[c] : od.splits;
+    int64_t cores = 1;
+    for (auto k : s) cores *= k;
+    const std::size_t n = op.inputs.size() + op.outputs.size();
+    sl.reserve(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const program::TensorId x = k < op.inputs.size() ? op.inputs[k] : op.outputs[k - op.inputs.size()];
+      sl.push_back(operand(m, op, od, s, static_cast<int>(cores), k, x).slicing);
+    }
+  }
   const auto& list = write ? op.outputs : op.inputs;
   for (std::size_t k = 0; k < list.size(); ++k)
-    if (list[k] == t)
-      return operand(m, op, od, s, static_cast<int>(cores), write ? op.inputs.size() + k : k, t).slicing;
-  return "";
+    if (list[k] == t) return sl[write ? op.inputs.size() + k : k];
+  return kWhole;
 }
 
 std::vector<workdiv::Split> splits_of(const Model& m, int o, int c) {
@@ -380,6 +393,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   auto d = workdiv::divide(p, wo);
   if (!d) return d.error();
   m.div = std::move(*d);
+  m.slicings.assign(p.ops.size(), {});
   std::vector<int> choice(p.ops.size(), 0);
   // Large programs: the seed plan is a fallback that co-optimization usually replaces, so it gets
   // less of the budget than the split search (which is anytime and still improving at 0.8 s).
