@@ -53,7 +53,8 @@ GOperand operand(const Model& m, const program::Op& op, const workdiv::OpDivisio
   return g;
 }
 
-GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o) {
+// labels: the readable split (only plans that are returned need it; the search scores windows).
+GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o, bool labels = true) {
   const program::Op& op = m.prog->ops[o];
   const workdiv::OpDivision& od = m.div.ops[o];
   GOp x;
@@ -71,7 +72,7 @@ GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o) {
   int64_t cores = 1;
   for (auto k : s) cores *= k;
   x.cores = static_cast<int>(cores);
-  x.splits = od.divided ? join_splits(od, s) : "not divided";
+  if (labels) x.splits = od.divided ? join_splits(od, s) : "not divided";
   for (std::size_t v = 0; v < s.size(); ++v)
     if (od.vars[v].reduction && s[v] > 1) {
       x.reduction_split = true;
@@ -100,8 +101,8 @@ GTensor lower_tensor(const Model& m, program::TensorId t) {
 // slice) and an inserted `<op>.combine` reads the partials and writes T. Partial sums cross cores,
 // so both stay in HBM (docs/lx.md, "Reduction splits"). `tid` maps program tensors to g's.
 template <class Tid>
-void lower_op_into(const Model& m, const std::vector<int>& choice, std::size_t o, Graph& g, Tid tid) {
-  GOp x = lower_op(m, choice, o);
+void lower_op_into(const Model& m, const std::vector<int>& choice, std::size_t o, Graph& g, Tid tid, bool labels = true) {
+  GOp x = lower_op(m, choice, o, labels);
   for (auto& r : x.reads) r.tensor = tid(r.tensor);
   for (auto& w : x.writes) w.tensor = tid(w.tensor);
   for (auto& f : x.layout_fixes) f.tensor = tid(f.tensor);
@@ -158,7 +159,7 @@ Graph lower_window(const Model& m, const std::vector<int>& choice, int a, int b)
     g.tensors.push_back(x);
     return tmap[t] = static_cast<int>(g.tensors.size()) - 1;
   };
-  for (int o = a; o <= b; ++o) lower_op_into(m, choice, static_cast<std::size_t>(o), g, tid);
+  for (int o = a; o <= b; ++o) lower_op_into(m, choice, static_cast<std::size_t>(o), g, tid, false);
   return g;
 }
 
