@@ -52,7 +52,7 @@ int run_plan(const PlanArgs& a) {
   if (a.no_coopt) o.coopt = false;
   auto plan = lx::plan_program(*p, *hw, o);
   if (!plan) return fail(plan.error());
-  if (!a.out_path.empty()) outputs.set(a.out_path, lx::plan_to_json(*plan).dump(1) + "\n");
+  if (!a.out_path.empty()) outputs.set(a.out_path, lx::plan_json_text(*plan));
   if (!a.svg_path.empty()) outputs.set(a.svg_path, lx::plan_svg(*plan));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.report) {

@@ -171,7 +171,10 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
 Status check_plan(const Plan& p);
 
 // Output.
-Json plan_to_json(const Plan& p);
+// arrays = false leaves out "ops" and "buffers" (plan_json_text streams them).
+Json plan_to_json(const Plan& p, bool arrays = true);
+// plan_to_json(p).dump(1) + "\n", byte for byte, without building the two large arrays as a tree.
+std::string plan_json_text(const Plan& p);
 std::string plan_report(const Plan& p);
 std::string plan_svg(const Plan& p);
 

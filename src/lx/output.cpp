@@ -9,7 +9,7 @@
 
 namespace sp::lx {
 
-Json plan_to_json(const Plan& p) {
+Json plan_to_json(const Plan& p, bool arrays) {
   Json j;
   j["format"] = "scratchplan-lx-plan";
   j["version"] = 1;
@@ -24,6 +24,7 @@ Json plan_to_json(const Plan& p) {
                      {"eviction", p.options.eviction},
                      {"reorder", p.options.reorder},
                      {"coopt", p.options.coopt}};
+  if (arrays) {
   Json ops = Json::array();
   for (std::size_t i = 0; i < p.graph.ops.size(); ++i) {
     const GOp& op = p.graph.ops[i];
@@ -62,6 +63,7 @@ Json plan_to_json(const Plan& p) {
     bufs.push_back(std::move(b));
   }
   j["buffers"] = bufs;
+  }
   Json issues = Json::array();
   Bytes fix_bytes = 0;
   for (std::size_t i = 0; i < p.graph.ops.size(); ++i)
@@ -92,6 +94,166 @@ Json plan_to_json(const Plan& p) {
                  {"reorders", p.reorders},       {"coopt_changes", p.coopt_changes},
                  {"notes", p.notes}};
   return j;
+}
+
+namespace {
+
+// Streaming text of the two large arrays of the plan (ops, buffers), laid out exactly as
+// nlohmann's dump(1) lays out plan_to_json (keys sorted, one-space indent): building the JSON
+// tree of a 100k-op plan cost more than planning it.
+struct Writer {
+  std::string out;
+  void indent(int level) { out.append(static_cast<std::size_t>(level), ' '); }
+  void str(const std::string& v) { out += Json(v).dump(); }
+  void num(long long v) { out += std::to_string(v); }
+  // "key": (at `level`), preceded by ",\n" unless first
+  void key(int level, const char* k, bool& first) {
+    if (!first) out += ",\n";
+    first = false;
+    indent(level);
+    out += '"';
+    out += k;
+    out += "\": ";
+  }
+  void string_array(int level, const std::vector<std::string>& xs) {
+    if (xs.empty()) {
+      out += "[]";
+      return;
+    }
+    out += "[\n";
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      indent(level + 1);
+      str(xs[i]);
+      out += i + 1 < xs.size() ? ",\n" : "\n";
+    }
+    indent(level);
+    out += ']';
+  }
+};
+
+void write_ops(const Plan& p, Writer& w) {
+  const int L = 2;  // an element of a top-level array
+  if (p.graph.ops.empty()) {
+    w.out += "[]";
+    return;
+  }
+  w.out += "[\n";
+  for (std::size_t i = 0; i < p.graph.ops.size(); ++i) {
+    const GOp& op = p.graph.ops[i];
+    w.indent(L);
+    w.out += "{\n";
+    bool first = true;
+    w.key(L + 1, "cores", first), w.num(op.cores);
+    w.key(L + 1, "hbm_bytes", first), w.num(p.op_hbm[i]);
+    w.key(L + 1, "index", first), w.num(static_cast<long long>(i));
+    if (op.kind == "clone") w.key(L + 1, "inserted", first), w.out += "true";
+    w.key(L + 1, "kind", first), w.str(op.kind);
+    w.key(L + 1, "name", first), w.str(op.name);
+    std::vector<std::string> rd, wr;
+    for (const auto& r : op.reads) rd.push_back(p.graph.tensors[r.tensor].name);
+    for (const auto& x : op.writes) wr.push_back(p.graph.tensors[x.tensor].name);
+    w.key(L + 1, "reads", first), w.string_array(L + 1, rd);
+    w.key(L + 1, "splits", first), w.str(op.splits);
+    w.key(L + 1, "writes", first), w.string_array(L + 1, wr);
+    w.out += "\n";
+    w.indent(L);
+    w.out += i + 1 < p.graph.ops.size() ? "},\n" : "}\n";
+  }
+  w.indent(L - 1);
+  w.out += ']';
+}
+
+void write_buffers(const Plan& p, Writer& w) {
+  const int L = 2;
+  if (p.values.empty()) {
+    w.out += "[]";
+    return;
+  }
+  w.out += "[\n";
+  for (std::size_t k = 0; k < p.values.size(); ++k) {
+    const PlanValue& v = p.values[k];
+    const bool lx = !v.lx.empty();
+    w.indent(L);
+    w.out += "{\n";
+    bool first = true;
+    if (lx) w.key(L + 1, "address", first), w.num(v.lx.front().address);
+    w.key(L + 1, "bytes", first), w.num(v.bytes);
+    if (lx && v.clone) w.key(L + 1, "clone_of_input", first), w.out += "true";
+    w.key(L + 1, "defined_by", first), w.str(v.def >= 0 ? p.graph.ops[v.def].name : std::string("graph input"));
+    if (lx && v.in_place_parent >= 0) w.key(L + 1, "in_place_of", first), w.str(p.values[v.in_place_parent].name);
+    w.key(L + 1, "location", first), w.str(lx ? "lx" : "hbm");
+    if (lx) {
+      w.key(L + 1, "lx_segments", first);
+      w.out += "[\n";
+      for (std::size_t s = 0; s < v.lx.size(); ++s) {
+        const Segment& sg = v.lx[s];
+        w.indent(L + 2);
+        w.out += "{\n";
+        bool f2 = true;
+        w.key(L + 3, "address", f2), w.num(sg.address);
+        w.key(L + 3, "first_op", f2), w.num(sg.start);
+        w.key(L + 3, "last_op", f2), w.num(sg.end);
+        w.key(L + 3, "reload", f2), w.out += sg.reload ? "true" : "false";
+        w.out += "\n";
+        w.indent(L + 2);
+        w.out += s + 1 < v.lx.size() ? "},\n" : "}\n";
+      }
+      w.indent(L + 1);
+      w.out += ']';
+    }
+    w.key(L + 1, "name", first), w.str(v.name);
+    if (lx && !v.reason.empty()) w.key(L + 1, "note", first), w.str(v.reason);
+    if (lx && v.output_clone) w.key(L + 1, "output_clone", first), w.str("computed on LX, written to HBM once");
+    w.key(L + 1, "per_core_bytes", first), w.num(v.per_core);
+    if (!lx) w.key(L + 1, "reason", first), w.str(v.reason);
+    w.key(L + 1, "tensor", first), w.str(p.graph.tensors[v.tensor].name);
+    w.key(L + 1, "uses", first);
+    if (v.uses.empty()) {
+      w.out += "[]";
+    } else {
+      w.out += "[\n";
+      for (std::size_t u = 0; u < v.uses.size(); ++u) {
+        w.indent(L + 2);
+        w.num(v.uses[u]);
+        w.out += u + 1 < v.uses.size() ? ",\n" : "\n";
+      }
+      w.indent(L + 1);
+      w.out += ']';
+    }
+    w.out += "\n";
+    w.indent(L);
+    w.out += k + 1 < p.values.size() ? "},\n" : "}\n";
+  }
+  w.indent(L - 1);
+  w.out += ']';
+}
+
+}  // namespace
+
+std::string plan_json_text(const Plan& p) {
+  // The small parts through the JSON tree, the two large arrays streamed into placeholders.
+  Json j = plan_to_json(p, false);
+  const std::string ops_mark = "\"@ops@\"", bufs_mark = "\"@buffers@\"";
+  j["ops"] = "@ops@";
+  j["buffers"] = "@buffers@";
+  std::string text = j.dump(1);
+  Writer w;
+  w.out.reserve(p.graph.ops.size() * 200 + p.values.size() * 300);
+  write_buffers(p, w);
+  std::string bufs = std::move(w.out);
+  w.out.clear();
+  write_ops(p, w);
+  std::string ops = std::move(w.out);
+  std::string out;
+  out.reserve(text.size() + ops.size() + bufs.size());
+  const std::size_t b = text.find(bufs_mark), o = text.find(ops_mark);
+  // "buffers" sorts before "ops"
+  out.append(text, 0, b);
+  out += bufs;
+  out.append(text, b + bufs_mark.size(), o - b - bufs_mark.size());
+  out += ops;
+  out.append(text, o + ops_mark.size(), std::string::npos);
+  return out + "\n";
 }
 
 std::string plan_report(const Plan& p) {

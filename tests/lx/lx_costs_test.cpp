@@ -228,5 +228,27 @@ TEST(LxCosts, SvgDrawsOnePanelPerDistinctSetOfCores) {
   EXPECT_EQ(svg.find(">cores 0-31<"), std::string::npos);
 }
 
+TEST(LxCosts, StreamedPlanTextEqualsTheJsonTreeDump) {
+  // `plan -o` streams the large arrays; the text must equal the tree's dump byte for byte.
+  for (const char* name : {"softmax_lastdim", "swiglu", "moe_mlp", "layernorm"}) {
+    auto prog = program::read_program(std::string(SCRATCHPLAN_SOURCE_DIR) + "/examples/programs/" + name + ".json");
+    ASSERT_TRUE(prog.ok());
+    Plan plan = plan_of(*prog);
+    EXPECT_EQ(plan_json_text(plan), plan_to_json(plan).dump(1) + "\n") << name;
+  }
+  auto tf = transformer_program(60, 128, 256, false);  // reloads, combines, layout fixes
+  ASSERT_TRUE(tf.ok());
+  Plan plan = plan_of(*tf);
+  EXPECT_EQ(plan_json_text(plan), plan_to_json(plan).dump(1) + "\n");
+  Builder b("we\"ird\\name\n");
+  TensorId x = b.input("x<\"\t>", {64, 64}), y = b.tensor("y", {64, 64});
+  b.pointwise("p\u00e9", "exp", {x}, y);
+  b.output(y);
+  auto odd = b.build("test");
+  ASSERT_TRUE(odd.ok());
+  Plan p2 = plan_of(*odd);
+  EXPECT_EQ(plan_json_text(p2), plan_to_json(p2).dump(1) + "\n");
+}
+
 }  // namespace
 }  // namespace sp::lx
