@@ -78,7 +78,7 @@ Result<Plan> plan_with_clones(const Graph& g, const Hardware& hw, const Options&
   Result<Plan> plan = internal_error("no plan");
   for (int round = 0; round < 6; ++round) {
     Graph gg = insert_clones(g, keep, lx_capacity(hw));
-    plan = plan_graph_once(gg, hw, o, left(dl) / 2, fast);
+    plan = plan_graph_once(std::move(gg), hw, o, left(dl) / 2, fast);
     if (!plan) return plan;
     bool dropped = false;
     for (const PlanValue& v : plan->values) {

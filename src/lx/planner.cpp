@@ -338,12 +338,13 @@ std::vector<Item> eviction_items(const Graph& g, const PlanState& s, int v) {
 
 }  // namespace
 
-Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
+Result<Plan> plan_graph_once(Graph graph, const Hardware& hw, const Options& o, double seconds, bool fast) {
   Deadline dl(seconds);
-  auto built = build_values(g);
+  auto built = build_values(graph);
   if (!built) return built.error();
   Plan plan;
-  plan.graph = g;
+  plan.graph = std::move(graph);  // moved, not copied: the search plans thousands of windows
+  const Graph& g = plan.graph;
   plan.hw = hw;
   plan.capacity = lx_capacity(hw);
   plan.options = o;

@@ -83,7 +83,11 @@ GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o, bool
   if (op.ranges.empty())
     for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
   x.flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
-  x.layout_fixes = m.fixes[o];
+  if (labels) {
+    x.layout_fixes = m.fixes[o];
+  } else {
+    for (const LayoutFix& f : m.fixes[o]) x.layout_fixes.push_back({f.tensor, f.padding, f.fixed_bytes, {}});  // bytes only
+  }
   for (std::size_t k = 0; k < op.inputs.size(); ++k)
     x.reads.push_back(operand(m, op, od, s, x.cores, k, op.inputs[k]));
   for (std::size_t k = 0; k < op.outputs.size(); ++k)
