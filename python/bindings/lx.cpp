@@ -102,7 +102,7 @@ void bind_lx(py::module_& m) {
            << t.lower_bound_hbm << " B), estimated " << t.time_s * 1e6 << " us\n";
         return os.str();
       })
-      .def("to_json", [](const lx::Plan& p) { return lx::plan_to_json(p).dump(1) + "\n"; })
+      .def("to_json", [](const lx::Plan& p) { return lx::plan_json_text(p); })
       .def("report", [](const lx::Plan& p) { return lx::plan_report(p); })
       .def("svg", [](const lx::Plan& p) { return lx::plan_svg(p); })
       .def("check", [](const lx::Plan& p) { check(lx::check_plan(p)); });

@@ -66,7 +66,8 @@ def plan(program: Any, cores: "int | None" = None, hardware: Any = "spyre", time
 
     program: dict in the program format (docs/program.md), a path, or a ``program.Program``.
     cores: cores for work division (None: the hardware's maximum). hardware: "spyre", a path or
-    a dict. time_limit: seconds of search. stage: 1..4 runs only the seed's stage (0: all).
+    a dict. time_limit: seconds of anytime search; a fixed part linear in the program comes on top
+    (docs/lx.md, "Time limit"). stage: 1..4 runs only the seed's stage (0: all).
     capacity / hbm_gbps override the hardware. The ``in_place`` ... ``coopt`` switches are the
     CLI's ``--no-*`` flags. Raises BadInput on bad input.
     """

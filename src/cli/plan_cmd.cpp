@@ -52,7 +52,7 @@ int run_plan(const PlanArgs& a) {
   if (a.no_coopt) o.coopt = false;
   auto plan = lx::plan_program(*p, *hw, o);
   if (!plan) return fail(located(plan.error(), a.program_path));
-  outputs.set(a.out_path, lx::plan_to_json(*plan).dump(1) + "\n");
+  if (!a.out_path.empty()) outputs.set(a.out_path, lx::plan_json_text(*plan));
   if (!a.svg_path.empty()) outputs.set(a.svg_path, lx::plan_svg(*plan));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.report) {
@@ -74,7 +74,10 @@ void register_plan(CLI::App& app, int& exit_code) {
   cmd->add_option("--hardware", args->hardware, "spyre (built-in) or a hardware JSON file");
   cmd->add_option("--cores", args->cores, "Cores for work division (default: the hardware's maximum)")
       ->check(count_in(1, 32));
-  cmd->add_option("--time-limit", args->time_limit, "Seconds of search (default 2)")->check(seconds());
+  cmd->add_option("--time-limit", args->time_limit,
+                  "Seconds of anytime search (default 2): exact placement, split co-optimization, reordering and "
+                  "eviction stop by then. On top comes a fixed part linear in the program (reading, layouts, work "
+                  "division, one heuristic placement, the checker, writing; docs/lx.md)")->check(seconds());
   cmd->add_option("-o,--output", args->out_path, "Write the plan JSON here (- for stdout)");
   cmd->add_option("--svg", args->svg_path, "Write an SVG of LX address x op index");
   cmd->add_flag("--report", args->report, "Print a readable summary");

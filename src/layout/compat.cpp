@@ -1,5 +1,7 @@
 #include "layout/compat.h"
 
+#include <algorithm>
+
 namespace sp::layout {
 namespace {
 
@@ -58,9 +60,12 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
           for (std::size_t d = 0; d + 1 < b.device_size.size(); ++d)
             if (b.stride_map[d] == b.host_strides[h] && b.host_size[h] > 1) extent = std::max(extent, b.device_size[d]);
       const Dim need = (kk + eps_a - 1) / eps_a * eps_a;
-      if (extent < need)
+      if (extent < need) {
         issue(1, FixKind::kPadding, "B's K (" + std::to_string(kk) + ") must be padded with zeros to " + std::to_string(need) +
                                         " (" + std::to_string(need / eps_a) + " sticks of A)");
+        out.back().pad_from = std::max(kk, extent);  // device extent the bytes scale from
+        out.back().pad_to = need;
+      }
     }
     return out;
   }

@@ -20,6 +20,7 @@ struct LayoutIssue {
   program::TensorId tensor = -1;  // the operand's tensor
   FixKind fix = FixKind::kRestickify;
   std::string message;            // one line
+  Dim pad_from = 0, pad_to = 0;   // padding: the padded dim's extent before and after (0 otherwise)
 };
 
 // The iteration var that indexes the stick dim of operand `m` of op `o`, or -1 (sparse,

@@ -41,6 +41,32 @@ Status check_plan(const Plan& p) {
       latest[w.tensor] = static_cast<int>(vals.size()) - 1;
     }
   }
+  // Partial sums: a reduction split writes only partial tensors (factor x the final bytes), each
+  // summed by a later combine op that writes the final tensor; no other op writes partials.
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const GOp& op = g.ops[i];
+    if (op.reduction_split != (op.reduction_factor > 1))
+      return fail("op " + op.name + ": reduction split and reduction factor " + std::to_string(op.reduction_factor) + " disagree");
+    for (const GOperand& w : op.writes) {
+      const GTensor& t = g.tensors[w.tensor];
+      if (!op.reduction_split) {
+        if (t.partial_of >= 0) return fail("op " + op.name + " writes partial sums without a reduction split");
+        continue;
+      }
+      if (t.partial_of < 0) return fail("reduction-split op " + op.name + " writes " + t.name + " without partial sums");
+      if (t.bytes != g.tensors[t.partial_of].bytes * op.reduction_factor)
+        return fail(t.name + ": partial sums of " + std::to_string(t.bytes) + " B, expected " +
+                    std::to_string(op.reduction_factor) + " x " + std::to_string(g.tensors[t.partial_of].bytes));
+      bool combined = false;
+      for (std::size_t j = i + 1; j < g.ops.size() && !combined; ++j) {
+        bool reads = false, writes = false;
+        for (const GOperand& r : g.ops[j].reads) reads = reads || r.tensor == w.tensor;
+        for (const GOperand& x : g.ops[j].writes) writes = writes || x.tensor == t.partial_of;
+        combined = g.ops[j].kind == "combine" && reads && writes;
+      }
+      if (!combined) return fail(t.name + " is never combined into " + g.tensors[t.partial_of].name);
+    }
+  }
   if (vals.size() != p.values.size()) return fail("plan lists " + std::to_string(p.values.size()) + " values, the ops define " + std::to_string(vals.size()));
   // Match plan values to derived ones by (tensor, def).
   std::map<std::pair<int, int>, int> idx;
@@ -67,7 +93,8 @@ Status check_plan(const Plan& p) {
     if (!p.options.lx) return fail(n + " is on LX although LX planning is off");
     if (d.def < 0) return fail(n + " is a graph input placed on LX without a clone");
     const GOp& def = g.ops[d.def];
-    if (!def.lx_capable || def.reduction_split) return fail(n + " is produced by an op that cannot write LX");
+    if (!def.lx_capable || def.reduction_split || def.kind == "combine")
+      return fail(n + " is produced by an op that cannot write LX (opaque, partial sums or their combine)");
     const GOperand* w = nullptr;
     for (const GOperand& o : def.writes)
       if (o.tensor == d.tensor) w = &o;
@@ -133,10 +160,19 @@ Status check_plan(const Plan& p) {
       }
     if (on_lx_at_def && hbm_copy_needed && !v.output_clone) wr += bytes;
   }
+  for (const GOp& op : g.ops)
+    for (const LayoutFix& f : op.layout_fixes) {
+      if (f.tensor < 0 || f.fixed_bytes < g.tensors[f.tensor].bytes)
+        return fail("op " + op.name + ": layout fix smaller than its tensor");
+      rd += f.fixed_bytes;  // the op reads the fixed copy
+      wr += f.fixed_bytes;  // which the restickify / padding wrote
+    }
   if (rd != p.totals.hbm_read || wr != p.totals.hbm_write)
     return fail("HBM traffic mismatch: checker reads " + std::to_string(rd) + " writes " + std::to_string(wr) +
                 ", plan reports " + std::to_string(p.totals.hbm_read) + " / " + std::to_string(p.totals.hbm_write));
-  if (p.totals.lower_bound_hbm > rd + wr) return fail("lower bound above the plan's traffic");
+  if (p.totals.lower_bound_hbm > rd + wr || p.totals.cores_lower_bound_hbm > rd + wr ||
+      p.totals.split_lower_bound_hbm > rd + wr)
+    return fail("a lower bound is above the plan's traffic");
   return ok_status();
 }
 

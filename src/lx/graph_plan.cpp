@@ -8,53 +8,57 @@
 namespace sp::lx {
 
 Graph insert_clones(const Graph& g, const std::vector<char>& keep, Bytes capacity) {
+  // One pass over the ops collects, per graph input, its reads, first reader and whether every
+  // reader can share one LX copy (linear in the program: 100k-op programs replan this often).
+  const std::size_t nt = g.tensors.size();
+  std::vector<int> reads(nt, 0), first_reader(nt, -1), first_operand(nt, -1);
+  std::vector<char> ok(nt, 1), written(nt, 0);
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const GOp& op = g.ops[i];
+    for (const GOperand& w : op.writes) written[w.tensor] = 1;  // an op re-writing its input counts
+    for (std::size_t k = 0; k < op.reads.size(); ++k) {
+      const int t = op.reads[k].tensor;
+      if (!g.tensors[t].graph_input || !keep[t]) continue;
+      if (written[t]) ok[t] = 0;  // redefined input: keep the simple case only
+      ++reads[t];
+      if (first_reader[t] < 0) {
+        first_reader[t] = static_cast<int>(i);
+        first_operand[t] = static_cast<int>(k);
+      } else if (op.reads[k].slicing != g.ops[first_reader[t]].reads[first_operand[t]].slicing) {
+        ok[t] = 0;  // consumers slice it differently: one LX copy cannot serve them all
+      }
+      if (!op.lx_capable) ok[t] = 0;
+    }
+  }
   Graph out;
   out.name = g.name;
   out.tensors = g.tensors;
-  std::vector<int> clone_of(g.tensors.size(), -1);
-  std::vector<int> first_reader(g.tensors.size(), -1);
-  std::vector<GOp> clone_ops(g.tensors.size());
-  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
-    const GTensor& ten = g.tensors[t];
-    if (!ten.graph_input || !keep[t]) continue;
-    int reads = 0;
-    const GOperand* first = nullptr;
-    bool ok = true;
-    bool written = false;
-    for (std::size_t i = 0; i < g.ops.size(); ++i) {
-      for (const GOperand& w : g.ops[i].writes) written = written || w.tensor == static_cast<int>(t);
-      for (const GOperand& r : g.ops[i].reads) {
-        if (r.tensor != static_cast<int>(t)) continue;
-        if (written) ok = false;  // redefined input: keep the simple case only
-        ++reads;
-        if (!first) {
-          first = &r;
-          first_reader[t] = static_cast<int>(i);
-        } else if (r.slicing != first->slicing) {
-          ok = false;  // consumers slice it differently: one LX copy cannot serve them all
-        }
-        if (!g.ops[i].lx_capable) ok = false;
-      }
-    }
-    if (!ok || reads < 2 || !first || first->per_core > capacity) continue;
+  std::vector<int> clone_of(nt, -1);
+  std::vector<std::vector<int>> before(g.ops.size());  // clone ops (by input tensor) before op i
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (!g.tensors[t].graph_input || !keep[t] || !ok[t] || reads[t] < 2 || first_reader[t] < 0) continue;
+    if (g.ops[first_reader[t]].reads[first_operand[t]].per_core > capacity) continue;
     GTensor c;
-    c.name = ten.name + ".lx";
-    c.bytes = ten.bytes;
-    c.elements = ten.elements;
+    c.name = g.tensors[t].name + ".lx";
+    c.bytes = g.tensors[t].bytes;
+    c.elements = g.tensors[t].elements;
     out.tensors.push_back(c);
     clone_of[t] = static_cast<int>(out.tensors.size()) - 1;
-    GOp op;
-    op.name = "clone_" + ten.name;
-    op.kind = "clone";
-    op.reads.push_back(GOperand{static_cast<int>(t), first->slicing, first->per_core});  // each core reads its own slice
-    op.writes.push_back(GOperand{clone_of[t], first->slicing, first->per_core});
-    op.cores = g.ops[first_reader[t]].cores;
-    op.splits = g.ops[first_reader[t]].splits;
-    clone_ops[t] = op;
+    before[first_reader[t]].push_back(static_cast<int>(t));
   }
+  out.ops.reserve(g.ops.size() + out.tensors.size() - nt);
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
-    for (std::size_t t = 0; t < g.tensors.size(); ++t)
-      if (clone_of[t] >= 0 && first_reader[t] == static_cast<int>(i)) out.ops.push_back(clone_ops[t]);
+    for (int t : before[i]) {
+      const GOperand& first = g.ops[i].reads[first_operand[t]];
+      GOp op;
+      op.name = "clone_" + g.tensors[t].name;
+      op.kind = "clone";
+      op.reads.push_back(GOperand{t, first.slicing, first.per_core});  // each core reads its own slice
+      op.writes.push_back(GOperand{clone_of[t], first.slicing, first.per_core});
+      op.cores = g.ops[i].cores;
+      op.splits = g.ops[i].splits;
+      out.ops.push_back(std::move(op));
+    }
     GOp op = g.ops[i];
     for (GOperand& r : op.reads)
       if (clone_of[r.tensor] >= 0) r.tensor = clone_of[r.tensor];
@@ -74,7 +78,7 @@ Result<Plan> plan_with_clones(const Graph& g, const Hardware& hw, const Options&
   Result<Plan> plan = internal_error("no plan");
   for (int round = 0; round < 6; ++round) {
     Graph gg = insert_clones(g, keep, lx_capacity(hw));
-    plan = plan_graph_once(gg, hw, o, left(dl) / 2, fast);
+    plan = plan_graph_once(std::move(gg), hw, o, left(dl) / 2, fast);
     if (!plan) return plan;
     bool dropped = false;
     for (const PlanValue& v : plan->values) {

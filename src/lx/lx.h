@@ -69,6 +69,7 @@ struct GTensor {
   int64_t elements = 0;    // host elements (for element counts)
   bool graph_input = false;
   bool graph_output = false;
+  int partial_of = -1;     // partial sums of this tensor (a reduction split's per-core results), or -1
 };
 
 struct GOperand {
@@ -77,19 +78,30 @@ struct GOperand {
   Bytes per_core = 0;      // bytes one core holds under that slicing (unaligned)
 };
 
+// A layout incompatibility of one operand (layout::check_op_layouts): the operand is re-laid-out
+// (restickify) or padded before the op; the fixed copy makes one extra HBM round trip.
+struct LayoutFix {
+  int tensor = -1;         // GTensor index of the operand
+  bool padding = false;    // padded (true) or restickified (false)
+  Bytes fixed_bytes = 0;   // bytes of the fixed copy (padded size, or the tensor's bytes)
+  std::string message;     // layout::LayoutIssue's one-line message
+};
+
 struct GOp {
   std::string name;            // op name
-  std::string kind;            // pointwise / reduction / matmul / opaque / load / clone
+  std::string kind;            // pointwise / reduction / matmul / opaque / load / clone / combine
   std::vector<GOperand> reads; // with multiplicity
   std::vector<GOperand> writes;
   bool in_placeable = false;   // output may take a dying input's address
   bool reduction = false;      // produces a reduction output (stage 2)
   bool lx_capable = true;      // false: extern/opaque kernel, operands stay in HBM
-  bool reduction_split = false;// partial results are combined through HBM
+  bool reduction_split = false;// writes partial sums (tensors with partial_of), combined through HBM
+  int64_t reduction_factor = 1;// split factor of the reduction variable (partial results per output element)
   int cores = 1;               // cores it runs on
   std::string splits;          // readable split, e.g. "d0=4 d1=1"
   double flops = 0;            // work, for the roofline
-  int source_op = -1;          // program op index (-1 for inserted clones)
+  int source_op = -1;          // program op index (-1 for inserted clones and combines)
+  std::vector<LayoutFix> layout_fixes;  // operands re-laid-out or padded before this op
 };
 
 struct Graph {
@@ -129,6 +141,7 @@ struct Totals {
   Bytes saved = 0;                      // baseline - ours
   Bytes lower_bound_hbm = 0;            // proven lower bound over every split choice (compulsory traffic)
   Bytes split_lower_bound_hbm = 0;      // proven lower bound for the chosen splits
+  Bytes cores_lower_bound_hbm = 0;      // proven lower bound over the splits with the plan's core count per op
   double time_s = 0, baseline_time_s = 0;  // roofline estimate
 };
 
@@ -161,13 +174,19 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
 Status check_plan(const Plan& p);
 
 // Output.
-Json plan_to_json(const Plan& p);
+// arrays = false leaves out "ops" and "buffers" (plan_json_text streams them).
+Json plan_to_json(const Plan& p, bool arrays = true);
+// plan_to_json(p).dump(1) + "\n", byte for byte, without building the two large arrays as a tree.
+std::string plan_json_text(const Plan& p);
 std::string plan_report(const Plan& p);
 std::string plan_svg(const Plan& p);
 
 // A transformer program of exactly num_ops ops: blocks of attention (norm, q/k/v projections,
 // scores, softmax, PV, output projection, residual) and MLP (norm, up, gelu, down, residual).
-Result<program::Program> transformer_program(int num_ops, int64_t seq = 256, int64_t hidden = 512);
+// sparse_reductions: row reductions write sparse outputs (dim_order ending in -1, as a compiler
+// lays them out); false keeps them dense, which costs a restickify per reduction.
+Result<program::Program> transformer_program(int num_ops, int64_t seq = 256, int64_t hidden = 512,
+                                             bool sparse_reductions = true);
 
 // Pattern cases of lx_cases.json: ops with inputs/output names (redefinition allowed).
 Result<Graph> graph_from_pattern(const Json& j, const std::string& source);

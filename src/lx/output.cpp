@@ -1,5 +1,6 @@
 // Plan output (JSON, readable report, SVG) and the pattern-case reader.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -8,7 +9,7 @@
 
 namespace sp::lx {
 
-Json plan_to_json(const Plan& p) {
+Json plan_to_json(const Plan& p, bool arrays) {
   Json j;
   j["format"] = "scratchplan-lx-plan";
   j["version"] = 1;
@@ -23,6 +24,7 @@ Json plan_to_json(const Plan& p) {
                      {"eviction", p.options.eviction},
                      {"reorder", p.options.reorder},
                      {"coopt", p.options.coopt}};
+  if (arrays) {
   Json ops = Json::array();
   for (std::size_t i = 0; i < p.graph.ops.size(); ++i) {
     const GOp& op = p.graph.ops[i];
@@ -61,6 +63,17 @@ Json plan_to_json(const Plan& p) {
     bufs.push_back(std::move(b));
   }
   j["buffers"] = bufs;
+  }
+  Json issues = Json::array();
+  Bytes fix_bytes = 0;
+  for (std::size_t i = 0; i < p.graph.ops.size(); ++i)
+    for (const LayoutFix& f : p.graph.ops[i].layout_fixes) {
+      issues.push_back({{"op", p.graph.ops[i].name}, {"op_index", i}, {"tensor", p.graph.tensors[f.tensor].name},
+                        {"fix", f.padding ? "pad" : "restickify"}, {"fixed_bytes", f.fixed_bytes},
+                        {"extra_hbm_bytes", 2 * f.fixed_bytes}, {"message", f.message}});
+      fix_bytes += 2 * f.fixed_bytes;
+    }
+  j["layout_issues"] = issues;
   const Totals& t = p.totals;
   j["totals"] = {{"hbm_read_bytes", t.hbm_read},
                  {"hbm_write_bytes", t.hbm_write},
@@ -71,7 +84,9 @@ Json plan_to_json(const Plan& p) {
                  {"saved_bytes", t.saved},
                  {"lower_bound_hbm_bytes", t.lower_bound_hbm},
                  {"split_lower_bound_hbm_bytes", t.split_lower_bound_hbm},
+                 {"cores_lower_bound_hbm_bytes", t.cores_lower_bound_hbm},
                  {"gap_bytes", t.hbm_read + t.hbm_write - t.lower_bound_hbm},
+                 {"layout_fix_bytes", fix_bytes},
                  {"estimated_time_us", t.time_s * 1e6},
                  {"baseline_time_us", t.baseline_time_s * 1e6}};
   j["search"] = {{"placement_solver", p.solver}, {"placement_proven_optimal", p.proven_optimal},
@@ -81,20 +96,181 @@ Json plan_to_json(const Plan& p) {
   return j;
 }
 
+namespace {
+
+// Streaming text of the two large arrays of the plan (ops, buffers), laid out exactly as
+// nlohmann's dump(1) lays out plan_to_json (keys sorted, one-space indent): building the JSON
+// tree of a 100k-op plan cost more than planning it.
+struct Writer {
+  std::string out;
+  void indent(int level) { out.append(static_cast<std::size_t>(level), ' '); }
+  void str(const std::string& v) { out += Json(v).dump(); }
+  void num(long long v) { out += std::to_string(v); }
+  // "key": (at `level`), preceded by ",\n" unless first
+  void key(int level, const char* k, bool& first) {
+    if (!first) out += ",\n";
+    first = false;
+    indent(level);
+    out += '"';
+    out += k;
+    out += "\": ";
+  }
+  void string_array(int level, const std::vector<std::string>& xs) {
+    if (xs.empty()) {
+      out += "[]";
+      return;
+    }
+    out += "[\n";
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      indent(level + 1);
+      str(xs[i]);
+      out += i + 1 < xs.size() ? ",\n" : "\n";
+    }
+    indent(level);
+    out += ']';
+  }
+};
+
+void write_ops(const Plan& p, Writer& w) {
+  const int L = 2;  // an element of a top-level array
+  if (p.graph.ops.empty()) {
+    w.out += "[]";
+    return;
+  }
+  w.out += "[\n";
+  for (std::size_t i = 0; i < p.graph.ops.size(); ++i) {
+    const GOp& op = p.graph.ops[i];
+    w.indent(L);
+    w.out += "{\n";
+    bool first = true;
+    w.key(L + 1, "cores", first), w.num(op.cores);
+    w.key(L + 1, "hbm_bytes", first), w.num(p.op_hbm[i]);
+    w.key(L + 1, "index", first), w.num(static_cast<long long>(i));
+    if (op.kind == "clone") w.key(L + 1, "inserted", first), w.out += "true";
+    w.key(L + 1, "kind", first), w.str(op.kind);
+    w.key(L + 1, "name", first), w.str(op.name);
+    std::vector<std::string> rd, wr;
+    for (const auto& r : op.reads) rd.push_back(p.graph.tensors[r.tensor].name);
+    for (const auto& x : op.writes) wr.push_back(p.graph.tensors[x.tensor].name);
+    w.key(L + 1, "reads", first), w.string_array(L + 1, rd);
+    w.key(L + 1, "splits", first), w.str(op.splits);
+    w.key(L + 1, "writes", first), w.string_array(L + 1, wr);
+    w.out += "\n";
+    w.indent(L);
+    w.out += i + 1 < p.graph.ops.size() ? "},\n" : "}\n";
+  }
+  w.indent(L - 1);
+  w.out += ']';
+}
+
+void write_buffers(const Plan& p, Writer& w) {
+  const int L = 2;
+  if (p.values.empty()) {
+    w.out += "[]";
+    return;
+  }
+  w.out += "[\n";
+  for (std::size_t k = 0; k < p.values.size(); ++k) {
+    const PlanValue& v = p.values[k];
+    const bool lx = !v.lx.empty();
+    w.indent(L);
+    w.out += "{\n";
+    bool first = true;
+    if (lx) w.key(L + 1, "address", first), w.num(v.lx.front().address);
+    w.key(L + 1, "bytes", first), w.num(v.bytes);
+    if (lx && v.clone) w.key(L + 1, "clone_of_input", first), w.out += "true";
+    w.key(L + 1, "defined_by", first), w.str(v.def >= 0 ? p.graph.ops[v.def].name : std::string("graph input"));
+    if (lx && v.in_place_parent >= 0) w.key(L + 1, "in_place_of", first), w.str(p.values[v.in_place_parent].name);
+    w.key(L + 1, "location", first), w.str(lx ? "lx" : "hbm");
+    if (lx) {
+      w.key(L + 1, "lx_segments", first);
+      w.out += "[\n";
+      for (std::size_t s = 0; s < v.lx.size(); ++s) {
+        const Segment& sg = v.lx[s];
+        w.indent(L + 2);
+        w.out += "{\n";
+        bool f2 = true;
+        w.key(L + 3, "address", f2), w.num(sg.address);
+        w.key(L + 3, "first_op", f2), w.num(sg.start);
+        w.key(L + 3, "last_op", f2), w.num(sg.end);
+        w.key(L + 3, "reload", f2), w.out += sg.reload ? "true" : "false";
+        w.out += "\n";
+        w.indent(L + 2);
+        w.out += s + 1 < v.lx.size() ? "},\n" : "}\n";
+      }
+      w.indent(L + 1);
+      w.out += ']';
+    }
+    w.key(L + 1, "name", first), w.str(v.name);
+    if (lx && !v.reason.empty()) w.key(L + 1, "note", first), w.str(v.reason);
+    if (lx && v.output_clone) w.key(L + 1, "output_clone", first), w.str("computed on LX, written to HBM once");
+    w.key(L + 1, "per_core_bytes", first), w.num(v.per_core);
+    if (!lx) w.key(L + 1, "reason", first), w.str(v.reason);
+    w.key(L + 1, "tensor", first), w.str(p.graph.tensors[v.tensor].name);
+    w.key(L + 1, "uses", first);
+    if (v.uses.empty()) {
+      w.out += "[]";
+    } else {
+      w.out += "[\n";
+      for (std::size_t u = 0; u < v.uses.size(); ++u) {
+        w.indent(L + 2);
+        w.num(v.uses[u]);
+        w.out += u + 1 < v.uses.size() ? ",\n" : "\n";
+      }
+      w.indent(L + 1);
+      w.out += ']';
+    }
+    w.out += "\n";
+    w.indent(L);
+    w.out += k + 1 < p.values.size() ? "},\n" : "}\n";
+  }
+  w.indent(L - 1);
+  w.out += ']';
+}
+
+}  // namespace
+
+std::string plan_json_text(const Plan& p) {
+  // The small parts through the JSON tree, the two large arrays streamed into placeholders.
+  Json j = plan_to_json(p, false);
+  const std::string ops_mark = "\"@ops@\"", bufs_mark = "\"@buffers@\"";
+  j["ops"] = "@ops@";
+  j["buffers"] = "@buffers@";
+  std::string text = j.dump(1);
+  Writer w;
+  w.out.reserve(p.graph.ops.size() * 200 + p.values.size() * 300);
+  write_buffers(p, w);
+  std::string bufs = std::move(w.out);
+  w.out.clear();
+  write_ops(p, w);
+  std::string ops = std::move(w.out);
+  std::string out;
+  out.reserve(text.size() + ops.size() + bufs.size());
+  const std::size_t b = text.find(bufs_mark), o = text.find(ops_mark);
+  // "buffers" sorts before "ops"
+  out.append(text, 0, b);
+  out += bufs;
+  out.append(text, b + bufs_mark.size(), o - b - bufs_mark.size());
+  out += ops;
+  out.append(text, o + ops_mark.size(), std::string::npos);
+  return out + "\n";
+}
+
 std::string plan_report(const Plan& p) {
   std::ostringstream os;
   const Totals& t = p.totals;
-  char buf[256];
+  char buf[512];
   os << "plan for " << p.graph.name << ": " << p.graph.ops.size() << " ops, LX " << p.capacity << " B per core\n";
   int on = 0;
   for (const auto& v : p.values) on += !v.lx.empty();
   os << "buffers: " << on << " of " << p.values.size() << " on LX; clones " << p.clones << ", evictions "
      << p.evictions << ", reorders " << p.reorders << ", co-opt changes " << p.coopt_changes << "\n";
-  std::snprintf(buf, sizeof buf, "HBM: %lld B read + %lld B written = %lld B (baseline %lld B, saved %.1f%%), lower bound %lld B (%lld B for these splits)\n",
+  std::snprintf(buf, sizeof buf, "HBM: %lld B read + %lld B written = %lld B (baseline %lld B, saved %.1f%%), lower bound %lld B (%lld B at these core counts, %lld B for these splits)\n",
                 static_cast<long long>(t.hbm_read), static_cast<long long>(t.hbm_write),
                 static_cast<long long>(t.hbm_read + t.hbm_write), static_cast<long long>(t.baseline_hbm),
                 t.baseline_hbm ? 100.0 * static_cast<double>(t.saved) / static_cast<double>(t.baseline_hbm) : 0.0,
-                static_cast<long long>(t.lower_bound_hbm), static_cast<long long>(t.split_lower_bound_hbm));
+                static_cast<long long>(t.lower_bound_hbm), static_cast<long long>(t.cores_lower_bound_hbm),
+                static_cast<long long>(t.split_lower_bound_hbm));
   os << buf;
   std::snprintf(buf, sizeof buf, "estimated time: %.2f us (all-HBM %.2f us)\n", t.time_s * 1e6, t.baseline_time_s * 1e6);
   os << buf;
@@ -118,48 +294,137 @@ std::string plan_report(const Plan& p) {
     if (v.output_clone) os << " (output written to HBM once)";
     os << "\n";
   }
+  int nfix = 0;
+  for (const GOp& op : p.graph.ops) nfix += static_cast<int>(op.layout_fixes.size());
+  if (nfix) {
+    os << "layout issues (" << nfix << ", each fixed copy written and read once more):\n";
+    for (const GOp& op : p.graph.ops)
+      for (const LayoutFix& f : op.layout_fixes)
+        os << "  " << f.message << " (+" << 2 * f.fixed_bytes << " B HBM)\n";
+  }
   for (const auto& n : p.notes) os << "note: " << n << "\n";
   return os.str();
 }
 
+namespace {
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// A "nice" tick step (1, 2 or 5 x 10^k) giving about `target` ticks over [0, span].
+double nice_step(double span, int target) {
+  double raw = std::max(1e-9, span / std::max(1, target));
+  double mag = 1;
+  while (mag * 10 <= raw) mag *= 10;
+  while (mag > raw) mag /= 10;
+  for (double f : {1.0, 2.0, 5.0, 10.0})
+    if (f * mag >= raw) return f * mag;
+  return 10 * mag;
+}
+
+std::string bytes_label(double b) {
+  char buf[48];
+  const double unit = b >= 1 << 20 ? 1 << 20 : b >= 1 << 10 ? 1 << 10 : 1;
+  const char* name = unit > 1024 ? "MiB" : unit > 1 ? "KiB" : "B";
+  const double v = b / unit;
+  if (std::fabs(v - std::round(v)) < 1e-9) std::snprintf(buf, sizeof buf, "%.0f %s", v, name);
+  else std::snprintf(buf, sizeof buf, "%.2f %s", v, name);
+  return buf;
+}
+
+}  // namespace
+
 std::string plan_svg(const Plan& p) {
-  // One panel per core (small multiples): x op index, y per-core LX address. A value occupies the
-  // same address on every core its producer runs on (cores 0..k-1 by convention).
+  // x: op index, y: per-core LX address, scaled to the peak address in use. A value occupies the
+  // same address on cores 0..k-1 of its producer (by convention), so cores differ only in which
+  // values they hold; cores with identical contents share one panel ("cores 4-31").
   int cores = 1;
   for (const auto& op : p.graph.ops) cores = std::max(cores, op.cores);
-  const int cols = cores == 1 ? 1 : 4, rows = (cores + cols - 1) / cols;
-  const int PW = cores == 1 ? 840 : 230, PH = cores == 1 ? 440 : 130, L = 60, T = 40, GX = 20, GY = 34;
-  const int W = L + cols * (PW + GX), H = T + rows * (PH + GY) + 20;
+  std::vector<int> holders(static_cast<std::size_t>(cores) + 1, 0);  // values held by exactly k cores
+  Bytes peak = 0;
+  for (const auto& v : p.values) {
+    if (v.lx.empty()) continue;
+    int vc = v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1;
+    holders[std::min(vc, cores)] = 1;
+    for (const Segment& s : v.lx) peak = std::max(peak, s.address + v.per_core);
+  }
+  // Panel boundaries: core c differs from c-1 iff some value is held by exactly c cores.
+  std::vector<std::pair<int, int>> panels;  // [first, last] core
+  for (int c = 0; c < cores; ++c) {
+    if (c == 0 || holders[c]) panels.emplace_back(c, c);
+    else panels.back().second = c;
+  }
+  const int np = static_cast<int>(panels.size());
+  const int cols = np == 1 ? 1 : 2, rows = (np + cols - 1) / cols;
+  const int PW = np == 1 ? 840 : 420, PH = np == 1 ? 440 : 220, L = 90, T = 44, GX = 100, GY = 70;
+  const int W = L + cols * (PW + GX), H = T + rows * (PH + GY) + 10;
   const double nops = std::max<double>(1, static_cast<double>(p.graph.ops.size()));
-  const double cap = std::max<double>(1, static_cast<double>(p.capacity));
-  const double sx = PW / nops, sy = PH / cap;
+  const double ymax = std::max<double>(1, static_cast<double>(peak));
+  const double sx = PW / nops, sy = PH / ymax;
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-     << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
-  os << "<text x=\"" << L << "\" y=\"18\" font-size=\"13\">" << p.graph.name << ": LX address (0.." << p.capacity
-     << " B, top to bottom) x op index (0.." << p.graph.ops.size() - (p.graph.ops.empty() ? 0 : 1) << "), per core</text>\n";
+     << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  os << "<text x=\"" << L << "\" y=\"20\" font-size=\"14\">" << xml_escape(p.graph.name) << ": per-core LX residency (peak "
+     << bytes_label(static_cast<double>(peak)) << " of " << bytes_label(static_cast<double>(p.capacity)) << ")</text>\n";
   const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"};
-  for (int c = 0; c < cores; ++c) {
-    const double X = L + (c % cols) * (PW + GX), Y = T + (c / cols) * (PH + GY);
-    os << "<text x=\"" << X << "\" y=\"" << Y - 4 << "\">core " << c << "</text>\n";
+  const double xstep = std::max(1.0, std::round(nice_step(nops, 8)));
+  // y ticks at round numbers of the unit the peak is shown in (B, KiB or MiB)
+  const double unit = ymax >= 2.0 * (1 << 20) ? double(1 << 20) : ymax >= 2.0 * (1 << 10) ? double(1 << 10) : 1.0;
+  const double ystep = unit * std::max(unit > 1 ? 1.0 : 1.0, std::round(nice_step(ymax / unit, 5)));
+  for (int k = 0; k < np; ++k) {
+    const auto [c0, c1] = panels[k];
+    const double X = L + (k % cols) * (PW + GX), Y = T + (k / cols) * (PH + GY);
+    os << "<text x=\"" << X << "\" y=\"" << Y - 6 << "\" font-weight=\"bold\">"
+       << (c0 == c1 ? "core " + std::to_string(c0) : "cores " + std::to_string(c0) + "-" + std::to_string(c1)) << "</text>\n";
     os << "<rect x=\"" << X << "\" y=\"" << Y << "\" width=\"" << PW << "\" height=\"" << PH
        << "\" fill=\"#f8f8f8\" stroke=\"#888\"/>\n";
-    int k = 0;
+    // axes: y = LX address (0 at the top, as addresses grow downwards), x = op index
+    for (double yv = 0; yv <= ymax + 1e-9; yv += ystep) {
+      const double y = Y + yv * sy;
+      os << "<line x1=\"" << X - 4 << "\" y1=\"" << y << "\" x2=\"" << X + PW << "\" y2=\"" << y
+         << "\" stroke=\"#ddd\"/><text x=\"" << X - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
+         << bytes_label(yv) << "</text>\n";
+    }
+    for (double xv = 0; xv < nops; xv += xstep) {
+      const double x = X + xv * sx;
+      os << "<line x1=\"" << x << "\" y1=\"" << Y + PH << "\" x2=\"" << x << "\" y2=\"" << Y + PH + 4
+         << "\" stroke=\"#444\"/><text x=\"" << x << "\" y=\"" << Y + PH + 16 << "\" text-anchor=\"middle\">"
+         << static_cast<long long>(xv) << "</text>\n";
+    }
+    os << "<text x=\"" << X + PW / 2 << "\" y=\"" << Y + PH + 32 << "\" text-anchor=\"middle\">op index</text>\n";
+    os << "<text transform=\"translate(" << X - 72 << "," << Y + PH / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+       << "LX address</text>\n";
+    int n = 0;
+    std::ostringstream labels;  // drawn after every rectangle so none is covered
     for (const auto& v : p.values) {
       if (v.lx.empty()) continue;
-      ++k;
+      ++n;
       int vc = v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1;
-      if (c >= vc) continue;
+      if (c0 >= vc) continue;
+      const std::string name = xml_escape(v.name);
       for (const Segment& s : v.lx) {
         double x = X + s.start * sx, w = std::max(1.0, (s.end - s.start + 1) * sx);
-        double y = Y + s.address * sy, h = std::max(1.0, v.per_core * sy);
+        double y = Y + static_cast<double>(s.address) * sy, h = std::max(1.0, static_cast<double>(v.per_core) * sy);
         os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h << "\" fill=\""
-           << (v.clone ? "#9ecae1" : colors[k % 8]) << "\" fill-opacity=\"0.8\" stroke=\"#222\"><title>" << v.name
-           << " @" << s.address << " " << v.per_core << " B ops " << s.start << ".." << s.end
+           << (v.clone ? "#9ecae1" : colors[n % 8]) << "\" fill-opacity=\"0.85\" stroke=\"#222\" stroke-width=\"0.5\"><title>"
+           << name << " @" << s.address << " " << v.per_core << " B ops " << s.start << ".." << s.end
            << (s.reload ? " (reload)" : "") << "</title></rect>\n";
-        if (w > 30 && h > 10) os << "<text x=\"" << x + 2 << "\" y=\"" << y + 10 << "\">" << v.name << "</text>\n";
+        if (w > 40 && h > 12) labels << "<text x=\"" << x + 2 << "\" y=\"" << y + 11 << "\">" << name << "</text>\n";
       }
     }
+    os << labels.str();
   }
   os << "</svg>\n";
   return os.str();

@@ -104,10 +104,13 @@ void decide_eligibility(const Graph& g, const Options& o, Bytes capacity, Bytes 
       if (!o.lx) return "LX planning off";
       if (pv.def < 0) return "graph input (no clone)";
       if (is_output && !(o.clone_outputs && !pv.uses.empty())) return "graph output (no clone)";
-      if (o.only_reduction_outputs && !g.ops[pv.def].reduction) return "not a reduction output (stage 2 pins only those)";
       const GOp& d = g.ops[pv.def];
+      if (o.only_reduction_outputs && !d.reduction) return "not a reduction output (stage 2 pins only those)";
       if (!d.lx_capable) return "op not allowed: producer '" + d.name + "' is an opaque kernel";
-      if (d.reduction_split) return "reduction split: producer '" + d.name + "' combines partial results through HBM";
+      if (d.reduction_split)
+        return "partial sums: '" + d.name + "' splits its reduction " + std::to_string(d.reduction_factor) +
+               " ways; each core group writes a partial output, combined across cores through HBM";
+      if (d.kind == "combine") return "reduction split: '" + d.name + "' sums the partial results in HBM";
       if (pv.uses.empty()) return "no consumer reads it from LX";
       for (OpIndex u : pv.uses) {
         const GOp& c = g.ops[u];
@@ -193,15 +196,70 @@ Result<PlaceResult> place_items(const Options& o, const PlanState& s, std::vecto
   alloc::SolveOptions so;
   so.objective = alloc::Objective::kSelect;
   so.solver = fast ? alloc::SolverKind::kBestFit : alloc::SolverKind::kAuto;
-  so.time_limit = std::max(0.0, seconds);
   so.threads = 1;
   so.seed = o.seed;
-  auto res = alloc::solve(p, so);
-  if (!res) return Error{ErrorKind::kInternal, "LX placement: " + res.error().message};
-  r.offsets = res->placement.offsets;
-  r.solver = res->solver;
-  r.proven = res->proven_optimal;
-  r.lower_bound_unsaved = res->lower_bound;
+  // Large programs: a rolling horizon. Buffers in start order are placed in chunks of
+  // kChunk; buffers of earlier chunks still live at a chunk's first start enter it pinned at
+  // their address (spilled ones stay spilled). The placers are quadratic in the buffers they
+  // see, so this keeps the fixed cost linear in the program; programs up to kChunk buffers are
+  // placed in one piece as before. Time is shared by size.
+  constexpr int kChunk = 1500;
+  const int nb = static_cast<int>(p.buffers.size());
+  std::vector<int> order(nb);
+  std::iota(order.begin(), order.end(), 0);
+  if (nb > kChunk)
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p.buffers[a].start < p.buffers[b].start; });
+  r.offsets.assign(nb, alloc::kSpilled);
+  r.proven = true;
+  Deadline dl(seconds);
+  std::size_t largest = 0;
+  std::vector<int> local(nb, -1);
+  std::vector<int> carried;  // placed buffers of earlier chunks that may still be live
+  for (int lo = 0; lo < nb;) {
+    const int hi = std::min(nb, lo + kChunk);
+    const int64_t first = p.buffers[order[lo]].start;
+    alloc::Problem sub;
+    sub.capacity = capacity;
+    std::vector<int> keep;
+    for (int b : carried)
+      if (p.buffers[b].end > first) {
+        keep.push_back(b);
+        local[b] = static_cast<int>(sub.buffers.size());
+        sub.buffers.push_back(p.buffers[b]);
+        sub.buffers.back().fixed_offset = r.offsets[b];
+        sub.buffers.back().in_place_parents.clear();
+      } else {
+        local[b] = -1;
+      }
+    carried = std::move(keep);
+    const int nfixed = static_cast<int>(sub.buffers.size());
+    for (int k = lo; k < hi; ++k) {
+      local[order[k]] = static_cast<int>(sub.buffers.size());
+      sub.buffers.push_back(p.buffers[order[k]]);
+    }
+    for (int k = nfixed; k < static_cast<int>(sub.buffers.size()); ++k) {
+      std::vector<int> parents;
+      for (int q : sub.buffers[k].in_place_parents)
+        if (local[q] >= 0) parents.push_back(local[q]);
+      sub.buffers[k].in_place_parents = std::move(parents);
+    }
+    so.time_limit = fast ? 0.0 : left(dl) * static_cast<double>(hi - lo) / static_cast<double>(nb - lo);
+    auto res = alloc::solve(sub, so);
+    if (!res) return Error{ErrorKind::kInternal, "LX placement: " + res.error().message};
+    for (int k = lo; k < hi; ++k) {
+      r.offsets[order[k]] = res->placement.offsets[nfixed + k - lo];
+      if (r.offsets[order[k]] != alloc::kSpilled) carried.push_back(order[k]);
+    }
+    for (int k = lo; k < hi; ++k) local[order[k]] = -1;
+    for (int b : carried) local[b] = -1;
+    r.proven = r.proven && res->proven_optimal && nb <= kChunk;
+    if (nb <= kChunk) r.lower_bound_unsaved = res->lower_bound;
+    if (static_cast<std::size_t>(hi - lo) > largest) {
+      largest = static_cast<std::size_t>(hi - lo);
+      r.solver = res->solver + (nb > kChunk ? " (rolling horizon)" : "");
+    }
+    lo = hi;
+  }
   for (std::size_t k = 0; k < r.items.size(); ++k)
     if (r.offsets[k] != alloc::kSpilled) r.saved += r.items[k].saved;
   return r;
@@ -280,12 +338,13 @@ std::vector<Item> eviction_items(const Graph& g, const PlanState& s, int v) {
 
 }  // namespace
 
-Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
+Result<Plan> plan_graph_once(Graph graph, const Hardware& hw, const Options& o, double seconds, bool fast) {
   Deadline dl(seconds);
-  auto built = build_values(g);
+  auto built = build_values(graph);
   if (!built) return built.error();
   Plan plan;
-  plan.graph = g;
+  plan.graph = std::move(graph);  // moved, not copied: the search plans thousands of windows
+  const Graph& g = plan.graph;
   plan.hw = hw;
   plan.capacity = lx_capacity(hw);
   plan.options = o;
@@ -293,10 +352,13 @@ Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& 
   s.values = std::move(built->values);
   decide_eligibility(g, o, plan.capacity, hw.alignment, s);
   std::vector<Item> items = whole_items(g, o, s);
-  auto placed = place_items(o, s, items, plan.capacity, hw.alignment, fast ? 0.0 : left(dl) * 0.6, fast);
+  // No time at all (--time-limit 0, or the budget is spent): one heuristic placement and no
+  // eviction variants, so the fixed part stays one linear pass (docs/lx.md, "Time limit").
+  const bool heuristic = fast || seconds == 0.0;
+  auto placed = place_items(o, s, items, plan.capacity, hw.alignment, heuristic ? 0.0 : left(dl) * 0.6, heuristic);
   if (!placed) return placed.error();
   PlaceResult best = *placed;
-  if (o.lx && o.eviction && !fast) {
+  if (o.lx && o.eviction && !heuristic) {
     // Two candidate splits: only the values that did not fit, or every value with a dormant gap
     // (lets a resident value yield its slot while dormant). The better plan wins.
     for (int variant = 0; variant < 2; ++variant) {
@@ -326,13 +388,13 @@ Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& 
     const Item& it = best.items[k];
     s.values[it.value].lx.push_back(Segment{it.start, it.end, best.offsets[k], it.reload});
   }
+  std::vector<Bytes> whole_saving(s.values.size(), 0);
+  for (const Item& it : items) whole_saving[it.value] = it.saved;
   for (std::size_t v = 0; v < s.values.size(); ++v) {
     PlanValue& pv = s.values[v];
     std::sort(pv.lx.begin(), pv.lx.end(), [](const Segment& a, const Segment& b) { return a.start < b.start; });
     if (s.eligible[v]) {
-      pv.spill_cost = 0;
-      for (const Item& it : items)
-        if (it.value == static_cast<int>(v)) pv.spill_cost = it.saved;
+      pv.spill_cost = whole_saving[v];
       if (pv.lx.empty()) {
         pv.reason = "did not fit: LX is full during its lifetime (would save " + std::to_string(pv.spill_cost) +
                     " B of HBM traffic)";
@@ -352,7 +414,9 @@ Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& 
   }
   plan.values = std::move(s.values);
   account(plan);
-  if (Status st = check_plan(plan); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
+  // Heuristic plans that only score a search move are not returned; every returned plan is checked.
+  if (!fast)
+    if (Status st = check_plan(plan); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
   return plan;
 }
 
@@ -407,6 +471,19 @@ void account(Plan& plan) {
         t.hbm_elements += e;
       }
   }
+  // Layout fixes: the fixed copy is written and read once more (the op's own read of the
+  // operand becomes the fix's read).
+  Bytes fixes = 0;
+  for (std::size_t i = 0; i < nops; ++i)
+    for (const LayoutFix& f : g.ops[i].layout_fixes) {
+      plan.op_hbm[i] += 2 * f.fixed_bytes;
+      base[i] += 2 * f.fixed_bytes;
+      t.hbm_read += f.fixed_bytes;
+      t.hbm_write += f.fixed_bytes;
+      t.hbm_elements += 2 * g.tensors[f.tensor].elements;
+      t.baseline_elements += 2 * g.tensors[f.tensor].elements;
+      fixes += 2 * f.fixed_bytes;
+    }
   // Clones are planner-inserted: the baseline is the graph without them (their input reads
   // are reads of the consumers there), so the baseline counts the clone op's read as the
   // consumers' reads: recompute it from the uses of clone values.
@@ -449,13 +526,15 @@ void account(Plan& plan) {
     if (forced && v.lx.empty()) lb += hbm_traffic_all_hbm(g, v);
     else if (ten.graph_output && v.output_clone) lb += v.bytes;
   }
+  lb += fixes;  // the layouts are the program's: every split and order pays the fixes
   t.split_lower_bound_hbm = std::min(lb, t.hbm_read + t.hbm_write);
   // Over every split choice: only traffic no split can avoid (graph inputs read once if they
   // can be cloned, outputs written once, values touched by opaque kernels, LX off).
-  Bytes glb = 0;
+  Bytes glb = fixes;
   const Options& o = plan.options;
   for (const PlanValue& v : plan.values) {
-    if (v.clone) continue;
+    // partial sums depend on the split choice (plan_program adds what every choice must move)
+    if (v.clone || g.tensors[v.tensor].partial_of >= 0) continue;
     const GTensor& ten = g.tensors[v.tensor];
     bool opaque = v.def >= 0 && !g.ops[v.def].lx_capable;
     for (OpIndex u : v.uses) opaque = opaque || !g.ops[u].lx_capable;

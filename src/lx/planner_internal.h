@@ -19,7 +19,7 @@ struct PlanState {
 };
 
 // One placement of a fixed graph (no clone pruning); fast = heuristic placement only.
-Result<Plan> plan_graph_once(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast);
+Result<Plan> plan_graph_once(Graph g, const Hardware& hw, const Options& o, double seconds, bool fast);
 // Fills op_hbm and totals from the residency (planner-side accounting).
 void account(Plan& plan);
 // Graph with clone ops inserted for multi-use graph inputs; `keep` filters by input tensor.

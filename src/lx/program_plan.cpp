@@ -1,13 +1,18 @@
 // Programs -> planning graphs (layouts, work division, per-operand core slicing) and the
 // co-optimization of core splits with placement, scored by the roofline cost model.
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <numeric>
 
 #include "core/deadline.h"
+#include "layout/compat.h"
 #include "layout/layout.h"
 #include "lx/lx.h"
 #include "lx/planner_internal.h"
@@ -21,6 +26,8 @@ struct Model {
   std::vector<Bytes> bytes;          // per tensor: device bytes
   std::vector<int64_t> elements;     // per tensor: host elements
   workdiv::Division div;             // seed division + menus
+  std::vector<std::vector<LayoutFix>> fixes;  // per op: layout fixes (program tensor ids)
+  mutable std::vector<std::vector<std::vector<std::string>>> slicings;  // [op][entry][operand], lazily
 };
 
 std::string join_splits(const workdiv::OpDivision& od, const std::vector<workdiv::Split>& s) {
@@ -65,7 +72,8 @@ GOperand operand(const Model& m, const program::Op& op, const workdiv::OpDivisio
   return g;
 }
 
-GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o) {
+// labels: the readable split (only plans that are returned need it; the search scores windows).
+GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o, bool labels = true) {
   const program::Op& op = m.prog->ops[o];
   const workdiv::OpDivision& od = m.div.ops[o];
   GOp x;
@@ -83,14 +91,22 @@ GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o) {
   int64_t cores = 1;
   for (auto k : s) cores *= k;
   x.cores = static_cast<int>(cores);
-  x.splits = od.divided ? join_splits(od, s) : "not divided";
+  if (labels) x.splits = od.divided ? join_splits(od, s) : "not divided";
   for (std::size_t v = 0; v < s.size(); ++v)
-    if (od.vars[v].reduction && s[v] > 1) x.reduction_split = true;
+    if (od.vars[v].reduction && s[v] > 1) {
+      x.reduction_split = true;
+      x.reduction_factor *= s[v];
+    }
   double work = 1;
   for (auto r : op.ranges) work *= static_cast<double>(r);
   if (op.ranges.empty())
     for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
   x.flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
+  if (labels) {
+    x.layout_fixes = m.fixes[o];
+  } else {
+    for (const LayoutFix& f : m.fixes[o]) x.layout_fixes.push_back({f.tensor, f.padding, f.fixed_bytes, {}});  // bytes only
+  }
   for (std::size_t k = 0; k < op.inputs.size(); ++k)
     x.reads.push_back(operand(m, op, od, s, x.cores, k, op.inputs[k]));
   for (std::size_t k = 0; k < op.outputs.size(); ++k)
@@ -103,12 +119,50 @@ GTensor lower_tensor(const Model& m, program::TensorId t) {
   return GTensor{pt.name, m.bytes[t], m.elements[t], pt.graph_input, pt.graph_output};
 }
 
+// Appends op o to g, and for a reduction split the combine of its partial sums: the op writes
+// `T.partial` (reduction_factor x T's bytes: every core group holds a full partial of its output
+// slice) and an inserted `<op>.combine` reads the partials and writes T. Partial sums cross cores,
+// so both stay in HBM (docs/lx.md, "Reduction splits"). `tid` maps program tensors to g's.
+template <class Tid>
+void lower_op_into(const Model& m, const std::vector<int>& choice, std::size_t o, Graph& g, Tid tid, bool labels = true) {
+  GOp x = lower_op(m, choice, o, labels);
+  for (auto& r : x.reads) r.tensor = tid(r.tensor);
+  for (auto& w : x.writes) w.tensor = tid(w.tensor);
+  for (auto& f : x.layout_fixes) f.tensor = tid(f.tensor);
+  if (!x.reduction_split) {
+    g.ops.push_back(std::move(x));
+    return;
+  }
+  GOp c;
+  c.name = x.name + ".combine";
+  c.kind = "combine";
+  c.reduction = x.reduction;
+  c.cores = x.cores;
+  c.splits = x.splits;
+  for (GOperand& w : x.writes) {
+    GTensor pt;
+    pt.name = g.tensors[w.tensor].name + ".partial";
+    pt.bytes = g.tensors[w.tensor].bytes * x.reduction_factor;  // extents <= 2^40, factor <= 32: no overflow
+    pt.elements = g.tensors[w.tensor].elements * x.reduction_factor;
+    pt.partial_of = w.tensor;
+    g.tensors.push_back(pt);
+    const int pi = static_cast<int>(g.tensors.size()) - 1;
+    c.reads.push_back(GOperand{pi, w.slicing, w.per_core});
+    c.writes.push_back(GOperand{w.tensor, w.slicing, w.per_core});
+    c.flops += static_cast<double>(pt.elements);  // one add per partial element
+    w.tensor = pi;
+  }
+  g.ops.push_back(std::move(x));
+  g.ops.push_back(std::move(c));
+}
+
 Graph lower(const Model& m, const std::vector<int>& choice) {
   const program::Program& p = *m.prog;
   Graph g;
   g.name = p.name;
   for (std::size_t t = 0; t < p.tensors.size(); ++t) g.tensors.push_back(lower_tensor(m, static_cast<program::TensorId>(t)));
-  for (std::size_t o = 0; o < p.ops.size(); ++o) g.ops.push_back(lower_op(m, choice, o));
+  g.ops.reserve(p.ops.size());
+  for (std::size_t o = 0; o < p.ops.size(); ++o) lower_op_into(m, choice, o, g, [](program::TensorId t) { return static_cast<int>(t); });
   return g;
 }
 
@@ -128,12 +182,7 @@ Graph lower_window(const Model& m, const std::vector<int>& choice, int a, int b)
     g.tensors.push_back(x);
     return tmap[t] = static_cast<int>(g.tensors.size()) - 1;
   };
-  for (int o = a; o <= b; ++o) {
-    GOp x = lower_op(m, choice, static_cast<std::size_t>(o));
-    for (auto& r : x.reads) r.tensor = tid(r.tensor);
-    for (auto& w : x.writes) w.tensor = tid(w.tensor);
-    g.ops.push_back(std::move(x));
-  }
+  for (int o = a; o <= b; ++o) lower_op_into(m, choice, static_cast<std::size_t>(o), g, tid, false);
   return g;
 }
 
@@ -145,18 +194,30 @@ bool better(const Plan& a, const Plan& b) {
 }
 
 // The read slicing of tensor t by op o under candidate c (or its write slicing).
-std::string slicing_of(const Model& m, int o, int c, program::TensorId t, bool write) {
+const std::string& slicing_of(const Model& m, int o, int c, program::TensorId t, bool write) {
+  static const std::string kWhole;
   const program::Op& op = m.prog->ops[o];
   const workdiv::OpDivision& od = m.div.ops[o];
-  if (!od.divided) return "";
-  const auto& s = c > 0 ? od.candidates[c] : od.splits;
-  int64_t cores = 1;
-  for (auto k : s) cores *= k;
+  if (!od.divided) return kWhole;
+  // Memoized per (op, entry): the search asks for the same slicings many times.
+  auto& per_op = m.slicings[o];
+  if (per_op.empty()) per_op.resize(std::max<std::size_t>(1, od.candidates.size()));
+  auto& sl = per_op[static_cast<std::size_t>(c)];
+  if (sl.empty()) {
+    const auto s = c > 0 ? od.candidates[c] : od.splits;
+    int64_t cores = 1;
+    for (auto k : s) cores *= k;
+    const std::size_t n = op.inputs.size() + op.outputs.size();
+    sl.reserve(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const program::TensorId x = k < op.inputs.size() ? op.inputs[k] : op.outputs[k - op.inputs.size()];
+      sl.push_back(operand(m, op, od, s, static_cast<int>(cores), k, x).slicing);
+    }
+  }
   const auto& list = write ? op.outputs : op.inputs;
   for (std::size_t k = 0; k < list.size(); ++k)
-    if (list[k] == t)
-      return operand(m, op, od, s, static_cast<int>(cores), write ? op.inputs.size() + k : k, t).slicing;
-  return "";
+    if (list[k] == t) return sl[write ? op.inputs.size() + k : k];
+  return kWhole;
 }
 
 std::vector<workdiv::Split> splits_of(const Model& m, int o, int c) {
@@ -209,28 +270,59 @@ std::vector<int> propagate(const Model& m, std::vector<int> ch, int start) {
   return ch;
 }
 
-// Bytes every split choice must move: intermediates (not graph I/O, not touched by opaque ops)
-// that no menu entry of the producer (without a reduction split, fitting LX) can hand to every
-// consumer with a matching entry of its own (consumers chosen independently: a relaxation), and
-// values nobody reads. Adds to the compulsory bound of account().
-Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
+// ceil(bytes x to / from) without overflow (bytes and extents are below 2^44).
+Bytes padded_bytes(Bytes bytes, int64_t from, int64_t to) {
+  __extension__ using Wide = __int128;
+  return static_cast<Bytes>((static_cast<Wide>(bytes) * to + from - 1) / from);
+}
+
+int64_t reduction_factor(const Model& m, int o, int c) {
+  const workdiv::OpDivision& od = m.div.ops[o];
+  if (!od.divided) return 1;
+  const auto s = splits_of(m, o, c);
+  int64_t r = 1;
+  for (std::size_t v = 0; v < s.size(); ++v)
+    if (od.vars[v].reduction) r *= s[v];
+  return r;
+}
+
+// Bytes every split choice (among the menu entries `allowed` admits) must move beyond
+// account()'s compulsory bound:
+// - partial sums of producers whose every admitted entry splits a reduction (2 x factor x bytes:
+//   written, then read by the combine; the smallest factor);
+// - values nobody reads (their write);
+// - intermediates (not graph I/O, not touched by opaque ops) kept off LX, by a star bound: each
+//   such value is charged to the star of its first consumer u. Under an entry c of u, the value
+//   can be on LX only if u's read slicing under c is one that some admitted producer entry
+//   (without a reduction split, fitting LX) writes and every other consumer can read with an
+//   admitted entry of its own. A star costs at least min over c of its values that cannot, each
+//   value in exactly one star, so the sum over stars is a valid bound. It sees that one op
+//   cannot read two differently-produced operands alike (a matmul's A and B at once).
+Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o,
+                        const std::function<bool(int, int)>& allowed) {
   const program::Program& p = *m.prog;
-  if (!o.lx) return 0;
-  std::map<std::pair<int, program::TensorId>, std::set<std::string>> reads;  // (op, tensor) -> slicings
-  auto read_slicings = [&](int op, program::TensorId t) -> const std::set<std::string>& {
-    auto key = std::make_pair(op, t);
-    auto it = reads.find(key);
-    if (it != reads.end()) return it->second;
-    std::set<std::string> sl;
-    const int n = m.div.ops[op].divided ? static_cast<int>(m.div.ops[op].candidates.size()) : 1;
-    for (int c = 0; c < std::max(1, n); ++c) sl.insert(slicing_of(m, op, c, t, false));
-    return reads[key] = std::move(sl);
+  auto entries = [&](int op) {
+    const workdiv::OpDivision& od = m.div.ops[op];
+    const int n = od.divided ? std::max<int>(1, static_cast<int>(od.candidates.size())) : 1;
+    std::vector<int> out;
+    for (int c = 0; c < n; ++c)
+      if (allowed(op, c)) out.push_back(c);
+    return out;
   };
+  std::vector<std::vector<int>> admitted(p.ops.size());
+  for (std::size_t op = 0; op < p.ops.size(); ++op) admitted[op] = entries(static_cast<int>(op));
   Bytes forced = 0;
+  // star of op u: (tensor, set of slicings under which it can stay on LX, cost if it cannot)
+  struct Member { program::TensorId t; std::set<std::string> ok; Bytes cost; };
+  std::vector<std::vector<Member>> stars(p.ops.size());
   for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
     const auto t = static_cast<program::TensorId>(ti);
     const int prod = p.producer[t];
-    if (prod < 0 || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
+    if (prod < 0) continue;
+    int64_t r_min = INT64_MAX;
+    for (int c : admitted[prod]) r_min = std::min(r_min, reduction_factor(m, prod, c));
+    if (r_min > 1 && r_min < INT64_MAX) forced += 2 * r_min * m.bytes[t];
+    if (!o.lx || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
     bool opaque = p.ops[prod].kind == program::OpKind::kOpaque;
     for (program::OpId c : p.consumers[t]) opaque = opaque || p.ops[c].kind == program::OpKind::kOpaque;
     if (opaque) continue;
@@ -242,25 +334,42 @@ Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o) {
       forced += m.bytes[t];
       continue;
     }
-    bool possible = false;
-    const workdiv::OpDivision& pd = m.div.ops[prod];
-    const int n = pd.divided ? static_cast<int>(pd.candidates.size()) : 1;
-    for (int c = 0; c < std::max(1, n) && !possible; ++c) {
+    // slicings the producer can hand over
+    std::set<std::string> ok;
+    const program::Op& op = p.ops[prod];
+    std::size_t slot = op.inputs.size();
+    for (std::size_t k = 0; k < op.outputs.size(); ++k)
+      if (op.outputs[k] == t) slot = op.inputs.size() + k;
+    for (int c : admitted[prod]) {
       if (reduction_split(m, prod, c)) continue;
       const auto s = splits_of(m, prod, c);
       int64_t cores = 1;
       for (auto k : s) cores *= k;
-      const program::Op& op = p.ops[prod];
-      std::size_t slot = op.inputs.size();
-      for (std::size_t k = 0; k < op.outputs.size(); ++k)
-        if (op.outputs[k] == t) slot = op.inputs.size() + k;
-      GOperand w = operand(m, op, pd, s, static_cast<int>(cores), slot, t);
-      if (w.per_core > capacity) continue;
-      bool all = true;
-      for (program::OpId u : p.consumers[t]) all = all && read_slicings(u, t).count(w.slicing) > 0;
-      possible = all;
+      GOperand w = operand(m, op, m.div.ops[prod], s, static_cast<int>(cores), slot, t);
+      if (w.per_core <= capacity) ok.insert(w.slicing);
     }
-    if (!possible) forced += m.bytes[t] * (1 + nreads);
+    const program::OpId first = *std::min_element(p.consumers[t].begin(), p.consumers[t].end());
+    for (program::OpId u : p.consumers[t]) {
+      if (u == first || ok.empty()) continue;
+      std::set<std::string> reads;
+      for (int c : admitted[u]) reads.insert(slicing_of(m, u, c, t, false));
+      std::set<std::string> both;
+      std::set_intersection(ok.begin(), ok.end(), reads.begin(), reads.end(), std::inserter(both, both.begin()));
+      ok = std::move(both);
+    }
+    stars[first].push_back({t, std::move(ok), m.bytes[t] * (1 + nreads)});
+  }
+  for (std::size_t u = 0; u < p.ops.size(); ++u) {
+    if (stars[u].empty()) continue;
+    Bytes best = -1;
+    for (int c : admitted[u]) {
+      Bytes cost = 0;
+      for (const Member& x : stars[u])
+        if (!x.ok.count(slicing_of(m, static_cast<int>(u), c, x.t, false))) cost += x.cost;
+      best = best < 0 ? cost : std::min(best, cost);
+      if (best == 0) break;
+    }
+    forced += std::max<Bytes>(0, best);
   }
   return forced;
 }
@@ -274,13 +383,31 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
                      std::to_string(hw.max_cores) + " cores");
   Model m;
   m.prog = &p;
+  std::vector<layout::Layout> layouts;
+  layouts.reserve(p.tensors.size());
   for (const auto& t : p.tensors) {
     auto l = program::tensor_layout(t);
     if (!l) return bad_input(p.name + ": tensor '" + t.name + "': " + l.error().message);
     m.bytes.push_back(layout::device_bytes(*l));
+    layouts.push_back(std::move(*l));
     int64_t e = 1;
     for (auto d : t.shape) e *= d;
     m.elements.push_back(e);
+  }
+  // Layout incompatibilities (what `divide` reports): each costs the fixed copy's round trip.
+  m.fixes.assign(p.ops.size(), {});
+  {
+    for (std::size_t oi = 0; oi < p.ops.size(); ++oi)
+      for (const layout::LayoutIssue& is : layout::check_op_layouts(p, static_cast<program::OpId>(oi), layouts)) {
+        LayoutFix f;
+        f.tensor = is.tensor;
+        f.padding = is.fix == layout::FixKind::kPadding;
+        f.fixed_bytes = m.bytes[is.tensor];
+        if (f.padding && is.pad_from > 0 && is.pad_to > is.pad_from)
+          f.fixed_bytes = padded_bytes(m.bytes[is.tensor], is.pad_from, is.pad_to);
+        f.message = is.message;
+        m.fixes[oi].push_back(std::move(f));
+      }
   }
   workdiv::Options wo;
   wo.max_cores = o.cores;
@@ -290,8 +417,12 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   auto d = workdiv::divide(p, wo);
   if (!d) return d.error();
   m.div = std::move(*d);
+  m.slicings.assign(p.ops.size(), {});
   std::vector<int> choice(p.ops.size(), 0);
-  auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? left(dl) * 0.25 : left(dl), false);
+  // Large programs: the seed plan is a fallback that co-optimization usually replaces, so it gets
+  // less of the budget than the split search (which is anytime and still improving at 0.8 s).
+  const bool small_program = p.ops.size() <= 200;
+  auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? left(dl) * (small_program ? 0.25 : 0.1) : left(dl), false);
   if (!seed_plan || !o.coopt || !o.lx) return seed_plan;
   // Co-optimization: repair core-div mismatches by re-splitting the producer or the consumer,
   // trying every menu entry that slices the shared tensor alike (this covers dim flips,
@@ -306,7 +437,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   }
   int changes = 0;
   std::vector<std::string> notes;
-  const double budget = left(dl) * (small ? 0.5 : 0.6);
+  const double budget = left(dl) * (small ? 0.5 : 0.75);
   Deadline search(budget);
   const int nops = static_cast<int>(p.ops.size());
   struct Edge { int prod, cons; program::TensorId t; };
@@ -329,7 +460,14 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     return edges;
   };
   bool improved = true;
-  std::set<std::vector<int>> tried;
+  // Split choices already scored, by a 64-bit hash (a full copy per candidate dominated the
+  // search at 2,000 ops); a collision only skips one candidate, deterministically.
+  std::unordered_set<uint64_t> tried;
+  auto hash_of = [](const std::vector<int>& v) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int x : v) h = (h ^ static_cast<uint64_t>(x + 1)) * 1099511628211ULL;
+    return h;
+  };
   while (improved && !search.expired()) {
     improved = false;
     std::vector<Edge> edges = blocked(choice);
@@ -344,7 +482,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       std::optional<Plan> base;  // large programs: the window plan of the current choice
       int win_a = 0, win_b = nops - 1;
       auto consider = [&](const std::vector<int>& ch) -> Status {
-        if (!tried.insert(ch).second) return ok_status();
+        if (!tried.insert(hash_of(ch)).second) return ok_status();
         if (small) {
           auto r = fast_eval(ch);
           if (!r) return r.error();
@@ -414,6 +552,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     }
   }
   Result<Plan> result = seed_plan;
+  std::vector<int> result_choice(p.ops.size(), 0);
   if (changes > 0) {
     auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
     if (!final_plan) return final_plan;
@@ -421,10 +560,17 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       final_plan->coopt_changes = changes;
       for (auto& n : notes) final_plan->notes.push_back(n);
       result = std::move(final_plan);
+      result_choice = choice;
     }
   }
   // The bound over every split choice also counts what no menu entry can keep on LX.
-  result->totals.lower_bound_hbm += menu_forced_bytes(m, lx_capacity(hw), o);
+  const Bytes compulsory = result->totals.lower_bound_hbm;
+  result->totals.lower_bound_hbm += menu_forced_bytes(m, lx_capacity(hw), o, [](int, int) { return true; });
+  // The same over the splits that keep every op on the core count the plan gives it.
+  result->totals.cores_lower_bound_hbm =
+      compulsory + menu_forced_bytes(m, lx_capacity(hw), o, [&](int op, int c) {
+        return cores_of(m, op, c) == cores_of(m, op, result_choice[op]);
+      });
   if (Status st = check_plan(*result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
   return result;
 }

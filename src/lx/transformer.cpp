@@ -4,7 +4,7 @@
 
 namespace sp::lx {
 
-Result<program::Program> transformer_program(int num_ops, int64_t seq, int64_t hidden) {
+Result<program::Program> transformer_program(int num_ops, int64_t seq, int64_t hidden, bool sparse_reductions) {
   using program::TensorId;
   program::Builder b("transformer_" + std::to_string(num_ops));
   int id = 0, ops = 0;
@@ -12,6 +12,7 @@ Result<program::Program> transformer_program(int num_ops, int64_t seq, int64_t h
   TensorId x = b.input("x", {seq, hidden});
   auto norm = [&](TensorId in) {
     TensorId sq = b.tensor(nm("sq"), {seq, hidden}), ms = b.tensor(nm("ms"), {seq, 1}), y = b.tensor(nm("n"), {seq, hidden});
+    if (sparse_reductions) b.set_dim_order(ms, {0, 1, -1});  // reduced along the stick: sparse
     b.pointwise(nm("square"), "mul", {in, in}, sq);
     b.reduce(nm("mean_sq"), "mean", sq, {1}, ms);
     b.pointwise(nm("normalize"), "mul_rsqrt", {in, ms}, y);
@@ -39,6 +40,10 @@ Result<program::Program> transformer_program(int num_ops, int64_t seq, int64_t h
     b.matmul(nm("qk"), q, k, s, /*transpose_b=*/true);
     TensorId mx = b.tensor(nm("max"), {seq, 1}), sh = b.tensor(nm("sh"), {seq, seq}), e = b.tensor(nm("e"), {seq, seq});
     TensorId sm = b.tensor(nm("sum"), {seq, 1}), pr = b.tensor(nm("probs"), {seq, seq});
+    if (sparse_reductions) {
+      b.set_dim_order(mx, {0, 1, -1});
+      b.set_dim_order(sm, {0, 1, -1});
+    }
     b.reduce(nm("row_max"), "max", s, {1}, mx);
     b.pointwise(nm("sub"), "sub", {s, mx}, sh);
     b.pointwise(nm("exp"), "exp", {sh}, e);
