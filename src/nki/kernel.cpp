@@ -722,8 +722,9 @@ Json alloc_to_json(const Tensor& t) {
       if (t.buffer == Buffer::kPsum) {
         j["base_bank"] = a.base_bank;
         j["num_bank_tiles"] = a.num_bank_tiles;
+      } else {
+        j["num_free_tiles"] = a.num_free_tiles;  // PSUM rotates banks, not free-dim tiles
       }
-      j["num_free_tiles"] = a.num_free_tiles;
       j["num_par_tiles"] = a.num_par_tiles;
       break;
     case AllocKind::kFunc: {
