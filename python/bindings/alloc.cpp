@@ -65,7 +65,8 @@ AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& in
   const alloc::SolveResult& r = out.result;
   if (pack && !r.feasible)
     throw BadInputError(input + ": no plan within capacity " + std::to_string(out.problem.capacity) +
-                        (r.proven_infeasible ? " (proven infeasible)" : " (search gave up)") + "; no output written");
+                        (r.proven_infeasible ? " (proven infeasible; lower bound " + std::to_string(r.lower_bound) + ")"
+                                             : " found (search gave up; lower bound " + std::to_string(r.lower_bound) + ")") + "; no output written");
   // No second validation here: alloc::solve returns only a candidate that passed the independent
   // validator (alloc/validator.h). The CLI repeats the check before writing; here it would add
   // ~10 % to a 100k-buffer call (docs/python.md, "Overhead").

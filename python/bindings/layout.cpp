@@ -49,6 +49,18 @@ void bind_layout(py::module_& m) {
         check_list("--strides", st, 0);
         LayoutResult r;
         r.dma = dma;
+        // The CLI names its flags as the input ("--size 5,3 --dim-order 5,0: ..."); so do we.
+        const std::string where = "--size " + joined(size) +
+                                  (dim_order && !dim_order->empty() ? " --dim-order " + joined(*dim_order) : "") +
+                                  (st.empty() ? "" : " --strides " + joined(st)) + ": ";
+        auto named = [&](auto result) {
+          if (!result) {
+            Error e = result.error();
+            e.message = where + e.message;
+            raise(e);
+          }
+          return std::move(*result);
+        };
         if (dim_order && !dim_order->empty()) {
           check_list("--dim-order", *dim_order, -1);
           std::vector<int> order;
@@ -56,13 +68,13 @@ void bind_layout(py::module_& m) {
             if (d > 1'000'000) throw BadInputError("--dim-order " + joined(*dim_order) + ": " + std::to_string(d) + " is not a dimension");
             order.push_back(static_cast<int>(d));
           }
-          r.layout = take(layout::layout_from_dim_order(size, *dt, order, st));
+          r.layout = named(layout::layout_from_dim_order(size, *dt, order, st));
         } else {
-          r.layout = take(layout::default_layout(size, *dt, st));
+          r.layout = named(layout::default_layout(size, *dt, st));
         }
         if (dma) {
-          r.h2d = take(layout::dma_descriptors(r.layout, layout::DmaDirection::kHostToDevice));
-          r.d2h = take(layout::dma_descriptors(r.layout, layout::DmaDirection::kDeviceToHost));
+          r.h2d = named(layout::dma_descriptors(r.layout, layout::DmaDirection::kHostToDevice));
+          r.d2h = named(layout::dma_descriptors(r.layout, layout::DmaDirection::kDeviceToHost));
         }
         return r;
       },

@@ -82,7 +82,7 @@ def test_pack_accepts_lists_and_other_integer_dtypes():
 def test_pack_infeasible_raises_the_cli_line():
     with pytest.raises(sp.BadInput) as e:
         sp.alloc.pack([10, 10], [0, 0], [1, 1], capacity=15)
-    assert str(e.value) == "<arrays>: no plan within capacity 15 (proven infeasible); no output written"
+    assert str(e.value) == "<arrays>: no plan within capacity 15 (proven infeasible; lower bound 20); no output written"
     assert isinstance(e.value, ValueError)
 
 

@@ -2239,6 +2239,8 @@ def _to_json(st, hw, label):
                 j["alloc"] = {"kind": "auto"}
             elif a.kind == "mod_alloc":
                 j["alloc"] = {"kind": "mod_alloc", **a.kw}
+                if a.buffer == "psum" and not j["alloc"].get("num_free_tiles"):
+                    j["alloc"].pop("num_free_tiles", None)  # PSUM rotates banks; the model has no such key
             elif a.kind == "func":
                 j["alloc"] = {"kind": "table", "tiles": t.table}
             elif a.kind == "address":
