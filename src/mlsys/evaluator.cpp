@@ -524,6 +524,8 @@ struct Evaluator::Impl {
         tot_compute += compute;
       }
     }
+    // Bounded inputs keep latencies finite (problem.h); an overflow would still be refused here.
+    if (!std::isfinite(lat)) errors.push_back(sg + ": latency is not a finite number (bandwidth or costs out of range)");
     ev.latency = lat;
     ev.peak_working_set = peak;
     ev.load_elements = tot_load;
