@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace sp::mlsys {
@@ -92,6 +93,10 @@ struct Evaluator::Impl {
   std::vector<Slice> looped;  // (output tensor, rect) of k-looped MatMuls
   std::vector<int> looped_ops;
   std::vector<Slice> eph_now;
+
+  // Search mode (Evaluator::set_early_exit).
+  bool stop_on_oom = false;
+  double latency_cutoff = std::numeric_limits<double>::infinity();
 
   Impl(const Problem& problem, const RuleOptions& options) : p(problem), opt(options) {
     local_of.assign(problem.num_tensors(), -1);
@@ -434,7 +439,8 @@ struct Evaluator::Impl {
     Elements peak = 0, tot_load = 0, tot_store = 0;
     const bool reset_each_tile = opt.no_reuse_for_null_traversal && !spec.traversal;
 
-    for (int64_t seq = 0; seq < ntiles; ++seq) {
+    bool cut = false;  // search mode: stopped early
+    for (int64_t seq = 0; seq < ntiles && !cut; ++seq) {
       const Rect tile = tile_rect(order ? (*order)[seq] : seq);
       if (reset_each_tile) prev_slices.clear();
       bool have_looped_seeds = false;
@@ -522,8 +528,13 @@ struct Evaluator::Impl {
         tot_load += load;
         tot_store += store;
         tot_compute += compute;
+        if ((stop_on_oom && peak > p.fast_memory_capacity) || lat > latency_cutoff) {
+          cut = true;
+          break;
+        }
       }
     }
+    ev.cut_short = cut;
     // Bounded inputs keep latencies finite (problem.h); an overflow would still be refused here.
     if (!std::isfinite(lat)) errors.push_back(sg + ": latency is not a finite number (bandwidth or costs out of range)");
     ev.latency = lat;
@@ -534,7 +545,7 @@ struct Evaluator::Impl {
     if (peak > p.fast_memory_capacity)
       errors.push_back(sg + ": working set " + std::to_string(peak) + " exceeds fast_memory_capacity " +
                        std::to_string(p.fast_memory_capacity) + " (OOM)");
-    for (std::size_t l = 0; l < tensors.size(); ++l) {
+    for (std::size_t l = 0; l < tensors.size() && !cut; ++l) {
       const LocalTensor& lt = tensors[l];
       if (lt.stored) {
         Elements a = 0;
@@ -568,6 +579,11 @@ MemoryState Evaluator::initial_state() const {
 SubgraphEvaluation Evaluator::evaluate_subgraph(const SubgraphSpec& spec, int index, MemoryState& state,
                                                 std::vector<std::string>& errors, std::vector<std::string>& warnings) {
   return impl_->run(spec, index, state, errors, warnings);
+}
+
+void Evaluator::set_early_exit(bool stop_on_oom, double latency_cutoff) {
+  impl_->stop_on_oom = stop_on_oom;
+  impl_->latency_cutoff = latency_cutoff;
 }
 
 Evaluation Evaluator::evaluate(const Solution& solution) {

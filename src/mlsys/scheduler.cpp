@@ -333,7 +333,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
         const std::vector<OpId>& order = orders[oi];
         if (std::find(orders.begin(), orders.begin() + static_cast<std::ptrdiff_t>(oi), order) != orders.begin() + static_cast<std::ptrdiff_t>(oi)) continue;
         if (threads > 1) Partitioner(problem, *searchers[0], popt).prefetch(order, pool, search_clock);
-        Partition part = Partitioner(problem, *searchers[0], popt).solve(order, search_clock);
+        Partition part = Partitioner(problem, *searchers[0], popt).solve(order, search_clock, best.total);
         if (!part.valid) complete = false;
         if (part.valid && part.total < best.total) {
           if (search_guard.allows(pub.best_steps())) pub.offer(to_solution(part));  // validation must fit too
@@ -353,6 +353,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     const bool anneal = options.anneal && budgeted && options.iterations != 0 && problem.num_ops() > 1;
     std::vector<ChainResult> chains(threads);
     std::atomic<int64_t> moves_total{0};
+    const double anneal_start = search_clock.elapsed_seconds();
     if (anneal && !search_clock.expired()) {
       const int64_t per_thread = options.iterations < 0 ? -1 : (options.iterations + threads - 1) / threads;
       auto run_chain = [&](int t) {
@@ -372,7 +373,9 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
           std::vector<OpId> next = order;
           ++out.moves;
           if (!propose(problem, cur, next, rng)) continue;
-          Partition cand = part.solve(next, search_clock);
+          // Orders whose partition would cost more than cur + 7 temperatures (accepted with
+          // probability below e^-7) are not worth pricing: the DP prunes them by lower bounds.
+          Partition cand = part.solve(next, search_clock, cur.total + 7 * temp + 1e-9 * std::abs(cur.total));
           if (!cand.valid) continue;
           const double delta = cand.total - cur.total;
           if (delta <= 0 || rng.uniform() < std::exp(-delta / temp)) {
@@ -403,6 +406,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
         }
     }
     result.stats.iterations = moves_total.load();
+    result.stats.anneal_s = search_clock.elapsed_seconds() - anneal_start;
 
     // Final pass: recompute cheap producers where that saves loads.
     Solution sol = to_solution(best);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <tuple>
 
 namespace sp::mlsys {
@@ -183,7 +184,8 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     if (c.valid && (!best.valid || c.latency < best.latency)) best = c;
   };
   std::vector<SubgraphConfig> tried;  // simulated in this search: never simulate one twice
-  auto run = [&](const Shape& s, int64_t k, Traversal t) {
+  // `cutoff`: stop simulating once the latency exceeds it (the candidate is then not better).
+  auto run = [&](const Shape& s, int64_t k, Traversal t, double cutoff = std::numeric_limits<double>::infinity()) {
     SubgraphConfig c;
     c.nx = ceil_div(W, s.w);
     c.ny = ceil_div(H, s.h);
@@ -209,16 +211,17 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     warnings_.clear();
     ++simulations_;
     const auto t0 = std::chrono::steady_clock::now();
+    ev_.set_early_exit(true, cutoff);
     SubgraphEvaluation e = ev_.evaluate_subgraph(spec, 0, state_, errors_, warnings_);
-    if (guard_) guard_->record(steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    c.valid = e.evaluated && errors_.empty();
+    if (guard_ && !e.cut_short) guard_->record(steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    c.valid = e.evaluated && errors_.empty() && !e.cut_short;
     // Anything but running out of memory fails every granularity alike.
     if (!e.evaluated) structural = true;
     for (const std::string& msg : errors_)
       if (msg.find("(OOM)") == std::string::npos) structural = true;
     c.latency = e.latency;
     c.peak = e.peak_working_set;
-    tried.push_back(c);
+    if (!e.cut_short || !errors_.empty()) tried.push_back(c);  // a latency cut-off depends on the cutoff
     return c;
   };
 
@@ -346,7 +349,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     double best_lat = fit.latency;
     if (opt_.snake && nx > 1 && ny > 1) {
       for (Traversal t : {Traversal::kColSnake, Traversal::kRaster}) {
-        SubgraphConfig c = run(s, ks[s.first_fit], t);
+        SubgraphConfig c = run(s, ks[s.first_fit], t, best_lat);
         consider(c);
         if (c.valid && c.latency < best_lat) {
           best_lat = c.latency;
@@ -358,7 +361,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
       // A smaller k can overlap the one-off loads and stores of a tile with more compute-bound
       // steps (Example 5); stop when it no longer helps.
       for (int i = s.first_fit + 1; i < static_cast<int>(ks.size()) && i <= s.first_fit + 3; ++i) {
-        SubgraphConfig c = run(s, ks[i], best_t);
+        SubgraphConfig c = run(s, ks[i], best_t, best_lat);
         if (!c.valid) break;
         const bool better = c.latency < best_lat;
         consider(c);

@@ -96,6 +96,7 @@ class ConfigSearcher {
                       const std::vector<TensorId>& retain);
 
   int64_t simulations() const { return simulations_; }
+  const RuleOptions& rules() const { return ev_.options(); }
 
   // After `deadline` no more candidates are simulated (what is unfinished is not cached).
   void set_deadline(const Deadline* deadline) { deadline_ = deadline; }
