@@ -253,31 +253,52 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     return lb;
   };
 
-  // Feasibility first: among the granularities within the probe's step budget, the ones with
-  // the smallest working-set bound (a small shape with a deep k, or a wider one with a shallow
-  // k). If none of the three smallest fits, nothing practical does.
+  // Feasibility first: the two classic probes, then among the granularities within the probe's
+  // step budget the ones with the smallest working-set bound (a small shape with a deep k, or a
+  // wider one with a shallow k). If none fits, nothing practical does.
   {
     struct Cand {
       int64_t w, h, k;
       Elements lb;
       int64_t steps;
     };
-    std::vector<Cand> cands;
-    const int64_t step_cap = std::min(probe_steps, ev_.options().max_steps);
-    for (int64_t w : ws)
-      for (int64_t h : hs)
-        for (int64_t k : ks) {
-          const int64_t steps = ceil_div(W, w) * ceil_div(H, h) * ceil_div(K, k);
-          if (steps <= step_cap) cands.push_back({w, h, k, ws_lower_bound(w, h, k), steps});
-        }
-    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
-      if (a.lb != b.lb) return a.lb < b.lb;
-      if (a.steps != b.steps) return a.steps < b.steps;
-      return std::tie(a.w, a.h, a.k) > std::tie(b.w, b.h, b.k);
-    });
+    // The two classic probes first (the smallest shape at the largest affordable k, the smallest
+    // k at the smallest affordable shape): the bound ignores strips and pointwise inputs, so it
+    // can rank a candidate first that does not fit while these do.
+    auto smallest_affordable_shape = [&](int64_t k) {
+      std::size_t i = ws.size(), j = hs.size();
+      Shape sh{ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
+      while (sh.tiles * ceil_div(K, k) > probe_steps && (i > 1 || j > 1)) {
+        if (i > 1) --i;
+        if (j > 1) --j;
+        sh = {ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
+      }
+      return sh;
+    };
+    const Shape tiny{ws.back(), hs.back(), ceil_div(W, ws.back()) * ceil_div(H, hs.back())};
+    int kfit = static_cast<int>(ks.size()) - 1;
+    while (kfit > 0 && tiny.tiles * ceil_div(K, ks[kfit]) > probe_steps) --kfit;
+    SubgraphConfig c = run(smallest_affordable_shape(ks[kfit]), ks[kfit], Traversal::kRaster);
+    if (!c.valid && !structural && kfit + 1 < static_cast<int>(ks.size()))
+      c = run(smallest_affordable_shape(ks.back()), ks.back(), Traversal::kRaster);
+    std::vector<Cand> cands;  // only when the classic probes fail (most keys never get here)
+    if (!c.valid && !structural) {
+      const int64_t step_cap = std::min(probe_steps, ev_.options().max_steps);
+      for (int64_t w : ws)
+        for (int64_t h : hs)
+          for (int64_t k : ks) {
+            const int64_t steps = ceil_div(W, w) * ceil_div(H, h) * ceil_div(K, k);
+            if (steps <= step_cap) cands.push_back({w, h, k, ws_lower_bound(w, h, k), steps});
+          }
+      std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+        if (a.lb != b.lb) return a.lb < b.lb;
+        if (a.steps != b.steps) return a.steps < b.steps;
+        return std::tie(a.w, a.h, a.k) > std::tie(b.w, b.h, b.k);
+      });
+    }
     std::vector<Cand> failed;
-    SubgraphConfig c;
     for (const Cand& cd : cands) {
+      if (c.valid) break;
       if (failed.size() >= 3 || structural) break;
       if (cd.lb > p_.fast_memory_capacity) break;  // sorted: nothing after fits either
       bool dominated = false;  // a larger granularity than one that did not fit

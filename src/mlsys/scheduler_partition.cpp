@@ -208,7 +208,7 @@ Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& dea
   int si = -1;
   for (int i = 0; i < static_cast<int>(states[n].size()); ++i)
     if (states[n][i].retained.empty()) si = i;
-  if (si < 0) return out;
+  if (si < 0 || states[n][si].cost >= cutoff) return out;
   out.valid = true;
   out.total = states[n][si].cost;
   int at = n;
