@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace sp::mlsys {
 namespace {
@@ -21,6 +22,16 @@ struct Rect {
   int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
   Elements area() const { return (r1 - r0) * (c1 - c0); }
   bool operator==(const Rect&) const = default;
+};
+
+struct RectHash {
+  std::size_t operator()(const Rect& r) const {
+    uint64_t h = static_cast<uint64_t>(r.r0) * 0x9E3779B97F4A7C15ULL;
+    h = (h ^ static_cast<uint64_t>(r.r1)) * 0xC2B2AE3D27D4EB4FULL;
+    h = (h ^ static_cast<uint64_t>(r.c0)) * 0x165667B19E3779F9ULL;
+    h = (h ^ static_cast<uint64_t>(r.c1)) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
 };
 
 enum class Ctx : uint8_t { kTile, kStrip };  // a grid tile of the unified grid, or a derived strip
@@ -433,7 +444,10 @@ struct Evaluator::Impl {
     }
 
     std::vector<Slice> prev_slices, cur, cur_ws, prev_eph, looped_seeds;
-    std::vector<std::vector<Rect>> retained_acc(tensors.size()), stored_rects(tensors.size());
+    // Regions already retained / stored, per tensor: a set (a linear search made many-tile
+    // simulations quadratic in the tile count), with the area each covers so far.
+    std::vector<std::unordered_set<Rect, RectHash>> retained_acc(tensors.size()), stored_rects(tensors.size());
+    std::vector<Elements> retained_sum(tensors.size(), 0), stored_sum(tensors.size(), 0);
     Elements retained_area = 0;
     double lat = 0, tot_compute = 0;
     Elements peak = 0, tot_load = 0, tot_store = 0;
@@ -504,19 +518,17 @@ struct Evaluator::Impl {
             continue;
           }
           if (lt.retained) {
-            auto& acc = retained_acc[pr.t];
-            if (std::find(acc.begin(), acc.end(), pr.rect) == acc.end()) {
-              acc.push_back(pr.rect);
+            if (retained_acc[pr.t].insert(pr.rect).second) {
               retained_area += pr.rect.area();
+              retained_sum[pr.t] += pr.rect.area();
             }
           } else {
             out_ws += pr.rect.area();
           }
           if (lt.stored && (!pr.looped || last)) {
-            auto& sr = stored_rects[pr.t];
-            if (std::find(sr.begin(), sr.end(), pr.rect) == sr.end()) {
-              sr.push_back(pr.rect);
+            if (stored_rects[pr.t].insert(pr.rect).second) {
               store += pr.rect.area();
+              stored_sum[pr.t] += pr.rect.area();
             }
           }
         }
@@ -548,15 +560,13 @@ struct Evaluator::Impl {
     for (std::size_t l = 0; l < tensors.size() && !cut; ++l) {
       const LocalTensor& lt = tensors[l];
       if (lt.stored) {
-        Elements a = 0;
-        for (const Rect& r : stored_rects[l]) a += r.area();
+        const Elements a = stored_sum[l];
         if (a < p.tensors[lt.id].size())
           errors.push_back(sg + ": output tensor " + std::to_string(lt.id) + " only partially produced (" + std::to_string(a) +
                            " of " + std::to_string(p.tensors[lt.id].size()) + " elements)");
       }
       if (lt.retained) {
-        Elements a = 0;
-        for (const Rect& r : retained_acc[l]) a += r.area();
+        const Elements a = retained_sum[l];
         if (a < p.tensors[lt.id].size())
           errors.push_back(sg + ": retained tensor " + std::to_string(lt.id) + " only partially produced");
       }
