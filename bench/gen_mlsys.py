@@ -2,7 +2,7 @@
 
 The public benchmarks are transformer pieces: residual MLP blocks, attention blocks (Q/K/V
 projections, a score MatMul, a pointwise softmax, the value MatMul, an output projection) and
-plain MatMul chains, with 128x128 native granularity, a small fast memory and square-ish
+plain MatMul chains and parallel MatMul branches joined by pointwise ops, with 128x128 native granularity, a small fast memory and square-ish
 power-of-two dimensions. `generate(family, seed)` draws a graph of one family from blocks of
 those kinds, so the scheduler is measured on graphs nobody tuned it on. Deterministic in
 (family, seed).
@@ -98,15 +98,21 @@ def generate(family, seed):
         seq, d = rng.choice([128, 256, 512]), rng.choice([256, 512])
         x = g.tensor(seq, d)
         while len(g.types) < 17:
-            kind = rng.choice(["mlp", "attn", "chain", "chain", "branch"])
+            kind = rng.choice(["mlp", "attn", "chain", "branch", "branch"])
             if kind == "mlp":
                 x = mlp_block(g, rng, x, rng.choice(dims), residual=rng.random() < 0.5, act=rng.random() < 0.5)
             elif kind == "attn" and g.heights[x] == seq:
                 x = attention_block(g, rng, x, seq)
-            elif kind == "branch":  # two MatMuls off one tensor, joined by a pointwise op
-                a = g.matmul(x, g.weight(g.widths[x], d), mm_cost(rng))
-                b = g.matmul(x, g.weight(g.widths[x], d), mm_cost(rng))
-                x = g.pointwise([a, b], pw_cost(rng))
+            elif kind == "branch":  # 2-3 MatMul chains off one tensor, joined by pointwise ops
+                ends = []
+                for _ in range(rng.randint(2, 3)):
+                    e = g.matmul(x, g.weight(g.widths[x], d), mm_cost(rng))
+                    if rng.random() < 0.5:
+                        e = g.matmul(e, g.weight(d, d), mm_cost(rng))
+                    ends.append(e)
+                x = ends[0]
+                for e in ends[1:]:
+                    x = g.pointwise([x, e], pw_cost(rng))
             else:
                 x = matmul_chain(g, rng, x, rng.randint(1, 3), dims)
         capacity = rng.choice([20000, 25000, 30000])
