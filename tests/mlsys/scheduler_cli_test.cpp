@@ -195,6 +195,24 @@ TEST(SchedCli, TinyCapacityMlpBlockIsScheduled) {
   }
 }
 
+// Issue 11 item 6: exit 2 says plainly when the search gave up rather than proved infeasibility
+// (granularity 1x1x1 would fit in 4 elements, but takes 4096^3 steps).
+TEST(SchedCli, GaveUpIsNotReportedAsProof) {
+  TempDir t;
+  const fs::path prob = t.dir / "p.json";
+  ASSERT_TRUE(write_file_atomic(prob.string(), R"({"widths":[4096,4096,4096],"heights":[4096,4096,4096],"inputs":[[0,1]],
+    "outputs":[[2]],"base_costs":[10],"op_types":["MatMul"],"fast_memory_capacity":4,"slow_memory_bandwidth":1,
+    "native_granularity":[128,128]})")
+                  .ok());
+  const fs::path out = t.dir / "s.json";
+  std::string err;
+  EXPECT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob.string() + " -o " + out.string() + " --time-limit 2", &err), 2);
+  EXPECT_NE(err.find("the search gave up"), std::string::npos) << err;
+  EXPECT_NE(err.find("no proof that none fits"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // Issue 11 item 13: a bandwidth of 1e-320 made latencies infinite (written as JSON null).
 // Such input is refused with one line naming the field; nothing is written.
 TEST(SchedCli, BandwidthThatMakesLatenciesInfiniteIsBadInput) {
