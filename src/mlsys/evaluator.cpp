@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace sp::mlsys {
 namespace {
@@ -20,6 +22,16 @@ struct Rect {
   int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
   Elements area() const { return (r1 - r0) * (c1 - c0); }
   bool operator==(const Rect&) const = default;
+};
+
+struct RectHash {
+  std::size_t operator()(const Rect& r) const {
+    uint64_t h = static_cast<uint64_t>(r.r0) * 0x9E3779B97F4A7C15ULL;
+    h = (h ^ static_cast<uint64_t>(r.r1)) * 0xC2B2AE3D27D4EB4FULL;
+    h = (h ^ static_cast<uint64_t>(r.c0)) * 0x165667B19E3779F9ULL;
+    h = (h ^ static_cast<uint64_t>(r.c1)) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
 };
 
 enum class Ctx : uint8_t { kTile, kStrip };  // a grid tile of the unified grid, or a derived strip
@@ -92,6 +104,10 @@ struct Evaluator::Impl {
   std::vector<Slice> looped;  // (output tensor, rect) of k-looped MatMuls
   std::vector<int> looped_ops;
   std::vector<Slice> eph_now;
+
+  // Search mode (Evaluator::set_early_exit).
+  bool stop_on_oom = false;
+  double latency_cutoff = std::numeric_limits<double>::infinity();
 
   Impl(const Problem& problem, const RuleOptions& options) : p(problem), opt(options) {
     local_of.assign(problem.num_tensors(), -1);
@@ -428,13 +444,17 @@ struct Evaluator::Impl {
     }
 
     std::vector<Slice> prev_slices, cur, cur_ws, prev_eph, looped_seeds;
-    std::vector<std::vector<Rect>> retained_acc(tensors.size()), stored_rects(tensors.size());
+    // Regions already retained / stored, per tensor: a set (a linear search made many-tile
+    // simulations quadratic in the tile count), with the area each covers so far.
+    std::vector<std::unordered_set<Rect, RectHash>> retained_acc(tensors.size()), stored_rects(tensors.size());
+    std::vector<Elements> retained_sum(tensors.size(), 0), stored_sum(tensors.size(), 0);
     Elements retained_area = 0;
     double lat = 0, tot_compute = 0;
     Elements peak = 0, tot_load = 0, tot_store = 0;
     const bool reset_each_tile = opt.no_reuse_for_null_traversal && !spec.traversal;
 
-    for (int64_t seq = 0; seq < ntiles; ++seq) {
+    bool cut = false;  // search mode: stopped early
+    for (int64_t seq = 0; seq < ntiles && !cut; ++seq) {
       const Rect tile = tile_rect(order ? (*order)[seq] : seq);
       if (reset_each_tile) prev_slices.clear();
       bool have_looped_seeds = false;
@@ -498,19 +518,17 @@ struct Evaluator::Impl {
             continue;
           }
           if (lt.retained) {
-            auto& acc = retained_acc[pr.t];
-            if (std::find(acc.begin(), acc.end(), pr.rect) == acc.end()) {
-              acc.push_back(pr.rect);
+            if (retained_acc[pr.t].insert(pr.rect).second) {
               retained_area += pr.rect.area();
+              retained_sum[pr.t] += pr.rect.area();
             }
           } else {
             out_ws += pr.rect.area();
           }
           if (lt.stored && (!pr.looped || last)) {
-            auto& sr = stored_rects[pr.t];
-            if (std::find(sr.begin(), sr.end(), pr.rect) == sr.end()) {
-              sr.push_back(pr.rect);
+            if (stored_rects[pr.t].insert(pr.rect).second) {
               store += pr.rect.area();
+              stored_sum[pr.t] += pr.rect.area();
             }
           }
         }
@@ -522,8 +540,15 @@ struct Evaluator::Impl {
         tot_load += load;
         tot_store += store;
         tot_compute += compute;
+        if ((stop_on_oom && peak > p.fast_memory_capacity) || lat > latency_cutoff) {
+          cut = true;
+          break;
+        }
       }
     }
+    ev.cut_short = cut;
+    // Bounded inputs keep latencies finite (problem.h); an overflow would still be refused here.
+    if (!std::isfinite(lat)) errors.push_back(sg + ": latency is not a finite number (bandwidth or costs out of range)");
     ev.latency = lat;
     ev.peak_working_set = peak;
     ev.load_elements = tot_load;
@@ -532,18 +557,16 @@ struct Evaluator::Impl {
     if (peak > p.fast_memory_capacity)
       errors.push_back(sg + ": working set " + std::to_string(peak) + " exceeds fast_memory_capacity " +
                        std::to_string(p.fast_memory_capacity) + " (OOM)");
-    for (std::size_t l = 0; l < tensors.size(); ++l) {
+    for (std::size_t l = 0; l < tensors.size() && !cut; ++l) {
       const LocalTensor& lt = tensors[l];
       if (lt.stored) {
-        Elements a = 0;
-        for (const Rect& r : stored_rects[l]) a += r.area();
+        const Elements a = stored_sum[l];
         if (a < p.tensors[lt.id].size())
           errors.push_back(sg + ": output tensor " + std::to_string(lt.id) + " only partially produced (" + std::to_string(a) +
                            " of " + std::to_string(p.tensors[lt.id].size()) + " elements)");
       }
       if (lt.retained) {
-        Elements a = 0;
-        for (const Rect& r : retained_acc[l]) a += r.area();
+        const Elements a = retained_sum[l];
         if (a < p.tensors[lt.id].size())
           errors.push_back(sg + ": retained tensor " + std::to_string(lt.id) + " only partially produced");
       }
@@ -566,6 +589,11 @@ MemoryState Evaluator::initial_state() const {
 SubgraphEvaluation Evaluator::evaluate_subgraph(const SubgraphSpec& spec, int index, MemoryState& state,
                                                 std::vector<std::string>& errors, std::vector<std::string>& warnings) {
   return impl_->run(spec, index, state, errors, warnings);
+}
+
+void Evaluator::set_early_exit(bool stop_on_oom, double latency_cutoff) {
+  impl_->stop_on_oom = stop_on_oom;
+  impl_->latency_cutoff = latency_cutoff;
 }
 
 Evaluation Evaluator::evaluate(const Solution& solution) {

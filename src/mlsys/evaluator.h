@@ -43,6 +43,7 @@ struct SubgraphEvaluation {
   double compute = 0;            // sum of step compute times
   Granularity granularity;       // as given
   int errors = 0;                // validity errors raised by this subgraph
+  bool cut_short = false;        // search mode stopped the simulation early: not a verdict
 };
 
 struct Evaluation {
@@ -80,6 +81,12 @@ class Evaluator {
 
   // Scores a whole solution.
   Evaluation evaluate(const Solution& solution);
+
+  // Search mode, for scoring candidates only (validation never uses it): stop a simulation as
+  // soon as the working set exceeds the capacity (`stop_on_oom`; the OOM error is still
+  // raised) or the latency so far exceeds `latency_cutoff` (then `cut_short` is set and the
+  // result is no verdict). evaluate_subgraph() is cheaper on hopeless candidates.
+  void set_early_exit(bool stop_on_oom, double latency_cutoff);
 
  private:
   struct Impl;

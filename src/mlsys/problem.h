@@ -18,9 +18,12 @@ using Elements = int64_t;  // a count of tensor elements (the unit of memory)
 
 // Largest supported tensor width or height (2^24).
 inline constexpr int64_t kMaxDimension = int64_t{1} << 24;
-inline constexpr double kMinBandwidth = 1e-9;  // slow_memory_bandwidth range: latencies stay finite
-inline constexpr double kMaxBandwidth = 1e18;
-inline constexpr double kMaxBaseCost = 1e18;   // base_costs range
+// Bandwidth and base costs are bounded so that every latency (at most ~1e22 elements moved or
+// 5M steps of cost x 2^24 per subgraph) stays a finite double: a bandwidth of 1e-320 would make
+// latencies infinite, which JSON cannot carry.
+inline constexpr double kMinBandwidth = 1e-100;
+inline constexpr double kMaxBandwidth = 1e100;
+inline constexpr double kMaxBaseCost = 1e100;
 
 enum class OpKind { kMatMul, kPointwise };
 

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/deadline.h"
@@ -28,7 +29,7 @@
 namespace sp::mlsys {
 
 Solution recompute_pass(const Problem& problem, const RuleOptions& rules, ConfigSearcher& searcher,
-                        const Solution& solution, const Deadline& deadline);
+                        const Solution& solution, const Deadline& deadline, const TimeGuard* guard);
 
 namespace {
 
@@ -43,7 +44,36 @@ class Publisher {
   // (infinity if invalid).
   double offer(Solution sol) {
     std::lock_guard<std::mutex> lock(mu_);
-    Evaluation ev = evaluate(p_, sol, rules_);
+    const Evaluation ev = evaluate(p_, sol, rules_);
+    return offer_locked(std::move(sol), ev);
+  }
+  // The same with the evaluation already done (by the caller, with the full evaluator).
+  double offer_evaluated(Solution sol, const Evaluation& ev) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return offer_locked(std::move(sol), ev);
+  }
+  double best() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return best_;
+  }
+  // Simulated steps of the best published schedule: what validating it again costs.
+  int64_t best_steps() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return best_steps_;
+  }
+  // The evaluation of `sol` if it is the best published schedule (saves one full validation,
+  // which is most of the work on a huge single subgraph).
+  std::optional<Evaluation> evaluation_if_published(const Solution& sol) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!same_schedule(sol, best_sol_)) return std::nullopt;
+    return best_ev_;
+  }
+  double first_s() const { return first_s_; }
+  double last_s() const { return last_s_; }
+  int rejected() const { return rejected_; }
+
+ private:
+  double offer_locked(Solution sol, const Evaluation& ev) {
     if (!ev.valid) {
       ++rejected_;
       return std::numeric_limits<double>::infinity();
@@ -51,27 +81,34 @@ class Publisher {
     for (std::size_t i = 0; i < sol.subgraphs.size(); ++i) sol.subgraphs[i].reported_latency = ev.subgraphs[i].latency;
     if (ev.total < best_) {
       best_ = ev.total;
+      best_sol_ = sol;
+      best_ev_ = ev;
+      best_steps_ = 0;
+      for (const SubgraphEvaluation& e : ev.subgraphs) best_steps_ += e.tiles * e.k_steps;
       if (first_s_ < 0) first_s_ = clock_.elapsed_seconds();
       last_s_ = clock_.elapsed_seconds();
       if (cb_) cb_(sol, ev.total);
     }
     return ev.total;
   }
-  double best() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return best_;
-  }
-  double first_s() const { return first_s_; }
-  double last_s() const { return last_s_; }
-  int rejected() const { return rejected_; }
 
- private:
   const Problem& p_;
   const RuleOptions& rules_;
   const ImprovementCallback& cb_;
   const Deadline& clock_;
   mutable std::mutex mu_;
+  static bool same_schedule(const Solution& a, const Solution& b) {
+    if (a.subgraphs.size() != b.subgraphs.size()) return false;
+    for (std::size_t i = 0; i < a.subgraphs.size(); ++i) {
+      const SubgraphSpec &x = a.subgraphs[i], &y = b.subgraphs[i];
+      if (x.ops != y.ops || !(x.granularity == y.granularity) || x.retain != y.retain || x.traversal != y.traversal) return false;
+    }
+    return true;
+  }
   double best_ = std::numeric_limits<double>::infinity();
+  Solution best_sol_;
+  Evaluation best_ev_;
+  int64_t best_steps_ = 0;
   double first_s_ = -1, last_s_ = 0;
   int rejected_ = 0;
 };
@@ -205,11 +242,14 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     Publisher pub(problem, options.rules, on_improvement, clock);
     ScheduleResult result;
     result.stats.bounds = lower_bounds(problem, options.rules);
-    const Deadline no_limit;
+    // Guards: no simulation starts that would overrun the search (or, in the final pass, the
+    // whole) budget; phase 1 goes past them only until each op has one fitting configuration.
+    TimeGuard search_guard(&search_clock), final_guard(&clock);
 
     // Phase 1: every op alone, quick probe (own cache: its configs are not the best ones).
     ConfigCache quick_cache;
     ConfigSearchOptions quick_opt;
+    quick_opt.ensure_one = true;
     quick_opt.fitting_shapes = 1;
     quick_opt.snake = options.snake;
     quick_opt.split_k = false;
@@ -217,10 +257,19 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     quick_opt.probe_steps = 1024;
     quick_opt.max_simulations = 12;
     ConfigSearcher quick(problem, options.rules, quick_cache, quick_opt);
+    quick.set_guard(&final_guard);
     PartitionOptions single{1, false, 1};
+    const Deadline no_limit;
     Partition first = Partitioner(problem, quick, single).solve(problem.topo_order, no_limit);
     ConfigCache fallback_cache;
-    ConfigSearcher fallback(problem, options.rules, fallback_cache, ConfigSearchOptions{});
+    // The fallback looks much finer (tiny capacities need tiny tiles): up to 1M steps a candidate.
+    ConfigSearchOptions fallback_opt;
+    fallback_opt.ensure_one = true;
+    fallback_opt.fitting_shapes = 1;
+    fallback_opt.probe_steps = 1'000'000;
+    fallback_opt.max_steps = 1'000'000;
+    ConfigSearcher fallback(problem, options.rules, fallback_cache, fallback_opt);
+    fallback.set_guard(&final_guard);
     if (!first.valid) first = Partitioner(problem, fallback, single).solve(problem.topo_order, no_limit);
     if (!first.valid) {
       for (OpId o : problem.topo_order) {
@@ -238,13 +287,18 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
           msg += "its smallest working set needs " + std::to_string(need) + " elements of fast memory but fast_memory_capacity is " +
                  std::to_string(problem.fast_memory_capacity);
         else
-          msg += "no granularity fits fast_memory_capacity " + std::to_string(problem.fast_memory_capacity) +
-                 " within the step limit";
+          msg += "the search gave up: no granularity of at most " + std::to_string(fallback_opt.probe_steps) +
+                 " steps fits fast_memory_capacity " + std::to_string(problem.fast_memory_capacity) +
+                 " (finer ones were not tried; no proof that none fits)";
         return bad_input(msg);
       }
       return bad_input("no valid schedule found for the ops in topological order");
     }
     double best_total = pub.offer(to_solution(first));
+    // Validating and writing the final schedule must fit after the search: reserve twice what
+    // validating this one costs.
+    search_guard.set_reserve(2 * search_guard.predict(pub.best_steps()));
+    final_guard.set_reserve(search_guard.predict(pub.best_steps()));
     Partition best = first;
     std::vector<OpId> best_order = problem.topo_order;
     result.stats.configs_evaluated += quick.simulations();
@@ -261,6 +315,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     for (int t = 0; t < threads; ++t) {
       searchers.push_back(std::make_unique<ConfigSearcher>(problem, options.rules, cache, full_opt));
       searchers.back()->set_deadline(&search_clock);
+      searchers.back()->set_guard(&search_guard);
     }
     std::vector<ConfigSearcher*> pool;
     for (const auto& sr : searchers) pool.push_back(sr.get());
@@ -278,10 +333,10 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
         const std::vector<OpId>& order = orders[oi];
         if (std::find(orders.begin(), orders.begin() + static_cast<std::ptrdiff_t>(oi), order) != orders.begin() + static_cast<std::ptrdiff_t>(oi)) continue;
         if (threads > 1) Partitioner(problem, *searchers[0], popt).prefetch(order, pool, search_clock);
-        Partition part = Partitioner(problem, *searchers[0], popt).solve(order, search_clock);
+        Partition part = Partitioner(problem, *searchers[0], popt).solve(order, search_clock, best.total);
         if (!part.valid) complete = false;
         if (part.valid && part.total < best.total) {
-          pub.offer(to_solution(part));
+          if (search_guard.allows(pub.best_steps())) pub.offer(to_solution(part));  // validation must fit too
           best = part;
           best_order = order;
         }
@@ -298,6 +353,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     const bool anneal = options.anneal && budgeted && options.iterations != 0 && problem.num_ops() > 1;
     std::vector<ChainResult> chains(threads);
     std::atomic<int64_t> moves_total{0};
+    const double anneal_start = search_clock.elapsed_seconds();
     if (anneal && !search_clock.expired()) {
       const int64_t per_thread = options.iterations < 0 ? -1 : (options.iterations + threads - 1) / threads;
       auto run_chain = [&](int t) {
@@ -317,6 +373,9 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
           std::vector<OpId> next = order;
           ++out.moves;
           if (!propose(problem, cur, next, rng)) continue;
+          // No cutoff here: pruning orders worse than cur + 7 temperatures was measured to halve
+          // the moves/s on mlsys-2026-5 (the chain stalls on rejected moves; accepted neighbours
+          // share cached segments) and to end worse (529,745.0 against 511,722.6 at 5 s).
           Partition cand = part.solve(next, search_clock);
           if (!cand.valid) continue;
           const double delta = cand.total - cur.total;
@@ -326,7 +385,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
             if (cur.total < out.best.total) {
               out.best = cur;
               out.best_order = order;
-              if (cur.total < pub.best()) pub.offer(to_solution(cur));
+              if (cur.total < pub.best() && search_guard.allows(pub.best_steps())) pub.offer(to_solution(cur));
             }
           }
         }
@@ -348,15 +407,21 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
         }
     }
     result.stats.iterations = moves_total.load();
+    result.stats.anneal_s = search_clock.elapsed_seconds() - anneal_start;
 
     // Final pass: recompute cheap producers where that saves loads.
     Solution sol = to_solution(best);
     searchers[0]->set_deadline(&clock);
-    if (options.recompute) sol = recompute_pass(problem, options.rules, *searchers[0], sol, clock);
-    Evaluation ev = evaluate(problem, sol, options.rules);
+    searchers[0]->set_guard(&final_guard);
+    final_guard.set_reserve(search_guard.predict(pub.best_steps()));
+    // Each recompute candidate is validated in full: only when that fits before the deadline.
+    if (options.recompute && final_guard.allows(2 * pub.best_steps()))
+      sol = recompute_pass(problem, options.rules, *searchers[0], sol, clock, &final_guard);
+    const std::optional<Evaluation> known = pub.evaluation_if_published(sol);
+    Evaluation ev = known ? *known : evaluate(problem, sol, options.rules);
     if (!ev.valid) return internal_error("scheduler produced an invalid schedule: " + ev.errors.front());
     for (std::size_t i = 0; i < sol.subgraphs.size(); ++i) sol.subgraphs[i].reported_latency = ev.subgraphs[i].latency;
-    pub.offer(sol);
+    pub.offer_evaluated(sol, ev);
     for (const auto& s : searchers) result.stats.configs_evaluated += s->simulations();
     result.solution = std::move(sol);
     result.stats.total = ev.total;

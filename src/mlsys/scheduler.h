@@ -47,6 +47,7 @@ struct ScheduleStats {
   double first_valid_s = 0;     // seconds until the first valid solution
   double final_s = 0;           // seconds until the returned solution was found
   int64_t iterations = 0;       // annealing moves made over all threads
+  double anneal_s = 0;          // wall-clock seconds of the annealing phase (moves / anneal_s = moves/s)
   int64_t configs_evaluated = 0;  // subgraph simulations run by the config search
   LowerBounds bounds;
 };

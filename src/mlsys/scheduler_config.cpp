@@ -4,7 +4,10 @@
 #include "mlsys/scheduler_config.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <limits>
+#include <tuple>
 
 namespace sp::mlsys {
 namespace {
@@ -61,6 +64,15 @@ std::vector<int64_t> tile_size_candidates(int64_t extent, int64_t native) {
   return out;
 }
 
+void TimeGuard::record(int64_t steps, double seconds) {
+  if (steps < 4096 || seconds <= 0) return;  // too short to time
+  const double rate = seconds / static_cast<double>(steps);
+  // Rising costs (a loaded machine) are taken at once, falling ones halfway.
+  double cur = sec_per_step_.load(std::memory_order_relaxed);
+  const double next = rate > cur ? rate : 0.5 * (cur + rate);
+  sec_per_step_.compare_exchange_strong(cur, next, std::memory_order_relaxed);
+}
+
 std::optional<SubgraphConfig> ConfigCache::find(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = map_.find(key);
@@ -89,8 +101,9 @@ SubgraphConfig ConfigSearcher::best(const std::vector<OpId>& ops, const std::vec
                                     const std::vector<TensorId>& retain) {
   const std::string key = config_key(ops, resident, retain);
   if (auto hit = cache_.find(key)) return *hit;
+  cut_short_ = false;
   SubgraphConfig cfg = search(ops, resident, retain);
-  if (!deadline_ || !deadline_->expired()) cache_.put(key, cfg);
+  if ((!deadline_ || !deadline_->expired()) && !cut_short_) cache_.put(key, cfg);
   return cfg;
 }
 
@@ -170,12 +183,21 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
   auto consider = [&](const SubgraphConfig& c) {
     if (c.valid && (!best.valid || c.latency < best.latency)) best = c;
   };
-  auto run = [&](const Shape& s, int64_t k, Traversal t) {
+  std::vector<SubgraphConfig> tried;  // simulated in this search: never simulate one twice
+  // `cutoff`: stop simulating once the latency exceeds it (the candidate is then not better).
+  auto run = [&](const Shape& s, int64_t k, Traversal t, double cutoff = std::numeric_limits<double>::infinity()) {
     SubgraphConfig c;
     c.nx = ceil_div(W, s.w);
     c.ny = ceil_div(H, s.h);
+    const Traversal eff = (c.nx <= 1 || c.ny <= 1) ? Traversal::kRaster : t;
+    for (const SubgraphConfig& d : tried)
+      if (d.granularity.w == s.w && d.granularity.h == s.h && d.granularity.k == k && d.traversal == eff) return d;
     const int64_t steps = s.tiles * ceil_div(K, k);
     if ((deadline_ && deadline_->expired()) || steps > std::max(max_steps, probe_steps) || simulations_ - sims_start >= opt_.max_simulations) return c;  // invalid: over budget
+    if (guard_ && !(opt_.ensure_one && !best.valid) && !guard_->allows(steps)) {
+      cut_short_ = true;
+      return c;
+    }
     c.granularity = {s.w, s.h, k};
     c.traversal = t;
     SubgraphSpec spec;
@@ -188,21 +210,61 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     errors_.clear();
     warnings_.clear();
     ++simulations_;
+    const auto t0 = std::chrono::steady_clock::now();
+    ev_.set_early_exit(true, cutoff);
     SubgraphEvaluation e = ev_.evaluate_subgraph(spec, 0, state_, errors_, warnings_);
-    c.valid = e.evaluated && errors_.empty();
+    if (guard_ && !e.cut_short) guard_->record(steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    c.valid = e.evaluated && errors_.empty() && !e.cut_short;
     // Anything but running out of memory fails every granularity alike.
     if (!e.evaluated) structural = true;
     for (const std::string& msg : errors_)
       if (msg.find("(OOM)") == std::string::npos) structural = true;
     c.latency = e.latency;
     c.peak = e.peak_working_set;
+    if (!e.cut_short || !errors_.empty()) tried.push_back(c);  // a latency cut-off depends on the cutoff
     return c;
   };
 
-  // Feasibility first: the smallest working sets on offer within the step budget are the
-  // smallest shape with the largest affordable k, and the smallest k with the smallest
-  // affordable shape. If neither fits, nothing practical does.
+  // A lower bound on the working set of [w,h,k], used only to skip hopeless candidates: every
+  // sink's first tile (always full size) plus, per loaded operand of a k-looped MatMul (not
+  // produced here, not resident), its first slice (h x k or k x w), each tensor counted once.
+  std::vector<std::pair<TensorId, int>> loaded_operands;  // (tensor, 0 = LHS / 1 = RHS / 2 = both)
+  for (OpId o : ops) {
+    const Op& op = p_.ops[o];
+    if (op.kind != OpKind::kMatMul || !has(tile_ctx, op.outputs[0])) continue;
+    for (int side = 0; side < 2; ++side) {
+      const TensorId t = op.inputs[side];
+      if (has(produced, t) || std::find(resident.begin(), resident.end(), t) != resident.end()) continue;
+      auto it = std::find_if(loaded_operands.begin(), loaded_operands.end(), [&](const auto& e) { return e.first == t; });
+      if (it == loaded_operands.end()) loaded_operands.push_back({t, side});
+      else if (it->second != side) it->second = 2;
+    }
+  }
+  const Elements sinks = static_cast<Elements>(std::count_if(produced.begin(), produced.end(), [&](TensorId t) { return !has(consumed, t); }));
+  // At the first step: the tensors retained by the previous subgraph, the first (full-size) tiles
+  // and slices; what this subgraph retains is not complete yet, so it is not counted.
+  Elements resident_size = 0;
+  if (!ev_.options().resident_only_if_consumed)
+    for (TensorId t : resident) resident_size += p_.tensors[t].size();
+  auto ws_lower_bound = [&](int64_t w, int64_t h, int64_t k) {
+    Elements lb = resident_size + sinks * w * h;
+    if (!loop_k.empty())
+      for (const auto& [t, side] : loaded_operands) lb += side == 0 ? h * k : side == 1 ? k * w : std::max(h, w) * k;
+    return lb;
+  };
+
+  // Feasibility first: the two classic probes, then among the granularities within the probe's
+  // step budget the ones with the smallest working-set bound (a small shape with a deep k, or a
+  // wider one with a shallow k). If none fits, nothing practical does.
   {
+    struct Cand {
+      int64_t w, h, k;
+      Elements lb;
+      int64_t steps;
+    };
+    // The two classic probes first (the smallest shape at the largest affordable k, the smallest
+    // k at the smallest affordable shape): the bound ignores strips and pointwise inputs, so it
+    // can rank a candidate first that does not fit while these do.
     auto smallest_affordable_shape = [&](int64_t k) {
       std::size_t i = ws.size(), j = hs.size();
       Shape sh{ws[i - 1], hs[j - 1], ceil_div(W, ws[i - 1]) * ceil_div(H, hs[j - 1])};
@@ -219,7 +281,35 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     SubgraphConfig c = run(smallest_affordable_shape(ks[kfit]), ks[kfit], Traversal::kRaster);
     if (!c.valid && !structural && kfit + 1 < static_cast<int>(ks.size()))
       c = run(smallest_affordable_shape(ks.back()), ks.back(), Traversal::kRaster);
+    std::vector<Cand> cands;  // only when the classic probes fail (most keys never get here)
+    if (!c.valid && !structural) {
+      const int64_t step_cap = std::min(probe_steps, ev_.options().max_steps);
+      for (int64_t w : ws)
+        for (int64_t h : hs)
+          for (int64_t k : ks) {
+            const int64_t steps = ceil_div(W, w) * ceil_div(H, h) * ceil_div(K, k);
+            if (steps <= step_cap) cands.push_back({w, h, k, ws_lower_bound(w, h, k), steps});
+          }
+      std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+        if (a.lb != b.lb) return a.lb < b.lb;
+        if (a.steps != b.steps) return a.steps < b.steps;
+        return std::tie(a.w, a.h, a.k) > std::tie(b.w, b.h, b.k);
+      });
+    }
+    std::vector<Cand> failed;
+    for (const Cand& cd : cands) {
+      if (c.valid) break;
+      if (failed.size() >= 3 || structural) break;
+      if (cd.lb > p_.fast_memory_capacity) break;  // sorted: nothing after fits either
+      bool dominated = false;  // a larger granularity than one that did not fit
+      for (const Cand& f : failed) dominated |= cd.w >= f.w && cd.h >= f.h && cd.k >= f.k;
+      if (dominated) continue;
+      c = run(Shape{cd.w, cd.h, ceil_div(W, cd.w) * ceil_div(H, cd.h)}, cd.k, Traversal::kRaster);
+      if (c.valid) break;
+      failed.push_back(cd);
+    }
     if (structural || !c.valid) return none;
+    consider(c);
   }
   int fitted = 0;
   for (std::size_t si = 0; si < shapes.size() && fitted < opt_.fitting_shapes && !structural; ++si) {
@@ -245,6 +335,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     int kmin = static_cast<int>(ks.size()) - 1;  // smallest k within the step budget
     while (kmin >= 0 && s.tiles * ceil_div(K, ks[kmin]) > max_steps) --kmin;
     if (kmin < lo) continue;
+    if (ws_lower_bound(s.w, s.h, ks[kmin]) > p_.fast_memory_capacity) continue;  // fits at no k
     // Largest k first (fewest steps, cheapest); then the smallest k decides hopelessness.
     SubgraphConfig fit = run(s, ks[lo], probe_t);
     if (fit.valid) {
@@ -279,7 +370,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
     double best_lat = fit.latency;
     if (opt_.snake && nx > 1 && ny > 1) {
       for (Traversal t : {Traversal::kColSnake, Traversal::kRaster}) {
-        SubgraphConfig c = run(s, ks[s.first_fit], t);
+        SubgraphConfig c = run(s, ks[s.first_fit], t, best_lat);
         consider(c);
         if (c.valid && c.latency < best_lat) {
           best_lat = c.latency;
@@ -291,7 +382,7 @@ SubgraphConfig ConfigSearcher::search(const std::vector<OpId>& ops, const std::v
       // A smaller k can overlap the one-off loads and stores of a tile with more compute-bound
       // steps (Example 5); stop when it no longer helps.
       for (int i = s.first_fit + 1; i < static_cast<int>(ks.size()) && i <= s.first_fit + 3; ++i) {
-        SubgraphConfig c = run(s, ks[i], best_t);
+        SubgraphConfig c = run(s, ks[i], best_t, best_lat);
         if (!c.valid) break;
         const bool better = c.latency < best_lat;
         consider(c);

@@ -4,6 +4,7 @@
 // is scored by sp::mlsys::Evaluator; results are memoized in a cache shared by all threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -52,6 +53,28 @@ class ConfigCache {
   std::unordered_map<std::string, SubgraphConfig> map_;
 };
 
+// Keeps every simulation inside the time limit on any problem size: the cost of one simulated
+// step is measured online (shared by all threads), and a simulation starts only if its predicted
+// cost plus the reserve (what validating and writing the best schedule will take) fits in what
+// is left of the deadline. One candidate of a 16384^3 MatMul simulates ~2M steps (~0.1 s).
+class TimeGuard {
+ public:
+  explicit TimeGuard(const Deadline* deadline) : deadline_(deadline) {}
+  const Deadline* deadline() const { return deadline_; }
+  double predict(int64_t steps) const { return static_cast<double>(steps) * sec_per_step_.load(std::memory_order_relaxed); }
+  // True if `steps` simulated steps (and then the reserve) still fit before the deadline.
+  bool allows(int64_t steps) const {
+    return !deadline_->expired() && deadline_->remaining_seconds() > predict(steps) + reserve_s_.load(std::memory_order_relaxed);
+  }
+  void record(int64_t steps, double seconds);
+  void set_reserve(double seconds) { reserve_s_.store(seconds, std::memory_order_relaxed); }
+
+ private:
+  const Deadline* deadline_;
+  std::atomic<double> sec_per_step_{1.5e-7};  // pessimistic until measured
+  std::atomic<double> reserve_s_{0};
+};
+
 struct ConfigSearchOptions {
   bool snake = true;    // try snake orders
   bool split_k = true;  // try k below the largest fitting one
@@ -59,6 +82,7 @@ struct ConfigSearchOptions {
   int64_t max_steps = 20'000;     // skip configurations with more steps than this
   int64_t probe_steps = 8192;     // budget of the up-front feasibility probe
   int64_t max_simulations = 100;  // per subgraph search
+  bool ensure_one = false;  // simulate past the guard until one configuration fits (the fallback)
 };
 
 // One per thread: owns an Evaluator (which keeps scratch state) and shares the cache.
@@ -72,9 +96,12 @@ class ConfigSearcher {
                       const std::vector<TensorId>& retain);
 
   int64_t simulations() const { return simulations_; }
+  const RuleOptions& rules() const { return ev_.options(); }
 
   // After `deadline` no more candidates are simulated (what is unfinished is not cached).
   void set_deadline(const Deadline* deadline) { deadline_ = deadline; }
+  // Skip simulations the guard predicts would overrun; searches cut short are not cached.
+  void set_guard(TimeGuard* guard) { guard_ = guard; }
 
  private:
   SubgraphConfig search(const std::vector<OpId>& ops, const std::vector<TensorId>& resident,
@@ -88,6 +115,8 @@ class ConfigSearcher {
   std::vector<std::string> errors_, warnings_;
   int64_t simulations_ = 0;
   const Deadline* deadline_ = nullptr;
+  TimeGuard* guard_ = nullptr;
+  bool cut_short_ = false;  // the current search skipped a simulation for time
 };
 
 std::string config_key(const std::vector<OpId>& ops, const std::vector<TensorId>& resident,

@@ -32,7 +32,21 @@ std::vector<int> last_uses(const Problem& p, const std::vector<OpId>& order, std
 }  // namespace
 
 Partitioner::Partitioner(const Problem& problem, ConfigSearcher& searcher, const PartitionOptions& opt)
-    : p_(problem), searcher_(searcher), opt_(opt) {}
+    : p_(problem), searcher_(searcher), opt_(opt) {
+  // Every output element is computed at least once and compute is priced per area at best
+  // (padding and recomputed strips only add): base * W*H / (native_w*native_h), times K/native_k
+  // for a MatMul under the native model.
+  const bool native = searcher.rules().mm_compute == MatMulCompute::kNative;
+  op_compute_lb_.assign(problem.num_ops(), 0);
+  for (int o = 0; o < problem.num_ops(); ++o) {
+    const Op& op = problem.ops[o];
+    const Tensor& out = problem.tensors[op.outputs[0]];
+    double c = op.base_cost * static_cast<double>(out.width) * static_cast<double>(out.height) /
+               (static_cast<double>(problem.native_w) * static_cast<double>(problem.native_h));
+    if (native && op.kind == OpKind::kMatMul) c *= static_cast<double>(problem.reduction(o)) / static_cast<double>(problem.native_k);
+    op_compute_lb_[o] = c;
+  }
+}
 
 template <class F>
 void Partitioner::for_each_segment(const std::vector<OpId>& order, F&& visit) {
@@ -125,10 +139,15 @@ void Partitioner::prefetch(const std::vector<OpId>& order, const std::vector<Con
   for (std::thread& th : pool) th.join();
 }
 
-Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& deadline) {
+Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& deadline, double cutoff) {
   const int n = static_cast<int>(order.size());
   std::vector<int> pos;
   const std::vector<int> last_use = last_uses(p_, order, pos);
+  // Lower bounds: compute of order[i..n) (suffix sums), and per segment max(compute, loads of
+  // its inputs from outside that are not resident / bandwidth); latency >= both per subgraph.
+  std::vector<double> suffix(n + 1, 0);
+  for (int i = n - 1; i >= 0; --i) suffix[i] = suffix[i + 1] + op_compute_lb_[order[i]];
+  std::vector<TensorId> ext;
 
   std::vector<std::vector<State>> states(n + 1);
   states[0].push_back({});
@@ -140,12 +159,37 @@ Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& dea
       expired = true;
       return;
     }
+    ext.clear();
+    for (OpId o : seg)
+      for (TensorId t : p_.ops[o].inputs) {
+        const OpId pr = p_.producer[t];
+        if ((pr < 0 || pos[pr] < j) && std::find(ext.begin(), ext.end(), t) == ext.end()) ext.push_back(t);
+      }
+    const double seg_compute = suffix[j] - suffix[end];
     for (int si = 0; si < static_cast<int>(states[j].size()); ++si) {
       const State& in = states[j][si];
       bool consumed_here = true;
       for (TensorId t : in.retained) consumed_here &= last_use[t] < end;
       if (!consumed_here) continue;
+      Elements loads = 0;
+      for (TensorId t : ext)
+        if (!std::binary_search(in.retained.begin(), in.retained.end(), t)) loads += p_.tensors[t].size();
+      const double seg_lb = std::max(seg_compute, static_cast<double>(loads) / p_.slow_memory_bandwidth);
+      const double reach = in.cost + seg_lb;
+      if (reach + suffix[end] >= cutoff) {
+        ++pruned_;
+        continue;
+      }
       for (const auto& retain : choices) {
+        {
+          // A state at `end` with this retained set that is already no dearer than the bound wins.
+          const auto& dst = states[end];
+          auto it = std::find_if(dst.begin(), dst.end(), [&](const State& s) { return s.retained == retain; });
+          if (it != dst.end() && it->cost <= reach) {
+            ++pruned_;
+            continue;
+          }
+        }
         SubgraphConfig cfg = searcher_.best(seg, in.retained, retain);
         if (!cfg.valid) continue;
         const double cost = in.cost + cfg.latency;
@@ -164,7 +208,7 @@ Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& dea
   int si = -1;
   for (int i = 0; i < static_cast<int>(states[n].size()); ++i)
     if (states[n][i].retained.empty()) si = i;
-  if (si < 0) return out;
+  if (si < 0 || states[n][si].cost >= cutoff) return out;
   out.valid = true;
   out.total = states[n][si].cost;
   int at = n;

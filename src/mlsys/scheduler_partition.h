@@ -39,7 +39,14 @@ class Partitioner {
 
   // Best partition of `order` (a topological order of all ops). Returns an invalid partition
   // if none exists or the deadline passed.
-  Partition solve(const std::vector<OpId>& order, const Deadline& deadline);
+  // Segments whose cost so far plus a lower bound on their own latency and on the rest of the
+  // order reaches `cutoff` are not priced (no config search): the result is exact for every
+  // partition cheaper than `cutoff`, and invalid when there is none.
+  Partition solve(const std::vector<OpId>& order, const Deadline& deadline,
+                  double cutoff = std::numeric_limits<double>::infinity());
+
+  // Transitions skipped by the lower bounds (statistics).
+  int64_t pruned() const { return pruned_; }
 
   // Warms the shared cache for `order`: prices every valid segment with nothing resident,
   // splitting the segments round-robin over `searchers` (one thread each). The DP then finds
@@ -55,6 +62,8 @@ class Partitioner {
   const Problem& p_;
   ConfigSearcher& searcher_;
   PartitionOptions opt_;
+  std::vector<double> op_compute_lb_;  // per op: compute any schedule spends on it at least
+  int64_t pruned_ = 0;
 };
 
 // Builds the output schedule of a partition (reported latencies are the cached ones).

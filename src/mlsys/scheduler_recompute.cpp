@@ -12,11 +12,21 @@
 namespace sp::mlsys {
 
 Solution recompute_pass(const Problem& p, const RuleOptions& rules, ConfigSearcher& searcher, const Solution& solution,
-                        const Deadline& deadline) {
+                        const Deadline& deadline, const TimeGuard* guard) {
   Solution best = solution;
-  Evaluation base = evaluate(p, best, rules);
-  if (!base.valid) return best;
-  double best_total = base.total;
+  // The base total is needed only once a candidate exists (a validation of a huge schedule is
+  // not free).
+  double best_total = 0;
+  int64_t steps = -1;  // what one full validation simulates; -1 until evaluated
+  auto ensure_base = [&] {
+    if (steps >= 0) return true;
+    Evaluation base = evaluate(p, best, rules);
+    if (!base.valid) return false;
+    best_total = base.total;
+    steps = 0;
+    for (const SubgraphEvaluation& e : base.subgraphs) steps += e.tiles * e.k_steps;
+    return true;
+  };
   for (std::size_t s = 0; s < best.subgraphs.size(); ++s) {
     bool improved = true;
     while (improved && !deadline.expired()) {
@@ -40,6 +50,8 @@ Solution recompute_pass(const Problem& p, const RuleOptions& rules, ConfigSearch
           std::vector<TensorId> retain = sg.retain;
           SubgraphConfig cfg = searcher.best(ops, resident, retain);
           if (!cfg.valid) continue;
+          if (!ensure_base()) return best;
+          if (guard && !guard->allows(steps + cfg.nx * cfg.ny)) return best;
           Solution cand = best;
           SubgraphSpec& c = cand.subgraphs[s];
           c.ops = ops;

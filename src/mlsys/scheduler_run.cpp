@@ -65,9 +65,10 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
     const auto& s = result->stats;
     std::fprintf(stderr,
                  "final total %.1f (lower bound %.1f, gap %.2f%%); first valid %.3f s, final %.3f s; %lld moves, %lld "
-                 "subgraph simulations\n",
+                 "subgraph simulations; %.0f moves/s over %.2f s of annealing\n",
                  s.total, lb.combined, lb.combined > 0 ? std::max(0.0, 100.0 * (s.total / lb.combined - 1.0)) : 0.0, s.first_valid_s,
-                 s.final_s, static_cast<long long>(s.iterations), static_cast<long long>(s.configs_evaluated));
+                 s.final_s, static_cast<long long>(s.iterations), static_cast<long long>(s.configs_evaluated),
+                 s.anneal_s > 0 ? static_cast<double>(s.iterations) / s.anneal_s : 0.0, s.anneal_s);
   }
   std::fprintf(to_stdout ? stderr : stdout, "total latency: %.1f (%zu subgraphs)\n", result->stats.total,
                result->solution.subgraphs.size());

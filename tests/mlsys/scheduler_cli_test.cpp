@@ -2,9 +2,11 @@
 // the infeasible-problem message, no file on failure, and a file that is valid whenever it is
 // read while the search runs.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -113,6 +115,135 @@ TEST(SchedCli, ContestEntryPointFileIsValidWheneverRead) {
   auto s = read_solution(out.string(), p);
   ASSERT_TRUE(s.ok());
   testing::expect_exact(p, *s);
+}
+
+// Sanitizer builds simulate several times slower.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kSlowdown = 5.0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+constexpr double kSlowdown = 5.0;
+#else
+constexpr double kSlowdown = 1.0;
+#endif
+#else
+constexpr double kSlowdown = 1.0;
+#endif
+
+// Issue 11 item 2: the first valid schedule of a single 16384^3 MatMul used to take 2.8 s at
+// --time-limit 1 (several full simulations of 2M steps each). Every simulation is now guarded
+// by its predicted cost, so the run ends near the limit (generous margin for a loaded machine).
+TEST(SchedCli, TimeLimitHoldsOnAHugeMatMul) {
+  TempDir t;
+  const fs::path prob = t.dir / "p.json";
+  ASSERT_TRUE(write_file_atomic(prob.string(), R"({"widths":[16384,16384,16384],"heights":[16384,16384,16384],
+    "inputs":[[0,1]],"outputs":[[2]],"base_costs":[1000],"op_types":["MatMul"],"fast_memory_capacity":50000,
+    "slow_memory_bandwidth":10,"native_granularity":[128,128]})")
+                  .ok());
+  const fs::path out = t.dir / "s.json";
+  for (const std::string& cmd : {std::string(SCRATCHPLAN_MLSYS) + " " + prob.string() + " " + out.string() + " --time-limit 1",
+                                 std::string(SCRATCHPLAN_CLI) + " schedule " + prob.string() + " -o " + out.string() + " --time-limit 1"}) {
+    fs::remove(out);
+    // Wall time depends on the machine's load; the CPU time the run needs does not (much). It
+    // was ~1.05 s of CPU before (seven 2M-step simulations), 0.37 s after (two).
+    auto cpu = [] {
+      struct rusage ru {};
+      ::getrusage(RUSAGE_CHILDREN, &ru);
+      return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    };
+    const double cpu0 = cpu();
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(run(cmd + " > /dev/null"), 0) << cmd;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(cpu() - cpu0, 0.8 * kSlowdown) << cmd;
+    EXPECT_LT(secs, 6.0 * kSlowdown) << cmd;
+    Problem p = *read_problem(prob.string());
+    auto s = read_solution(out.string(), p);
+    ASSERT_TRUE(s.ok());
+    EXPECT_TRUE(evaluate(p, *s).valid);
+  }
+}
+
+// Issue 11 item 6: with fast memory 1000-1300 mlp_block was reported unschedulable ("no
+// granularity fits") although per-op [16,16,16] tiles fit (total 883,200). The feasibility probe
+// now looks at the granularities with the smallest working-set bound, so it finds a schedule.
+TEST(SchedCli, TinyCapacityMlpBlockIsScheduled) {
+  TempDir t;
+  // examples/mlsys/mlp_block.json
+  const std::string text = R"({"widths": [256, 512, 512, 512, 256, 256, 256], "heights": [128, 256, 128, 128, 512, 128, 128],
+    "inputs": [[0, 1], [2], [3, 4], [5, 0]], "outputs": [[2], [3], [5], [6]], "base_costs": [2000, 300, 2000, 300],
+    "op_types": ["MatMul", "Pointwise", "MatMul", "Pointwise"], "fast_memory_capacity": 100000,
+    "slow_memory_bandwidth": 20, "native_granularity": [128, 128]})";
+  const std::string key = "\"fast_memory_capacity\": 100000";
+  ASSERT_NE(text.find(key), std::string::npos);
+  for (int cap : {1000, 1300}) {
+    std::string mod = text;
+    mod.replace(mod.find(key), key.size(), "\"fast_memory_capacity\": " + std::to_string(cap));
+    const fs::path prob = t.dir / ("p" + std::to_string(cap) + ".json");
+    const fs::path out = t.dir / "s.json";
+    ASSERT_TRUE(write_file_atomic(prob.string(), mod).ok());
+    ASSERT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob.string() + " -o " + out.string() +
+                  " --iterations 5 --threads 1 > /dev/null"),
+              0)
+        << cap;
+    Problem p = *read_problem(prob.string());
+    auto s = read_solution(out.string(), p);
+    ASSERT_TRUE(s.ok());
+    Evaluation ev = evaluate(p, *s);
+    EXPECT_TRUE(ev.valid);
+    EXPECT_LT(ev.total, 883200.0) << cap;  // the per-op [16,16,16] schedule
+  }
+}
+
+// Issue 11 item 6: exit 2 says plainly when the search gave up rather than proved infeasibility
+// (granularity 1x1x1 would fit in 4 elements, but takes 4096^3 steps).
+TEST(SchedCli, GaveUpIsNotReportedAsProof) {
+  TempDir t;
+  const fs::path prob = t.dir / "p.json";
+  ASSERT_TRUE(write_file_atomic(prob.string(), R"({"widths":[4096,4096,4096],"heights":[4096,4096,4096],"inputs":[[0,1]],
+    "outputs":[[2]],"base_costs":[10],"op_types":["MatMul"],"fast_memory_capacity":4,"slow_memory_bandwidth":1,
+    "native_granularity":[128,128]})")
+                  .ok());
+  const fs::path out = t.dir / "s.json";
+  std::string err;
+  EXPECT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob.string() + " -o " + out.string() + " --time-limit 2", &err), 2);
+  EXPECT_NE(err.find("the search gave up"), std::string::npos) << err;
+  EXPECT_NE(err.find("no proof that none fits"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Issue 11 item 13: a bandwidth of 1e-320 made latencies infinite (written as JSON null).
+// Such input is refused with one line naming the field; nothing is written.
+TEST(SchedCli, BandwidthThatMakesLatenciesInfiniteIsBadInput) {
+  TempDir t;
+  for (const std::string& field : {std::string(R"("slow_memory_bandwidth":1e-320,"base_costs":[10])"),
+                                   std::string(R"("slow_memory_bandwidth":1,"base_costs":[1e300])")}) {
+    const fs::path prob = t.dir / "p.json";
+    ASSERT_TRUE(write_file_atomic(prob.string(), R"({"widths":[64,64,64],"heights":[64,64,64],"inputs":[[0,1]],"outputs":[[2]],)" +
+                                                     field + R"(,"op_types":["MatMul"],"fast_memory_capacity":20000,"native_granularity":[128,128]})")
+                    .ok());
+    const fs::path out = t.dir / "s.json";
+    std::string err;
+    EXPECT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob.string() + " -o " + out.string() + " --iterations 1", &err), 2);
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find("latencies must stay finite"), std::string::npos) << err;
+    EXPECT_NE(err.find(field.find("1e-320") != std::string::npos ? "slow_memory_bandwidth" : "base_costs"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+}
+
+// Issue 11 item 14: `schedule` prints its total on success.
+TEST(SchedCli, SchedulePrintsItsTotal) {
+  TempDir t;
+  const std::string prob = testing::data_path("examples/ex1_problem.json");
+  const fs::path so = t.dir / "stdout.txt";
+  ASSERT_EQ(run(std::string(SCRATCHPLAN_CLI) + " schedule " + prob + " -o " + (t.dir / "s.json").string() +
+                " --iterations 5 --threads 1 > " + so.string()),
+            0);
+  std::ifstream in(so);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("total latency: "), std::string::npos) << text;
 }
 
 }  // namespace

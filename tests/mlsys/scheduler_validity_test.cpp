@@ -5,6 +5,8 @@
 
 #include "core/rng.h"
 #include "mlsys/scheduler.h"
+#include "mlsys/scheduler_config.h"
+#include "mlsys/scheduler_partition.h"
 #include "mlsys/scheduler_test_util.h"
 
 namespace sp::mlsys {
@@ -201,6 +203,35 @@ TEST(SchedBounds, FloorHoldsOnRandomResidualMlps) {
       ASSERT_TRUE(r.ok()) << r.error().message;
       EXPECT_GE(r->stats.total, floor * (1 - 1e-9)) << "trial " << trial << " variant " << variant;
     }
+  }
+}
+
+// Issue 15 §2: the DP prunes transitions by lower bounds and candidate simulations stop early
+// (OOM, latency cut-offs). Neither may change a result: the DP with a cutoff just above the
+// optimum finds the same total as without one, a cutoff just below finds nothing, and both use
+// fewer config searches; configs found with early exits are exactly re-scored by a fresh
+// evaluator.
+TEST(SchedPruning, CutoffIsExactAndEarlyExitsKeepExactLatencies) {
+  for (const char* name : {"benchmarks/mlsys-2026-5.json", "benchmarks/mlsys-2026-1.json", "examples/ex5_problem.json"}) {
+    Problem p = load_problem(name);
+    RuleOptions rules;
+    ConfigCache cache_a, cache_b;
+    ConfigSearcher sa(p, rules, cache_a, ConfigSearchOptions{}), sb(p, rules, cache_b, ConfigSearchOptions{});
+    PartitionOptions popt;
+    popt.max_segment_ops = 4;
+    const Deadline none;
+    Partition full = Partitioner(p, sa, popt).solve(p.topo_order, none);
+    ASSERT_TRUE(full.valid) << name;
+    Partitioner pb(p, sb, popt);
+    Partition cut = pb.solve(p.topo_order, none, full.total * (1 + 1e-9));
+    ASSERT_TRUE(cut.valid) << name;
+    EXPECT_DOUBLE_EQ(cut.total, full.total) << name;
+    EXPECT_LE(cache_b.size(), cache_a.size()) << name;
+    EXPECT_FALSE(Partitioner(p, sb, popt).solve(p.topo_order, none, full.total * (1 - 1e-6)).valid) << name;
+    // Every cached latency is the exact evaluator's (the early exits never cut a chosen config).
+    Evaluation ev = evaluate(p, to_solution(full), rules);
+    ASSERT_TRUE(ev.valid) << (ev.errors.empty() ? "" : ev.errors.front());
+    EXPECT_NEAR(ev.total, full.total, 1e-6 * full.total) << name;
   }
 }
 
