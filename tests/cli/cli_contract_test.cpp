@@ -245,13 +245,13 @@ TEST(CliContract, ValuesThatWouldGiveInfiniteTimesAreBadInput) {
   auto problem = nlohmann::json::parse(slurp(kMlp));
   problem["slow_memory_bandwidth"] = 1e-320;
   auto r = run_cli("schedule " + temp_file("tiny_bw.json", problem.dump()) + " -o x.json");
-  expect_one_line_exit2(r, "$.slow_memory_bandwidth: expected a bandwidth in [1e-9, 1e18]");
+  expect_one_line_exit2(r, "$.slow_memory_bandwidth: expected a bandwidth between 1e-100 and 1e100");
   r = run_cli("evaluate " + temp_file("tiny_bw.json", problem.dump()) + " " + kMlpSolution);
   expect_one_line_exit2(r, "slow_memory_bandwidth");
   problem = nlohmann::json::parse(slurp(kMlp));
   problem["base_costs"][0] = 1e308;
   r = run_cli("schedule " + temp_file("huge_cost.json", problem.dump()) + " -o x.json");
-  expect_one_line_exit2(r, "$.base_costs[0]: expected a cost in [0, 1e18]");
+  expect_one_line_exit2(r, "$.base_costs[0]: expected a cost between 0 and 1e100");
   for (const auto& [hw, needle] : std::vector<std::pair<std::string, std::string>>{
            {R"({"hbm_bytes_per_s": 1e-320})", "$.hbm_bytes_per_s: expected bytes per second in [1, 1e18]"},
            {R"({"core_flops_per_s": 1e-320})", "$.core_flops_per_s"},
