@@ -41,6 +41,7 @@ def alloc_overhead(ctx, sp):
         for _ in range(reps):
             r = ctx.run([ctx.cli, "alloc", csv, "--minimize", "-o", outp])
             cli_s.append(float(re.search(r"time: ([0-9.e+-]+) s", r.stdout).group(1)))
+            res = None  # the previous result is freed before timing (the CLI's exit is not timed either)
             t = time.perf_counter()
             res = sp.alloc.pack(sizes, starts, ends)
             res.offsets  # the result array itself
