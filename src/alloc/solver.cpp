@@ -346,8 +346,10 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       // Ties keep the earlier plan: torch-spyre's first-fit family first (it honours in-place hand-offs).
       // Above 20,000 buffers only the sweep runs: the others are quadratic and ignore the deadline
       // (greedy-by-size alone took 30-60 s at 100,000 buffers against a 10 s limit).
+      // Once one plan exists, a spent budget stops the portfolio (each heuristic alone can take
+      // most of a second at 20,000 buffers).
       for (SolverKind k : {SolverKind::kFirstFit, SolverKind::kBestFit, SolverKind::kGreedyBySize, SolverKind::kGreedy})
-        if (p.buffers.size() <= 20000)
+        if (p.buffers.size() <= 20000 && (cands.empty() || !dl.expired()))
           consider(cands, p, obj, run_heuristic(p, k, hcap), solver_kind_name(k));
       if (p.buffers.size() > 20000) {
         consider(cands, p, obj, run_heuristic(p, SolverKind::kSweep, hcap), "sweep");
