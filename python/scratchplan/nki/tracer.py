@@ -568,7 +568,42 @@ class _Dim:
         self.start, self.size, self.step, self.vec, self.scalar = start, size, step, vec, scalar
 
 
-class View:
+class _Arithmetic:
+    """Python operators on tiles (`a + b`, `-a`, ...) are the ALU instructions of nl.add & co."""
+
+    def _op(self, other, name, rev=False):
+        a, b = (other, self) if rev else (self, other)
+        return _alu(name, a, b)
+
+    def __add__(self, o):
+        return self._op(o, "add")
+
+    def __radd__(self, o):
+        return self._op(o, "add", True)
+
+    def __sub__(self, o):
+        return self._op(o, "subtract")
+
+    def __rsub__(self, o):
+        return self._op(o, "subtract", True)
+
+    def __mul__(self, o):
+        return self._op(o, "multiply")
+
+    def __rmul__(self, o):
+        return self._op(o, "multiply", True)
+
+    def __truediv__(self, o):
+        return self._op(o, "divide")
+
+    def __rtruediv__(self, o):
+        return self._op(o, "divide", True)
+
+    def __neg__(self):
+        return self._op(-1, "multiply")
+
+
+class View(_Arithmetic):
     """A tensor with some dims indexed. `dims[d]` is None (whole dim) or a _Dim."""
 
     def __init__(self, tensor, dims, mask=None):
@@ -746,37 +781,6 @@ class View:
         self._accumulate(other)
         return _Accumulated(self)
 
-    def _op(self, other, name, rev=False):
-        a, b = (other, self) if rev else (self, other)
-        return _alu(name, a, b)
-
-    def __add__(self, o):
-        return self._op(o, "add")
-
-    def __radd__(self, o):
-        return self._op(o, "add", True)
-
-    def __sub__(self, o):
-        return self._op(o, "subtract")
-
-    def __rsub__(self, o):
-        return self._op(o, "subtract", True)
-
-    def __mul__(self, o):
-        return self._op(o, "multiply")
-
-    def __rmul__(self, o):
-        return self._op(o, "multiply", True)
-
-    def __truediv__(self, o):
-        return self._op(o, "divide")
-
-    def __rtruediv__(self, o):
-        return self._op(o, "divide", True)
-
-    def __neg__(self):
-        return self._op(-1, "multiply")
-
     def __getattr__(self, name):
         _fail(f"view attribute .{name} is outside the supported NKI subset")
 
@@ -788,7 +792,7 @@ class _Accumulated:
         self.view = view
 
 
-class Pending:
+class Pending(_Arithmetic):
     """The result of a call not yet stored anywhere: becomes a write into `t[...]` when assigned
     right away, else an automatically allocated tensor of its own."""
 
@@ -832,37 +836,6 @@ class Pending:
 
     def __getitem__(self, key):
         return self.materialize()[key]
-
-    def _op(self, other, name, rev=False):
-        a, b = (other, self) if rev else (self, other)
-        return _alu(name, a, b)
-
-    def __add__(self, o):
-        return self._op(o, "add")
-
-    def __radd__(self, o):
-        return self._op(o, "add", True)
-
-    def __sub__(self, o):
-        return self._op(o, "subtract")
-
-    def __rsub__(self, o):
-        return self._op(o, "subtract", True)
-
-    def __mul__(self, o):
-        return self._op(o, "multiply")
-
-    def __rmul__(self, o):
-        return self._op(o, "multiply", True)
-
-    def __truediv__(self, o):
-        return self._op(o, "divide")
-
-    def __rtruediv__(self, o):
-        return self._op(o, "divide", True)
-
-    def __neg__(self):
-        return self._op(-1, "multiply")
 
     def __iadd__(self, o):
         v = self.materialize()
