@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <limits>
 #include <sstream>
 
 namespace sp::layout {
@@ -119,8 +120,11 @@ Result<DType> parse_dtype(std::string_view name) {
 }
 
 std::vector<Stride> contiguous_strides(const std::vector<Dim>& size) {
+  // Saturating: strides of a tensor past the supported size are meaningless, and check_host
+  // rejects its sizes right after (this runs first, on unchecked input).
   std::vector<Stride> s(size.size(), 1);
-  for (int i = static_cast<int>(size.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * std::max<Dim>(size[i + 1], 1);
+  for (int i = static_cast<int>(size.size()) - 2; i >= 0; --i)
+    if (__builtin_mul_overflow(s[i + 1], std::max<Dim>(size[i + 1], 1), &s[i])) s[i] = std::numeric_limits<Stride>::max();
   return s;
 }
 

@@ -74,6 +74,9 @@ TEST(LayoutCli, BadInputExitsTwoWithOneLine) {
   expect_bad("layout --size 5,100 --dtype fp9", "no device stick geometry");
   expect_bad("layout --size 5,100,150 --dim-order 1,1,2", "not a permutation");
   expect_bad("layout --size 5,100,150 --dim-order 0,1", "not a permutation");
+  // Sizes whose strides overflow int64 (the fuzzer's case; UBSan flagged the stride product).
+  expect_bad("layout --size 100,3,3,4611686018427387904 --dim-order 0,1,2,3", "larger than 2^40");
+  expect_bad("layout --size 100,3,3,4611686018427387904 --dim-order 0,4,-1,0 --dma --json", "larger than 2^40");
 }
 
 TEST(DivideCli, DividesExamplesAndRejectsBadInput) {
