@@ -33,32 +33,20 @@ struct AllocOptions {
   std::vector<std::string> exact_off;
 };
 
-// The CLI's `alloc` verb after reading: same checks, same messages, solve, independent validation.
-// (Flag ranges -- capacity, time limit, threads, seed, iterations -- are checked by the Python layer
-// with the CLI's rules, core/flags.h; the guards here keep direct _core calls safe.)
+// The CLI's `alloc` verb after reading: the same request checks (alloc::solve_options), solve,
+// independent validation. (Flag ranges are checked by the Python layer with the CLI's rules,
+// core/flags.h; solve_options keeps direct _core calls safe too.)
 AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& input) {
-  if (a.objective != "pack" && a.objective != "select")
-    throw BadInputError("--objective: " + a.objective + " not in {pack,select}");
-  if (a.minimize && a.objective == "select")
-    throw BadInputError("--minimize: applies to --objective pack only (select minimizes the spill cost)");
-  auto kind = alloc::parse_solver_kind(a.solver);
-  if (!kind) throw BadInputError("--solver: " + kind.error().message);
-  if (!(a.time_limit >= 0)) throw BadInputError("--time-limit: expected seconds, a finite number 0..1e6");
-  if (a.threads < 1 || a.threads > 256) throw BadInputError("--threads: expected an integer 1..256");
+  alloc::SolveRequest req;
+  req.objective = a.objective, req.solver = a.solver, req.minimize = a.minimize, req.time_limit = a.time_limit;
+  // Keywords always arrive with a value: one that differs from its default counts as given.
+  req.threads = a.threads, req.threads_given = a.threads != 1;
+  req.seed = a.seed, req.seed_given = a.seed != 1;
+  req.iterations = a.iterations, req.exact_off = a.exact_off;
+  const alloc::SolveOptions o = take(alloc::solve_options(req));
   if (a.capacity >= 0) p.capacity = a.capacity;
   if (p.capacity == alloc::kUnbounded && !(a.minimize && a.objective == "pack"))
     throw BadInputError(input + ": no capacity (give --capacity N)");
-  alloc::SolveOptions o;
-  o.solver = *kind;
-  o.objective = a.objective == "select" ? alloc::Objective::kSelect : alloc::Objective::kPack;
-  o.minimize = a.minimize;
-  o.time_limit = a.time_limit;
-  o.threads = a.threads;
-  o.seed = a.seed;
-  o.iterations = a.iterations;
-  for (const auto& t : a.exact_off)
-    if (Status st = alloc::disable_exact_technique(o.exact, t); !st)
-      throw BadInputError("--exact-off: " + st.error().message);
   AllocResult out{std::move(p), o, {}, input};
   out.result = run_cancellable([&] { return take(alloc::solve(out.problem, o)); });
   const bool pack = o.objective == alloc::Objective::kPack;
@@ -67,9 +55,9 @@ AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& in
     throw BadInputError(input + ": no plan within capacity " + std::to_string(out.problem.capacity) +
                         (r.proven_infeasible ? " (proven infeasible; lower bound " + std::to_string(r.lower_bound) + ")"
                                              : " found (search gave up; lower bound " + std::to_string(r.lower_bound) + ")") + "; no output written");
-  // No second validation here: alloc::solve returns only a candidate that passed the independent
-  // validator (alloc/validator.h). The CLI repeats the check before writing; here it would add
-  // ~10 % to a 100k-buffer call (docs/python.md, "Overhead").
+  // No second validation (in either front end): alloc::solve returns only a candidate that passed
+  // the independent validator (alloc/validator.h); a repeat would add ~10 % to a 100k-buffer call
+  // (docs/python.md, "Overhead").
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <initializer_list>
 #include <numeric>
 #include <thread>
 
@@ -37,6 +38,36 @@ Status disable_exact_technique(ExactToggles& t, const std::string& name) {
       return ok_status();
     }
   return bad_input("unknown exact technique '" + name + "'");
+}
+
+Result<SolveOptions> solve_options(const SolveRequest& r) {
+  if (r.objective != "pack" && r.objective != "select") return bad_input("--objective: " + r.objective + " not in {pack,select}");
+  if (r.minimize && r.objective == "select")
+    return bad_input("--minimize: applies to --objective pack only (select minimizes the spill cost)");
+  auto kind = parse_solver_kind(r.solver);
+  if (!kind) return bad_input("--solver: " + kind.error().message);
+  if (!(r.time_limit >= 0 && r.time_limit <= 1e6)) return bad_input("--time-limit: expected seconds, a finite number 0..1e6");
+  if (r.threads < 1 || r.threads > 256) return bad_input("--threads: expected an integer 1..256");
+  auto used_by = [&](const char* flag, bool given, std::initializer_list<SolverKind> solvers, const char* names) {
+    if (!given || std::find(solvers.begin(), solvers.end(), *kind) != solvers.end()) return ok_status();
+    return Status(bad_input(std::string(flag) + ": applies to --solver " + names + " only, not " + r.solver));
+  };
+  for (Status st : {used_by("--exact-off", !r.exact_off.empty(), {SolverKind::kAuto, SolverKind::kExact}, "auto or exact"),
+                    used_by("--threads", r.threads_given, {SolverKind::kAuto, SolverKind::kExact}, "auto or exact"),
+                    used_by("--seed", r.seed_given, {SolverKind::kAuto, SolverKind::kAnnealing}, "auto or annealing"),
+                    used_by("--iterations", r.iterations > 0, {SolverKind::kAuto, SolverKind::kAnnealing}, "auto or annealing")})
+    if (!st) return st.error();
+  SolveOptions o;
+  o.solver = *kind;
+  o.objective = r.objective == "select" ? Objective::kSelect : Objective::kPack;
+  o.minimize = r.minimize;
+  o.time_limit = r.time_limit;
+  o.threads = r.threads;
+  o.seed = r.seed;
+  o.iterations = r.iterations;
+  for (const auto& t : r.exact_off)
+    if (Status st = disable_exact_technique(o.exact, t); !st) return bad_input("--exact-off: " + st.error().message);
+  return o;
 }
 
 const char* solver_kind_name(SolverKind k) {

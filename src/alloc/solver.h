@@ -86,6 +86,24 @@ Result<SolverKind> parse_solver_kind(const std::string& name);
 // Switches off the exact-search technique named like its ExactToggles field (--exact-off);
 // bad_input "unknown exact technique 'x'" for any other name.
 Status disable_exact_technique(ExactToggles& t, const std::string& name);
+
+// One solve as a front end receives it (CLI flags, Python keywords). solve_options() checks it with
+// one set of rules and the CLI's words, so both front ends refuse the same requests the same way;
+// a flag the chosen solver would ignore is refused, never silently dropped.
+struct SolveRequest {
+  std::string objective = "pack";      // pack | select
+  std::string solver = "auto";         // a parse_solver_kind name
+  bool minimize = false;               // pack only
+  double time_limit = 10.0;            // seconds, 0..1e6
+  int threads = 1;                     // auto and exact only, when given
+  bool threads_given = false;          // the user set threads
+  uint64_t seed = 1;                   // auto and annealing only, when given
+  bool seed_given = false;             // the user set seed
+  int64_t iterations = 0;              // auto and annealing only (0 = by time)
+  std::vector<std::string> exact_off;  // exact-search techniques to switch off (auto and exact only)
+};
+Result<SolveOptions> solve_options(const SolveRequest& r);
+
 const char* solver_kind_name(SolverKind k);
 
 // Validates the problem, runs the solver, validates the result with the independent checker.

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <initializer_list>
 #include <iostream>
 
 #include "alloc/io.h"
@@ -33,25 +32,12 @@ struct AllocArgs {
 };
 
 int run_alloc(const AllocArgs& a) {
-  if (a.minimize && a.objective == "select")
-    return fail(bad_input("--minimize: applies to --objective pack only (select minimizes the spill cost)"));
-  auto kind = alloc::parse_solver_kind(a.solver);
-  if (!kind) return fail(bad_input("--solver: " + kind.error().message));
-  // A flag the chosen solver would ignore is rejected, never silently dropped.
-  using alloc::SolverKind;
-  const SolverKind k = *kind;
-  auto used_by = [&](const char* flag, bool given, std::initializer_list<SolverKind> solvers, const char* names) {
-    if (!given || std::find(solvers.begin(), solvers.end(), k) != solvers.end()) return ok_status();
-    return Status(bad_input(std::string(flag) + ": applies to --solver " + names + " only, not " + a.solver));
-  };
-  for (Status st : {used_by("--exact-off", !a.exact_off.empty(), {SolverKind::kAuto, SolverKind::kExact}, "auto or exact"),
-                    used_by("--threads", a.threads_given, {SolverKind::kAuto, SolverKind::kExact}, "auto or exact"),
-                    used_by("--seed", a.seed_given, {SolverKind::kAuto, SolverKind::kAnnealing}, "auto or annealing"),
-                    used_by("--iterations", a.iterations > 0, {SolverKind::kAuto, SolverKind::kAnnealing}, "auto or annealing")})
-    if (!st) return fail(st.error());
-  alloc::ExactToggles exact;
-  for (const auto& t : a.exact_off)
-    if (Status st = alloc::disable_exact_technique(exact, t); !st) return fail(bad_input("--exact-off: " + st.error().message));
+  alloc::SolveRequest req;
+  req.objective = a.objective, req.solver = a.solver, req.minimize = a.minimize;
+  req.time_limit = a.time_limit, req.threads = a.threads, req.threads_given = a.threads_given;
+  req.seed = a.seed, req.seed_given = a.seed_given, req.iterations = a.iterations, req.exact_off = a.exact_off;
+  auto checked = alloc::solve_options(req);  // before any reading: a bad flag costs nothing
+  if (!checked) return fail(checked.error());
   OutputSet outputs;
   if (Status st = outputs.add("-o", a.output); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg); !st) return fail(st.error());
@@ -63,15 +49,8 @@ int run_alloc(const AllocArgs& a) {
   if (a.capacity >= 0) p.capacity = a.capacity;
   if (p.capacity == alloc::kUnbounded && !(a.minimize && a.objective == "pack"))
     return fail(bad_input(input_name(a.input) + ": no capacity (give --capacity N)"));
-  alloc::SolveOptions o;
-  o.solver = *kind;
-  o.objective = a.objective == "select" ? alloc::Objective::kSelect : alloc::Objective::kPack;
-  o.minimize = a.minimize;
-  o.time_limit = std::max(0.0, wall.remaining_seconds());
-  o.threads = a.threads;
-  o.seed = a.seed;
-  o.iterations = a.iterations;
-  o.exact = exact;
+  alloc::SolveOptions o = *checked;
+  o.time_limit = std::max(0.0, wall.remaining_seconds());  // reading counted against the limit
   const bool pack = o.objective == alloc::Objective::kPack;
   // Progress on stderr for long runs: improvements found after the first half second, at most
   // two lines a second (one line rewritten in place when stderr is a terminal). At a fixed pack

@@ -93,7 +93,9 @@ TEST(AllocLimits, EveryPlacerStopsAtTheDeadline) {
     auto r = solve(p, o);
     ASSERT_TRUE(r.ok());
     EXPECT_LT(seconds_since(t0), 3.0) << solver_kind_name(k);
-    if (r->feasible) EXPECT_TRUE(validate(p, r->placement, true).ok()) << solver_kind_name(k);
+    if (r->feasible) {
+      EXPECT_TRUE(validate(p, r->placement, true).ok()) << solver_kind_name(k);
+    }
   }
 }
 

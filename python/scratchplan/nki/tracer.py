@@ -451,7 +451,42 @@ class _Alloc:
         return f"<nki buffer {self.buffer}:{self.kind}>"
 
 
-class Tensor:
+class _Arithmetic:
+    """Python operators on tiles (`a + b`, `-a`, ...) are the ALU instructions of nl.add & co."""
+
+    def _op(self, other, name, rev=False):
+        a, b = (other, self) if rev else (self, other)
+        return _alu(name, a, b)
+
+    def __add__(self, o):
+        return self._op(o, "add")
+
+    def __radd__(self, o):
+        return self._op(o, "add", True)
+
+    def __sub__(self, o):
+        return self._op(o, "subtract")
+
+    def __rsub__(self, o):
+        return self._op(o, "subtract", True)
+
+    def __mul__(self, o):
+        return self._op(o, "multiply")
+
+    def __rmul__(self, o):
+        return self._op(o, "multiply", True)
+
+    def __truediv__(self, o):
+        return self._op(o, "divide")
+
+    def __rtruediv__(self, o):
+        return self._op(o, "divide", True)
+
+    def __neg__(self):
+        return self._op(-1, "multiply")
+
+
+class Tensor(_Arithmetic):
     def __init__(self, name, shape, dtype, alloc, role="internal", implicit=False, source="", pdim_at=None):
         self.name = name
         self.shape = tuple(int(s) for s in shape)
@@ -519,40 +554,11 @@ class Tensor:
     def __getattr__(self, name):
         if name in ("_alias",):
             raise AttributeError(name)
-        if name in ("view", "astype", "broadcast_to", "expand_dims"):
-            pass
         _fail(f"tensor attribute .{name} is outside the supported NKI subset")
 
-    # Operators build pending instructions
+    # Operators build pending instructions on the whole-tensor view.
     def _op(self, other, name, rev=False):
         return self.view()._op(other, name, rev)
-
-    def __add__(self, o):
-        return self._op(o, "add")
-
-    def __radd__(self, o):
-        return self._op(o, "add", True)
-
-    def __sub__(self, o):
-        return self._op(o, "subtract")
-
-    def __rsub__(self, o):
-        return self._op(o, "subtract", True)
-
-    def __mul__(self, o):
-        return self._op(o, "multiply")
-
-    def __rmul__(self, o):
-        return self._op(o, "multiply", True)
-
-    def __truediv__(self, o):
-        return self._op(o, "divide")
-
-    def __rtruediv__(self, o):
-        return self._op(o, "divide", True)
-
-    def __neg__(self):
-        return self._op(-1, "multiply")
 
     def __repr__(self):
         return f"<nki tensor {self.name} {self.shape} {self.dtype} {self.buffer}>"
@@ -566,41 +572,6 @@ class _Dim:
 
     def __init__(self, start=0, size=1, step=1, vec=None, scalar=False):
         self.start, self.size, self.step, self.vec, self.scalar = start, size, step, vec, scalar
-
-
-class _Arithmetic:
-    """Python operators on tiles (`a + b`, `-a`, ...) are the ALU instructions of nl.add & co."""
-
-    def _op(self, other, name, rev=False):
-        a, b = (other, self) if rev else (self, other)
-        return _alu(name, a, b)
-
-    def __add__(self, o):
-        return self._op(o, "add")
-
-    def __radd__(self, o):
-        return self._op(o, "add", True)
-
-    def __sub__(self, o):
-        return self._op(o, "subtract")
-
-    def __rsub__(self, o):
-        return self._op(o, "subtract", True)
-
-    def __mul__(self, o):
-        return self._op(o, "multiply")
-
-    def __rmul__(self, o):
-        return self._op(o, "multiply", True)
-
-    def __truediv__(self, o):
-        return self._op(o, "divide")
-
-    def __rtruediv__(self, o):
-        return self._op(o, "divide", True)
-
-    def __neg__(self):
-        return self._op(-1, "multiply")
 
 
 class View(_Arithmetic):
