@@ -10,19 +10,13 @@
 #include "alloc/problem.h"
 #include "alloc/solver.h"
 #include "alloc/validator.h"
+#include "alloc_test_util.h"
 #include "core/rng.h"
 
 namespace sp::alloc {
 namespace {
 
-Buffer buf(std::string id, Size size, Time s, Time e) {
-  Buffer b;
-  b.id = std::move(id);
-  b.size = size;
-  b.start = s;
-  b.end = e;
-  return b;
-}
+using testing::buf;
 
 Problem random_problem(Rng& rng, int n, Time horizon, Size max_size) {
   Problem p;

@@ -14,20 +14,14 @@
 #include "alloc/problem.h"
 #include "alloc/solver.h"
 #include "alloc/validator.h"
+#include "alloc_test_util.h"
 
 namespace sp::alloc {
 namespace {
 
 namespace fs = std::filesystem;
 
-Buffer buf(std::string id, Size size, Time s, Time e) {
-  Buffer b;
-  b.id = std::move(id);
-  b.size = size;
-  b.start = s;
-  b.end = e;
-  return b;
-}
+using testing::buf;
 
 struct CliRun {
   int code;
