@@ -6,8 +6,6 @@
 #include "cli/options.h"
 #include "cli/verbs.h"
 #include "core/json_reader.h"
-#include "layout/dma.h"
-#include "layout/layout.h"
 #include "layout/report.h"
 
 namespace sp::cli {
@@ -22,8 +20,8 @@ struct LayoutArgs {
   bool json = false;
 };
 
-// "5,100,150" -> {5, 100, 150}; an empty string is a scalar.
-Result<std::vector<int64_t>> parse_list(const std::string& flag, const std::string& text, int64_t min) {
+// "5,100,150" -> {5, 100, 150}; an empty string is a scalar. (Ranges: layout::answer_layout.)
+Result<std::vector<int64_t>> parse_list(const std::string& flag, const std::string& text) {
   std::vector<int64_t> out;
   if (text.empty()) return out;
   std::stringstream ss(text);
@@ -38,48 +36,24 @@ Result<std::vector<int64_t>> parse_list(const std::string& flag, const std::stri
     }
     if (used == 0 || used != item.size())
       return bad_input(flag + " " + text + ": '" + item + "' is not an integer");
-    if (v < min) return bad_input(flag + " " + text + ": " + std::to_string(v) + " is below " + std::to_string(min));
     out.push_back(v);
   }
   return out;
 }
 
 int run_layout(const LayoutArgs& a) {
-  auto size = parse_list("--size", a.size, 1);
+  auto size = parse_list("--size", a.size);
   if (!size) return fail(size.error());
-  auto dt = layout::parse_dtype(a.dtype);
-  if (!dt) return fail(bad_input("--dtype: " + dt.error().message));
-  auto strides = parse_list("--strides", a.strides, 0);
+  auto strides = parse_list("--strides", a.strides);
   if (!strides) return fail(strides.error());
-  Result<layout::Layout> l = bad_input("unset");
-  if (!a.dim_order.empty()) {
-    auto order = parse_list("--dim-order", a.dim_order, -1);
-    if (!order) return fail(order.error());
-    l = layout::layout_from_dim_order(*size, *dt, std::vector<int>(order->begin(), order->end()), *strides);
-  } else {
-    l = layout::default_layout(*size, *dt, *strides);
-  }
-  // The flags are this verb's input: name them as a file would be named.
-  const std::string where = "--size " + a.size + (a.dim_order.empty() ? "" : " --dim-order " + a.dim_order) +
-                            (a.strides.empty() ? "" : " --strides " + a.strides) + ": ";
-  auto named = [&](Error e) {
-    e.message = where + e.message;  // keeps the kind: a failed DMA self-check stays internal
-    return fail(e);
-  };
-  if (!l) return named(l.error());
-  std::vector<layout::DmaDescriptor> h2d, d2h;
-  if (a.dma) {
-    auto x = layout::dma_descriptors(*l, layout::DmaDirection::kHostToDevice);
-    if (!x) return named(x.error());
-    auto y = layout::dma_descriptors(*l, layout::DmaDirection::kDeviceToHost);
-    if (!y) return named(y.error());
-    h2d = std::move(*x);
-    d2h = std::move(*y);
-  }
+  auto order = parse_list("--dim-order", a.dim_order);
+  if (!order) return fail(order.error());
+  auto r = layout::answer_layout(*size, a.dtype, *order, *strides, a.dma);
+  if (!r) return fail(r.error());
   if (a.json)
-    std::cout << layout::layout_report_json(*l, a.dma, h2d, d2h).dump(1) << "\n";
+    std::cout << layout::layout_report_json(r->layout, a.dma, r->h2d, r->d2h).dump(1) << "\n";
   else
-    std::cout << layout::layout_report_text(*l, a.dma, h2d, d2h);
+    std::cout << layout::layout_report_text(r->layout, a.dma, r->h2d, r->d2h);
   return kExitOk;
 }
 

@@ -4,6 +4,59 @@
 
 namespace sp::layout {
 
+namespace {
+std::string joined(const std::vector<int64_t>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+Status check_list(const std::string& flag, const std::vector<int64_t>& v, int64_t min) {
+  for (int64_t x : v)
+    if (x < min) return bad_input(flag + " " + joined(v) + ": " + std::to_string(x) + " is below " + std::to_string(min));
+  return ok_status();
+}
+}  // namespace
+
+Result<LayoutAnswer> answer_layout(const std::vector<int64_t>& size, const std::string& dtype,
+                                   const std::vector<int64_t>& dim_order, const std::vector<int64_t>& strides, bool dma) {
+  if (Status st = check_list("--size", size, 1); !st) return st.error();
+  auto dt = parse_dtype(dtype);
+  if (!dt) return bad_input("--dtype: " + dt.error().message);
+  if (Status st = check_list("--strides", strides, 0); !st) return st.error();
+  if (Status st = check_list("--dim-order", dim_order, -1); !st) return st.error();
+  const std::string where = "--size " + joined(size) + (dim_order.empty() ? "" : " --dim-order " + joined(dim_order)) +
+                            (strides.empty() ? "" : " --strides " + joined(strides)) + ": ";
+  auto named = [&](Error e) {
+    e.message = where + e.message;  // keeps the kind: a failed DMA self-check stays internal
+    return e;
+  };
+  LayoutAnswer a;
+  a.dma = dma;
+  Result<Layout> l = bad_input("unset");
+  if (!dim_order.empty()) {
+    std::vector<int> order;
+    for (int64_t d : dim_order) {
+      if (d > 1'000'000) return bad_input("--dim-order " + joined(dim_order) + ": " + std::to_string(d) + " is not a dimension");
+      order.push_back(static_cast<int>(d));
+    }
+    l = layout_from_dim_order(size, *dt, order, strides);
+  } else {
+    l = default_layout(size, *dt, strides);
+  }
+  if (!l) return named(l.error());
+  a.layout = std::move(*l);
+  if (dma) {
+    auto h2d = dma_descriptors(a.layout, DmaDirection::kHostToDevice);
+    if (!h2d) return named(h2d.error());
+    auto d2h = dma_descriptors(a.layout, DmaDirection::kDeviceToHost);
+    if (!d2h) return named(d2h.error());
+    a.h2d = std::move(*h2d);
+    a.d2h = std::move(*d2h);
+  }
+  return a;
+}
+
 Json layout_report_json(const Layout& l, bool dma, const std::vector<DmaDescriptor>& h2d,
                         const std::vector<DmaDescriptor>& d2h) {
   Json j;
