@@ -132,11 +132,12 @@ bool is_plain(const AffineExpr& e) {
 }
 
 int64_t expr_max(const AffineExpr& e, const std::vector<Dim>& extent) {
-  constexpr __int128 kCap = __int128{1} << 62;
-  __int128 m = e.offset;
+  __extension__ using Wide = __int128;  // coeff x extent sums may pass int64 before the cap check
+  constexpr Wide kCap = Wide{1} << 62;
+  Wide m = e.offset;
   for (const AffineTerm& t : e.terms) {
     const Dim x = t.var >= 0 && static_cast<std::size_t>(t.var) < extent.size() ? extent[t.var] : 1;
-    m += static_cast<__int128>(t.coeff) * (x > 0 ? x - 1 : 0);
+    m += static_cast<Wide>(t.coeff) * (x > 0 ? x - 1 : 0);
     if (m > kCap) return static_cast<int64_t>(kCap);
   }
   return static_cast<int64_t>(m);
