@@ -113,24 +113,10 @@ def kernel(x):
     return out
 '''
 
-LIFETIME_CONFLICT = OLD + '''
-@nki.jit
-def kernel(x):
-    result = nl.ndarray((8, 128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    t1 = nl.ndarray((8, par_dim(128), 512), dtype=nl.bfloat16,
-                    buffer=ncc.sbuf.mod_alloc(byte_addr=0, num_free_tiles=(2, )))
-    r = nl.ndarray((8, par_dim(128), 512), dtype=nl.bfloat16,
-                   buffer=ncc.sbuf.mod_alloc(base_addr=4096, num_free_tiles=(2, )))
-    bias = nl.ndarray((128, 1), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=8192))
-    bias[...] = 0.0
-    for i in nl.affine_range(8):
-        t1[i] = nl.load(x[i])
-
-    for j in nl.affine_range(8):
-        r[j] = nl.exp(t1[j], bias=bias)
-        nl.store(result[j], value=r[j])
-    return result
-'''
+# The guide's lifetime conflict is the bundled example (examples/nki/lifetime_conflict.py).
+EXAMPLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "nki")
+with open(os.path.join(EXAMPLE_DIR, "lifetime_conflict.py")) as f:
+    LIFETIME_CONFLICT = f.read()
 
 LIFETIME_FIXED = OLD + '''
 @nki.jit
