@@ -12,10 +12,14 @@ Families (sizes as in the public benchmarks):
              dims 128-1024 (the shape of mlsys-2026-5 and the graph of issue 15)
   mlp_chain  a chain of 4-8 residual MLP blocks, dims 1024-4096, fast memory 150k-300k (like -9)
   mixed      40-70 ops mixing attention and MLP blocks, fast memory 300k-600k (like -13/-17)
+  mm15_pw5   exactly the shape issue 15 reports for the graph the scheduler lost on: 20 ops (15
+             MatMuls, 5 pointwise) over 30 tensors (one input, 9 weights, 20 activations), fast
+             memory 25,000, native 128x128; activations seq x d, mostly 128 x 128 (one native tile), so a
+             MatMul's three 128x128 tiles (49,152) never fit and granularity choice decides
 """
 import random
 
-FAMILIES = ("small_mm", "mlp_chain", "mixed")
+FAMILIES = ("small_mm", "mlp_chain", "mixed", "mm15_pw5")
 
 
 class Graph:
@@ -90,6 +94,45 @@ def matmul_chain(g, rng, x, n, dims):
     return x
 
 
+def _mm15_pw5(g, rng):
+    """15 MatMuls and 5 pointwise ops in random order over one input and 9 weights. The other 6
+    MatMuls multiply two activations (as attention's scores and values do): the right operand is
+    an earlier activation whose height (seq) equals the left operand's width."""
+    seq = rng.choice([128, 128, 256])  # the issue's total (~77k) means mostly one-tile tensors
+    dims = [128, 128, 256, 512]
+    acts = [g.tensor(seq, rng.choice(dims))]  # the graph input
+    kinds = ["MatMul"] * 15 + ["Pointwise"] * 5
+    rng.shuffle(kinds)
+    if kinds[0] == "Pointwise":  # start from a MatMul on the input
+        kinds[0], kinds[kinds.index("MatMul")] = "MatMul", "Pointwise"
+    weight_mms = set(rng.sample(range(15), 9))
+    mm = 0
+    for kind in kinds:
+        if kind == "Pointwise":
+            x = rng.choice(acts[-4:])  # ops consume recent values, as blocks do
+            same = [t for t in acts if t != x and g.widths[t] == g.widths[x]]
+            ins = [x] + ([rng.choice(same)] if same and rng.random() < 0.6 else [])
+            acts.append(g.pointwise(ins, pw_cost(rng)))
+            continue
+        lefts = [t for t in acts if g.widths[t] == seq]  # every activation has height seq
+        pair_possible = bool(lefts) and len(acts) >= 2
+        if mm not in weight_mms and not pair_possible:
+            # No activation can be a right operand yet: swap roles with a later weight MatMul.
+            later = sorted(j for j in weight_mms if j > mm)
+            if later:
+                weight_mms.remove(later[0])
+                weight_mms.add(mm)
+        if mm in weight_mms or not pair_possible:
+            a = rng.choice(acts[-4:])
+            # The last weight MatMuls make width seq likelier so activation pairs stay possible.
+            b = g.weight(g.widths[a], seq if rng.random() < 0.4 else rng.choice(dims))
+        else:
+            a = rng.choice(lefts[-4:])
+            b = rng.choice([t for t in acts if t != a])
+        acts.append(g.matmul(a, b, mm_cost(rng)))
+        mm += 1
+
+
 def generate(family, seed):
     rng = random.Random(f"{family}:{seed}")
     g = Graph()
@@ -136,6 +179,10 @@ def generate(family, seed):
                 x = mlp_block(g, rng, x, rng.choice([2 * d, 4 * d]))
         capacity = rng.choice([300000, 500000, 600000])
         bandwidth = rng.choice([50, 100])
+    elif family == "mm15_pw5":
+        _mm15_pw5(g, rng)
+        capacity = 25000
+        bandwidth = rng.choice([10, 15, 20])
     else:
         raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
     return g.problem(capacity, bandwidth)
