@@ -77,6 +77,7 @@ void BM_LxTransformer(benchmark::State& st) {
   st.counters["lower_bound"] = static_cast<double>(t.lower_bound_hbm);
   st.counters["split_lower_bound"] = static_cast<double>(t.split_lower_bound_hbm);
   st.counters["cores_lower_bound"] = static_cast<double>(t.cores_lower_bound_hbm);
+  st.counters["time_lower_bound"] = static_cast<double>(t.time_lower_bound_hbm);
   st.counters["coopt_changes"] = plan.coopt_changes;
   st.counters["time_us"] = t.time_s * 1e6;
   st.counters["baseline_time_us"] = t.baseline_time_s * 1e6;

@@ -170,7 +170,7 @@ Status check_plan(const Plan& p) {
   if (rd != p.totals.hbm_read || wr != p.totals.hbm_write)
     return fail("HBM traffic mismatch: checker reads " + std::to_string(rd) + " writes " + std::to_string(wr) +
                 ", plan reports " + std::to_string(p.totals.hbm_read) + " / " + std::to_string(p.totals.hbm_write));
-  if (p.totals.lower_bound_hbm > rd + wr || p.totals.cores_lower_bound_hbm > rd + wr ||
+  if (p.totals.lower_bound_hbm > rd + wr || p.totals.cores_lower_bound_hbm > rd + wr || p.totals.time_lower_bound_hbm > rd + wr ||
       p.totals.split_lower_bound_hbm > rd + wr)
     return fail("a lower bound is above the plan's traffic");
   return ok_status();

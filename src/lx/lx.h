@@ -142,6 +142,7 @@ struct Totals {
   Bytes lower_bound_hbm = 0;            // proven lower bound over every split choice (compulsory traffic)
   Bytes split_lower_bound_hbm = 0;      // proven lower bound for the chosen splits
   Bytes cores_lower_bound_hbm = 0;      // proven lower bound over the splits with the plan's core count per op
+  Bytes time_lower_bound_hbm = 0;       // proven lower bound over every split of plans whose estimated time is at most ours
   double time_s = 0, baseline_time_s = 0;  // roofline estimate
 };
 

@@ -85,6 +85,7 @@ Json plan_to_json(const Plan& p, bool arrays) {
                  {"lower_bound_hbm_bytes", t.lower_bound_hbm},
                  {"split_lower_bound_hbm_bytes", t.split_lower_bound_hbm},
                  {"cores_lower_bound_hbm_bytes", t.cores_lower_bound_hbm},
+                 {"time_lower_bound_hbm_bytes", t.time_lower_bound_hbm},
                  {"gap_bytes", t.hbm_read + t.hbm_write - t.lower_bound_hbm},
                  {"layout_fix_bytes", fix_bytes},
                  {"estimated_time_us", t.time_s * 1e6},

@@ -546,6 +546,8 @@ void account(Plan& plan) {
     else if (o.only_reduction_outputs && !g.ops[v.def].reduction) glb += all;
   }
   t.lower_bound_hbm = std::min(glb, t.split_lower_bound_hbm);
+  // A graph has no split choices: plan_program replaces these two with its menus' bounds.
+  t.cores_lower_bound_hbm = t.time_lower_bound_hbm = t.lower_bound_hbm;
   plan.totals = t;
 }
 

@@ -286,42 +286,56 @@ int64_t reduction_factor(const Model& m, int o, int c) {
   return r;
 }
 
-// Bytes every split choice (among the menu entries `allowed` admits) must move beyond
-// account()'s compulsory bound:
-// - partial sums of producers whose every admitted entry splits a reduction (2 x factor x bytes:
-//   written, then read by the combine; the smallest factor);
-// - values nobody reads (their write);
+// What every split choice (among the menu entries `allowed` admits) must move beyond account()'s
+// compulsory bound, as a constant plus, per op, a cost for each admitted entry (each cost is
+// traffic that entry alone forces, disjoint from every other op's, so any assignment moves at
+// least the constant plus the sum of its entries' costs):
+// - partial sums of a producer's reduction split (2 x factor x bytes: written, then read by the
+//   combine), charged to the producer's entry;
+// - values nobody reads (their write), constant;
 // - intermediates (not graph I/O, not touched by opaque ops) kept off LX, by a star bound: each
 //   such value is charged to the star of its first consumer u. Under an entry c of u, the value
 //   can be on LX only if u's read slicing under c is one that some admitted producer entry
 //   (without a reduction split, fitting LX) writes and every other consumer can read with an
-//   admitted entry of its own. A star costs at least min over c of its values that cannot, each
-//   value in exactly one star, so the sum over stars is a valid bound. It sees that one op
-//   cannot read two differently-produced operands alike (a matmul's A and B at once).
-Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o,
-                        const std::function<bool(int, int)>& allowed) {
+//   admitted entry of its own. It sees that one op cannot read two differently-produced operands
+//   alike (a matmul's A and B at once).
+struct MenuCosts {
+  Bytes constant = 0;                        // forced whatever the entries
+  std::vector<std::vector<int>> entries;     // per op: admitted menu entries
+  std::vector<std::vector<Bytes>> cost;      // per op: forced bytes of each admitted entry
+  std::vector<std::vector<Bytes>> own_reads; // per op: of those, what the op itself reads from HBM
+  Bytes bound() const {  // the best assignment, ops independent
+    Bytes b = constant;
+    for (const auto& c : cost)
+      if (!c.empty()) b += *std::min_element(c.begin(), c.end());
+    return b;
+  }
+};
+
+MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std::function<bool(int, int)>& allowed) {
   const program::Program& p = *m.prog;
-  auto entries = [&](int op) {
+  MenuCosts mc;
+  mc.entries.resize(p.ops.size());
+  for (std::size_t op = 0; op < p.ops.size(); ++op) {
     const workdiv::OpDivision& od = m.div.ops[op];
     const int n = od.divided ? std::max<int>(1, static_cast<int>(od.candidates.size())) : 1;
-    std::vector<int> out;
     for (int c = 0; c < n; ++c)
-      if (allowed(op, c)) out.push_back(c);
-    return out;
-  };
-  std::vector<std::vector<int>> admitted(p.ops.size());
-  for (std::size_t op = 0; op < p.ops.size(); ++op) admitted[op] = entries(static_cast<int>(op));
-  Bytes forced = 0;
+      if (allowed(static_cast<int>(op), c)) mc.entries[op].push_back(c);
+    mc.cost.emplace_back(mc.entries[op].size(), 0);
+    mc.own_reads.emplace_back(mc.entries[op].size(), 0);
+  }
+  const auto& admitted = mc.entries;
   // star of op u: (tensor, set of slicings under which it can stay on LX, cost if it cannot)
-  struct Member { program::TensorId t; std::set<std::string> ok; Bytes cost; };
+  struct Member { program::TensorId t; std::set<std::string> ok; Bytes cost, own_read; };
   std::vector<std::vector<Member>> stars(p.ops.size());
   for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
     const auto t = static_cast<program::TensorId>(ti);
     const int prod = p.producer[t];
     if (prod < 0) continue;
-    int64_t r_min = INT64_MAX;
-    for (int c : admitted[prod]) r_min = std::min(r_min, reduction_factor(m, prod, c));
-    if (r_min > 1 && r_min < INT64_MAX) forced += 2 * r_min * m.bytes[t];
+    for (std::size_t k = 0; k < admitted[prod].size(); ++k) {
+      const int64_t r = reduction_factor(m, prod, admitted[prod][k]);
+      if (r > 1) mc.cost[prod][k] += 2 * r * m.bytes[t];
+    }
     if (!o.lx || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
     bool opaque = p.ops[prod].kind == program::OpKind::kOpaque;
     for (program::OpId c : p.consumers[t]) opaque = opaque || p.ops[c].kind == program::OpKind::kOpaque;
@@ -331,7 +345,7 @@ Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o,
     for (program::OpId c : p.consumers[t])
       for (program::TensorId x : p.ops[c].inputs) nreads += x == t;
     if (p.consumers[t].empty()) {
-      forced += m.bytes[t];
+      mc.constant += m.bytes[t];
       continue;
     }
     // slicings the producer can hand over
@@ -357,21 +371,101 @@ Bytes menu_forced_bytes(const Model& m, Bytes capacity, const Options& o,
       std::set_intersection(ok.begin(), ok.end(), reads.begin(), reads.end(), std::inserter(both, both.begin()));
       ok = std::move(both);
     }
-    stars[first].push_back({t, std::move(ok), m.bytes[t] * (1 + nreads)});
+    int first_reads = 0;
+    for (program::TensorId x : p.ops[first].inputs) first_reads += x == t;
+    stars[first].push_back({t, std::move(ok), m.bytes[t] * (1 + nreads), m.bytes[t] * first_reads});
   }
-  for (std::size_t u = 0; u < p.ops.size(); ++u) {
-    if (stars[u].empty()) continue;
-    Bytes best = -1;
-    for (int c : admitted[u]) {
-      Bytes cost = 0;
+  for (std::size_t u = 0; u < p.ops.size(); ++u)
+    for (std::size_t k = 0; k < admitted[u].size(); ++k)
       for (const Member& x : stars[u])
-        if (!x.ok.count(slicing_of(m, static_cast<int>(u), c, x.t, false))) cost += x.cost;
-      best = best < 0 ? cost : std::min(best, cost);
-      if (best == 0) break;
+        if (!x.ok.count(slicing_of(m, static_cast<int>(u), admitted[u][k], x.t, false))) {
+          mc.cost[u][k] += x.cost;
+          mc.own_reads[u][k] += x.own_read;
+        }
+  return mc;
+}
+
+// The bound over every split choice of the plans whose roofline time is at most `time_s`. Each
+// program op takes at least the launch overhead plus the larger of its compute time on its
+// entry's cores and the time of the HBM bytes it must move under that entry (layout fixes, the
+// graph inputs it reads first, star values its entry cannot read from LX, partial sums); a
+// reduction split adds its combine (overhead, reading the partials and writing the sum). Such a
+// plan's entries therefore satisfy sum of these times <= budget = time_s - ops x overhead (the
+// roofline of account(), ops as lower_op_into inserts them). Lagrangian
+// relaxation of that budget: for every lambda >= 0 the minimum over entries of (bytes + lambda x
+// time), summed over ops, minus lambda x budget, is a valid bound (lambda = 0: the bound over
+// every split). The best lambda is searched on a log grid, then refined (the function is concave).
+Bytes time_limited_bound(const Model& m, const MenuCosts& mc, const Hardware& hw, double time_s) {
+  const program::Program& p = *m.prog;
+  std::vector<std::vector<double>> compute(p.ops.size());
+  for (std::size_t o = 0; o < p.ops.size(); ++o) {
+    const program::Op& op = p.ops[o];
+    double work = 1;
+    for (auto r : op.ranges) work *= static_cast<double>(r);
+    if (op.ranges.empty())
+      for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
+    const double flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);  // as lower_op
+    double out_bytes = 0, out_elements = 0;
+    for (auto t : op.outputs) out_bytes += static_cast<double>(m.bytes[t]), out_elements += static_cast<double>(m.elements[t]);
+    // HBM bytes the op moves under every entry: its layout fixes' round trips, and the graph
+    // inputs it is the first reader of (read by the op, or by their clone op, whose time is
+    // outside the op's but adds at least the same: max(c, a) + b >= max(c, a + b)).
+    double fixed = 0;
+    for (const LayoutFix& f : m.fixes[o]) fixed += 2.0 * static_cast<double>(f.fixed_bytes);
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+      const program::TensorId t = op.inputs[k];
+      if (!p.tensors[t].graph_input || p.producer[t] >= 0) continue;
+      if (*std::min_element(p.consumers[t].begin(), p.consumers[t].end()) != static_cast<program::OpId>(o)) continue;
+      if (std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(k), t) != op.inputs.begin() + static_cast<std::ptrdiff_t>(k)) continue;
+      fixed += static_cast<double>(m.bytes[t]);
     }
-    forced += std::max<Bytes>(0, best);
+    for (std::size_t k = 0; k < mc.entries[o].size(); ++k) {
+      const int c = mc.entries[o][k];
+      const int64_t cores = m.div.ops[o].divided ? cores_of(m, static_cast<int>(o), c) : 1;
+      const double ncores = static_cast<double>(std::max<int64_t>(1, cores));
+      const int64_t r = reduction_factor(m, static_cast<int>(o), c);
+      const double rr = static_cast<double>(r);
+      const double moved = fixed + static_cast<double>(mc.own_reads[o][k]) + (r > 1 ? rr * out_bytes : 0.0);
+      double t = std::max(flops / (ncores * hw.core_flops_per_s), moved / hw.hbm_bytes_per_s);
+      if (r > 1)  // its combine: reads the r partials, writes the sum, adds them up
+        t += hw.op_overhead_s +
+             std::max(rr * out_elements / (ncores * hw.core_flops_per_s), (rr + 1) * out_bytes / hw.hbm_bytes_per_s);
+      compute[o].push_back(t);
+    }
   }
-  return forced;
+  const double budget = time_s - static_cast<double>(p.ops.size()) * hw.op_overhead_s;
+  const Bytes any = mc.bound();
+  if (!(budget > 0)) return any;
+  auto value = [&](double lambda) {
+    double v = static_cast<double>(mc.constant) - lambda * budget;
+    for (std::size_t o = 0; o < p.ops.size(); ++o) {
+      if (mc.cost[o].empty()) continue;
+      double best = INFINITY;
+      for (std::size_t k = 0; k < mc.cost[o].size(); ++k)
+        best = std::min(best, static_cast<double>(mc.cost[o][k]) + lambda * compute[o][k]);
+      v += best;
+    }
+    return v;
+  };
+  // lambda in bytes per second: from far below to far above the HBM bandwidth.
+  double best_l = 0, best_v = static_cast<double>(any);
+  const double l0 = hw.hbm_bytes_per_s * 1e-6;
+  for (int i = 0; i <= 120; ++i) {
+    const double l = l0 * std::pow(10.0, i * 0.1);
+    const double v = value(l);
+    if (v > best_v) best_v = v, best_l = l;
+  }
+  if (best_l > 0) {  // golden-section refinement between the grid neighbours
+    double a = best_l / std::pow(10.0, 0.1), b = best_l * std::pow(10.0, 0.1);
+    for (int it = 0; it < 40; ++it) {
+      const double x1 = b - 0.618 * (b - a), x2 = a + 0.618 * (b - a);
+      if (value(x1) < value(x2)) a = x1; else b = x2;
+    }
+    best_v = std::max(best_v, value(0.5 * (a + b)));
+  }
+  // Rounding margin: the sums above are in double (relative error far below 1e-9).
+  const double safe = best_v - 1e-9 * std::fabs(best_v) - 1.0;
+  return std::max(any, static_cast<Bytes>(std::floor(safe)));
 }
 
 }  // namespace
@@ -565,12 +659,15 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   }
   // The bound over every split choice also counts what no menu entry can keep on LX.
   const Bytes compulsory = result->totals.lower_bound_hbm;
-  result->totals.lower_bound_hbm += menu_forced_bytes(m, lx_capacity(hw), o, [](int, int) { return true; });
+  const MenuCosts every = menu_costs(m, lx_capacity(hw), o, [](int, int) { return true; });
+  result->totals.lower_bound_hbm += every.bound();
   // The same over the splits that keep every op on the core count the plan gives it.
   result->totals.cores_lower_bound_hbm =
-      compulsory + menu_forced_bytes(m, lx_capacity(hw), o, [&](int op, int c) {
-        return cores_of(m, op, c) == cores_of(m, op, result_choice[op]);
-      });
+      compulsory + menu_costs(m, lx_capacity(hw), o, [&](int op, int c) {
+                     return cores_of(m, op, c) == cores_of(m, op, result_choice[op]);
+                   }).bound();
+  // And over every split choice of the plans no slower than this one.
+  result->totals.time_lower_bound_hbm = compulsory + time_limited_bound(m, every, hw, result->totals.time_s);
   if (Status st = check_plan(*result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
   return result;
 }

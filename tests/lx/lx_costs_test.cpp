@@ -120,6 +120,47 @@ TEST(LxCosts, StarBoundAtThePlansCoreCountsSeesMatmulOperands) {
   }
 }
 
+TEST(LxCosts, TimeBoundHoldsForEveryPlanAtLeastAsFast) {
+  // time_lower_bound_hbm: no plan whose estimated time is at most this plan's moves fewer bytes.
+  // Falsifiable on the plans at hand: every plan j no slower than an (unrestricted-menu) plan i
+  // must move at least i's bound. Short searches, the full search and the seed division (a menu
+  // entry of every op) give plans of different speeds.
+  int compared = 0;
+  for (bool sparse : {true, false}) {
+    auto prog = transformer_program(4 * 22, 256, 512, sparse);
+    ASSERT_TRUE(prog.ok());
+    struct Run { Plan plan; bool full_menu; };
+    std::vector<Run> runs;
+    for (double limit : {0.0, 0.05, 2.0})
+      for (bool coopt : {true, false}) {
+        Options o;
+        o.time_limit = limit;
+        o.coopt = coopt;
+        auto r = plan_program(*prog, Hardware{}, o);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE(check_plan(*r).ok());
+        runs.push_back({std::move(*r), coopt});
+      }
+    for (const Run& i : runs) {
+      const Totals& t = i.plan.totals;
+      const Bytes ours = t.hbm_read + t.hbm_write;
+      EXPECT_LE(t.lower_bound_hbm, t.time_lower_bound_hbm);
+      EXPECT_LE(t.time_lower_bound_hbm, ours);
+      if (!i.full_menu) continue;
+      for (const Run& j : runs)
+        if (j.plan.totals.time_s <= t.time_s) {
+          ++compared;
+          EXPECT_GE(j.plan.totals.hbm_read + j.plan.totals.hbm_write, t.time_lower_bound_hbm) << sparse;
+        }
+    }
+    // Dense layouts: the bound sees that a plan this fast cannot run ops on one core.
+    if (!sparse) {
+      EXPECT_GT(runs[4].plan.totals.time_lower_bound_hbm, runs[4].plan.totals.lower_bound_hbm);
+    }
+  }
+  EXPECT_GT(compared, 6);  // pairs beyond each plan with itself
+}
+
 TEST(LxCosts, LayoutIssuesAreReportedAndCosted) {
   // A reduction along the stick writing a dense (non-sparse) output needs a restickify; a matmul
   // whose B has K = 4 rows is padded to one stick of A (64 rows): 16x its bytes.
