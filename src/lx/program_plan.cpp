@@ -1,6 +1,7 @@
 // Programs -> planning graphs (layouts, work division, per-operand core slicing) and the
 // co-optimization of core splits with placement, scored by the roofline cost model.
 #include <algorithm>
+#include <cstring>
 #include <climits>
 #include <cmath>
 #include <functional>
@@ -8,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 #include <numeric>
 
@@ -28,6 +30,7 @@ struct Model {
   workdiv::Division div;             // seed division + menus
   std::vector<std::vector<LayoutFix>> fixes;  // per op: layout fixes (program tensor ids)
   mutable std::vector<std::vector<std::vector<std::string>>> slicings;  // [op][entry][operand], lazily
+  mutable std::vector<std::vector<uint64_t>> op_sigs;  // [op][entry]: lowered op's hash without tensor ids, lazily
 };
 
 std::string join_splits(const workdiv::OpDivision& od, const std::vector<workdiv::Split>& s) {
@@ -193,6 +196,104 @@ bool better(const Plan& a, const Plan& b) {
   return a.totals.hbm_read + a.totals.hbm_write < b.totals.hbm_read + b.totals.hbm_write;
 }
 
+// What the search compares: a plan's roofline time and HBM bytes (better()'s order).
+struct Score {
+  double time_s = 0;
+  Bytes bytes = 0;
+};
+Score score_of(const Plan& p) { return {p.totals.time_s, p.totals.hbm_read + p.totals.hbm_write}; }
+bool better(const Score& a, const Score& b) {
+  if (a.time_s < b.time_s * (1 - 1e-9)) return true;
+  if (a.time_s > b.time_s * (1 + 1e-9)) return false;
+  return a.bytes < b.bytes;
+}
+
+// 64-bit mixing for the structural hashes below.
+struct Hasher {
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  void mix(uint64_t x) {
+    h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+  }
+  void mix(const std::string& s) {
+    mix(s.size());
+    for (char c : s) mix(static_cast<uint64_t>(static_cast<unsigned char>(c)));
+  }
+  void mix(double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, sizeof u);
+    mix(u);
+  }
+};
+
+// Hash of lower_op(o) under entry c without its tensor ids (kept per (op, entry)).
+uint64_t op_signature(const Model& m, int o, int c) {
+  auto& per_op = m.op_sigs[static_cast<std::size_t>(o)];
+  if (per_op.empty()) per_op.assign(std::max<std::size_t>(1, m.div.ops[o].candidates.size()), 0);
+  uint64_t& sig = per_op[static_cast<std::size_t>(c)];
+  if (sig != 0) return sig;
+  std::vector<int> ch(static_cast<std::size_t>(o) + 1, 0);
+  ch[o] = c;
+  const GOp x = lower_op(m, ch, static_cast<std::size_t>(o), false);
+  Hasher h;
+  h.mix(x.kind);
+  for (const auto* side : {&x.reads, &x.writes}) {
+    h.mix(side->size());
+    for (const GOperand& r : *side) {
+      h.mix(r.slicing);
+      h.mix(static_cast<uint64_t>(r.per_core));
+    }
+  }
+  h.mix(static_cast<uint64_t>(x.in_placeable) | static_cast<uint64_t>(x.reduction) << 1 |
+        static_cast<uint64_t>(x.lx_capable) << 2 | static_cast<uint64_t>(x.reduction_split) << 3);
+  h.mix(static_cast<uint64_t>(x.reduction_factor));
+  h.mix(static_cast<uint64_t>(x.cores));
+  h.mix(x.flops);
+  h.mix(x.layout_fixes.size());
+  for (const LayoutFix& f : x.layout_fixes) {
+    h.mix(static_cast<uint64_t>(f.padding));
+    h.mix(static_cast<uint64_t>(f.fixed_bytes));
+  }
+  return sig = h.h | 1;  // never 0 (0 = not computed)
+}
+
+// Structural key of lower_window(m, choice, a, b), computed without lowering: every op's own
+// hash, and its tensors numbered in order of first use (reads, writes, fixes: the order
+// lower_op_into maps them) with the attributes the window gives them. Programs repeat their
+// layers, so the search meets most windows again at another depth; it keeps their scores by
+// this key (a collision could only misjudge one move: the final plan is planned in full and
+// checked). `local` is scratch: one -1 per program tensor, restored on return.
+uint64_t window_key(const Model& m, const std::vector<int>& choice, int a, int b, std::vector<int>& local) {
+  const program::Program& p = *m.prog;
+  if (local.size() != p.tensors.size()) local.assign(p.tensors.size(), -1);
+  std::vector<program::TensorId> touched;
+  Hasher h;
+  h.mix(static_cast<uint64_t>(b - a));
+  auto tensor = [&](program::TensorId t) {
+    int& id = local[t];
+    if (id < 0) {
+      id = static_cast<int>(touched.size());
+      touched.push_back(t);
+      h.mix(static_cast<uint64_t>(m.bytes[t]));
+      h.mix(static_cast<uint64_t>(m.elements[t]));
+      bool out = p.tensors[t].graph_output;
+      for (program::OpId c : p.consumers[t]) out = out || c > b;
+      h.mix(static_cast<uint64_t>(p.tensors[t].graph_input || p.producer[t] < a) | static_cast<uint64_t>(out) << 1);
+    }
+    h.mix(static_cast<uint64_t>(id));
+  };
+  for (int o = a; o <= b; ++o) {
+    const program::Op& op = p.ops[o];
+    h.mix(op_signature(m, o, m.div.ops[o].divided ? choice[o] : 0));
+    for (program::TensorId t : op.inputs) tensor(t);
+    for (program::TensorId t : op.outputs) tensor(t);
+    for (const LayoutFix& f : m.fixes[o]) tensor(f.tensor);
+  }
+  for (program::TensorId t : touched) local[t] = -1;
+  return h.h;
+}
+
 // The read slicing of tensor t by op o under candidate c (or its write slicing).
 const std::string& slicing_of(const Model& m, int o, int c, program::TensorId t, bool write) {
   static const std::string kWhole;
@@ -238,19 +339,29 @@ bool reduction_split(const Model& m, int o, int c) {
   return false;
 }
 
-// Region move: after op `start` changed, neighbours that now disagree on a shared tensor are
-// re-split to agree (most cores first; producers without reduction splits), breadth first.
-std::vector<int> propagate(const Model& m, std::vector<int> ch, int start) {
+// A move: ops re-split to new menu entries (op, entry), applied over the current choice.
+using Moves = std::vector<std::pair<int, int>>;
+
+// Region move: after op `start` is re-split to `entry`, neighbours that now disagree on a shared
+// tensor are re-split to agree (most cores first; producers without reduction splits), breadth
+// first. Returns the whole move (start first); the queue is small, so lookups are linear.
+Moves propagate(const Model& m, const std::vector<int>& choice, int start, int entry) {
   const program::Program& p = *m.prog;
-  std::vector<char> seen(p.ops.size(), 0);
+  Moves mv{{start, entry}};
+  std::vector<int> seen{start};
+  auto entry_of = [&](int y) {
+    for (const auto& [op, c] : mv)
+      if (op == y) return c;
+    return choice[y];
+  };
   std::vector<int> queue{start};
-  seen[start] = 1;
   for (std::size_t qi = 0; qi < queue.size() && queue.size() < 48; ++qi) {
     int x = queue[qi];
     auto fix = [&](int y, program::TensorId t, bool y_writes, const std::string& want) {
-      if (y < 0 || seen[y] || !m.div.ops[y].divided) return;
-      seen[y] = 1;
-      if (slicing_of(m, y, ch[y], t, y_writes) == want && !(y_writes && reduction_split(m, y, ch[y]))) return;
+      if (y < 0 || !m.div.ops[y].divided || std::find(seen.begin(), seen.end(), y) != seen.end()) return;
+      seen.push_back(y);
+      const int cy = entry_of(y);
+      if (slicing_of(m, y, cy, t, y_writes) == want && !(y_writes && reduction_split(m, y, cy))) return;
       int best = -1;
       for (int c = 0; c < static_cast<int>(m.div.ops[y].candidates.size()); ++c) {
         if (y_writes && reduction_split(m, y, c)) continue;
@@ -258,16 +369,17 @@ std::vector<int> propagate(const Model& m, std::vector<int> ch, int start) {
         if (best < 0 || cores_of(m, y, c) > cores_of(m, y, best)) best = c;
       }
       if (best >= 0) {
-        ch[y] = best;
+        mv.emplace_back(y, best);  // y was not in the move yet (seen)
         queue.push_back(y);
       }
     };
+    const int cx = entry_of(x);
     for (program::TensorId t : p.ops[x].inputs)
-      if (p.producer[t] >= 0) fix(p.producer[t], t, true, slicing_of(m, x, ch[x], t, false));
+      if (p.producer[t] >= 0) fix(p.producer[t], t, true, slicing_of(m, x, cx, t, false));
     for (program::TensorId t : p.ops[x].outputs)
-      for (program::OpId y : p.consumers[t]) fix(y, t, false, slicing_of(m, x, ch[x], t, true));
+      for (program::OpId y : p.consumers[t]) fix(y, t, false, slicing_of(m, x, cx, t, true));
   }
-  return ch;
+  return mv;
 }
 
 // ceil(bytes x to / from) without overflow (bytes and extents are below 2^44).
@@ -450,14 +562,14 @@ Bytes time_limited_bound(const Model& m, const MenuCosts& mc, const Hardware& hw
   // lambda in bytes per second: from far below to far above the HBM bandwidth.
   double best_l = 0, best_v = static_cast<double>(any);
   const double l0 = hw.hbm_bytes_per_s * 1e-6;
-  for (int i = 0; i <= 120; ++i) {
-    const double l = l0 * std::pow(10.0, i * 0.1);
+  for (int i = 0; i <= 40; ++i) {
+    const double l = l0 * std::pow(10.0, i * 0.3);
     const double v = value(l);
     if (v > best_v) best_v = v, best_l = l;
   }
   if (best_l > 0) {  // golden-section refinement between the grid neighbours
-    double a = best_l / std::pow(10.0, 0.1), b = best_l * std::pow(10.0, 0.1);
-    for (int it = 0; it < 40; ++it) {
+    double a = best_l / std::pow(10.0, 0.3), b = best_l * std::pow(10.0, 0.3);
+    for (int it = 0; it < 30; ++it) {
       const double x1 = b - 0.618 * (b - a), x2 = a + 0.618 * (b - a);
       if (value(x1) < value(x2)) a = x1; else b = x2;
     }
@@ -512,11 +624,14 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   if (!d) return d.error();
   m.div = std::move(*d);
   m.slicings.assign(p.ops.size(), {});
+  m.op_sigs.assign(p.ops.size(), {});
   std::vector<int> choice(p.ops.size(), 0);
   // Large programs: the seed plan is a fallback that co-optimization usually replaces, so it gets
   // less of the budget than the split search (which is anytime and still improving at 0.8 s).
   const bool small_program = p.ops.size() <= 200;
+  const double before_seed = dl.elapsed_seconds();
   auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? left(dl) * (small_program ? 0.25 : 0.1) : left(dl), false);
+  const double seed_seconds = dl.elapsed_seconds() - before_seed;
   if (!seed_plan || !o.coopt || !o.lx) return seed_plan;
   // Co-optimization: repair core-div mismatches by re-splitting the producer or the consumer,
   // trying every menu entry that slices the shared tensor alike (this covers dim flips,
@@ -531,7 +646,9 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   }
   int changes = 0;
   std::vector<std::string> notes;
-  const double budget = left(dl) * (small ? 0.5 : 0.75);
+  // The rest of the limit plans the final choice in full and computes the bounds: at least
+  // twice what the seed plan took (measured: at 8,000 ops a quarter of 0.8 s was not enough).
+  const double budget = std::max(0.0, std::min(left(dl) * (small ? 0.5 : 0.75), left(dl) - 2.5 * seed_seconds));
   Deadline search(budget);
   const int nops = static_cast<int>(p.ops.size());
   struct Edge { int prod, cons; program::TensorId t; };
@@ -554,14 +671,20 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     return edges;
   };
   bool improved = true;
-  // Split choices already scored, by a 64-bit hash (a full copy per candidate dominated the
-  // search at 2,000 ops); a collision only skips one candidate, deterministically.
+  // Split choices already scored, by a 64-bit Zobrist hash (updated per move: a full copy or
+  // rehash per candidate dominated the search at 2,000 ops); a collision only skips one
+  // candidate, deterministically.
   std::unordered_set<uint64_t> tried;
-  auto hash_of = [](const std::vector<int>& v) {
-    uint64_t h = 1469598103934665603ULL;
-    for (int x : v) h = (h ^ static_cast<uint64_t>(x + 1)) * 1099511628211ULL;
-    return h;
+  std::unordered_map<uint64_t, Score> window_scores;  // by window_key
+  std::vector<int> key_scratch;
+  auto zobrist = [](int op, int entry) {  // splitmix64 of (op, entry)
+    uint64_t z = (static_cast<uint64_t>(op) << 32 ^ static_cast<uint64_t>(entry + 1)) + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
   };
+  uint64_t choice_hash = 0;
+  for (int k = 0; k < nops; ++k) choice_hash ^= zobrist(k, choice[k]);
   while (improved && !search.expired()) {
     improved = false;
     std::vector<Edge> edges = blocked(choice);
@@ -571,40 +694,58 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       if (ed.cons >= 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true) == slicing_of(m, ed.cons, choice[ed.cons], ed.t, false)
                        : !reduction_split(m, ed.prod, choice[ed.prod]))
         continue;
-      std::vector<int> best_choice;
-      std::optional<Plan> best_plan;
-      std::optional<Plan> base;  // large programs: the window plan of the current choice
+      Moves best_move;
+      std::optional<Plan> best_plan;  // small programs
+      std::optional<Score> base, best_score;  // large programs: the window of the current choice, the best move's
       int win_a = 0, win_b = nops - 1;
-      auto consider = [&](const std::vector<int>& ch) -> Status {
-        if (!tried.insert(hash_of(ch)).second) return ok_status();
+      auto consider = [&](const Moves& mv) -> Status {
+        // Zobrist hash of the choice after the move (O(move), not O(ops)).
+        uint64_t h = choice_hash;
+        int lo = nops, hi = -1;
+        for (const auto& [op, c] : mv) {
+          if (c == choice[op]) continue;
+          h ^= zobrist(op, choice[op]) ^ zobrist(op, c);
+          lo = std::min(lo, op), hi = std::max(hi, op);
+        }
+        if (hi < 0 || !tried.insert(h).second) return ok_status();
         if (small) {
+          std::vector<int> ch = choice;
+          for (const auto& [op, c] : mv) ch[op] = c;
           auto r = fast_eval(ch);
           if (!r) return r.error();
           if (better(*r, best_plan ? *best_plan : *cur)) {
             best_plan = std::move(*r);
-            best_choice = ch;
+            best_move = mv;
           }
           return ok_status();
         }
-        int lo = nops, hi = -1;
-        for (int k = 0; k < nops; ++k)
-          if (ch[k] != choice[k]) lo = std::min(lo, k), hi = std::max(hi, k);
-        if (hi < 0 || hi - lo > 120) return ok_status();
+        if (hi - lo > 120) return ok_status();
         int a = std::max(0, std::min({lo, ed.prod, ed.cons >= 0 ? ed.cons : ed.prod}) - 8);
         int b = std::min(nops - 1, std::max({hi, ed.prod, ed.cons}) + 8);
+        auto window_score = [&]() -> Result<Score> {
+          const uint64_t sig = window_key(m, choice, a, b, key_scratch);
+          if (auto it = window_scores.find(sig); it != window_scores.end()) return it->second;
+          auto r = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
+          if (!r) return r.error();
+          return window_scores[sig] = score_of(*r);
+        };
         if (!base || a != win_a || b != win_b) {
-          auto r0 = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
+          auto r0 = window_score();
           if (!r0) return r0.error();
-          base = std::move(*r0);
+          base = *r0;
           win_a = a, win_b = b;
-          best_plan.reset();
-          best_choice.clear();
+          best_score.reset();
+          best_move.clear();
         }
-        auto r = plan_graph_impl(lower_window(m, ch, a, b), hw, o, 0.0, true);
+        // Score the window with the move applied in place, then undo it.
+        Moves undo;
+        for (const auto& [op, c] : mv) undo.emplace_back(op, choice[op]), choice[op] = c;
+        auto r = window_score();
+        for (auto it = undo.rbegin(); it != undo.rend(); ++it) choice[it->first] = it->second;
         if (!r) return r.error();
-        if (better(*r, best_plan ? *best_plan : *base)) {
-          best_plan = std::move(*r);
-          best_choice = ch;
+        if (better(*r, best_score ? *best_score : *base)) {
+          best_score = *r;
+          best_move = mv;
         }
         return ok_status();
       };
@@ -624,20 +765,22 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
         // most cores first: region moves only for the first few
         std::stable_sort(matching.begin(), matching.end(), [&](int a, int b) { return cores_of(m, op, a) > cores_of(m, op, b); });
         for (std::size_t k = 0; k < matching.size() && !search.expired(); ++k) {
-          std::vector<int> ch = choice;
-          ch[op] = matching[k];
-          if (Status st = consider(ch); !st) return st.error();
+          if (Status st = consider({{op, matching[k]}}); !st) return st.error();
           if (k < 4) {
-            if (Status st = consider(propagate(m, ch, op)); !st) return st.error();
+            if (Status st = consider(propagate(m, choice, op, matching[k])); !st) return st.error();
           }
         }
       }
-      if (best_plan) {
+      if (!best_move.empty()) {
+        std::vector<int> best_choice = choice;
+        for (const auto& [op, c] : best_move) best_choice[op] = c;
         for (std::size_t k = 0; k < choice.size(); ++k)
-          if (choice[k] != best_choice[k])
+          if (choice[k] != best_choice[k]) {
             notes.push_back("co-opt: op '" + p.ops[k].name + "' re-split " + join_splits(m.div.ops[k], m.div.ops[k].splits) +
                             " -> " + join_splits(m.div.ops[k], m.div.ops[k].candidates[best_choice[k]]));
-        choice = best_choice;
+            choice_hash ^= zobrist(static_cast<int>(k), choice[k]) ^ zobrist(static_cast<int>(k), best_choice[k]);
+          }
+        choice = std::move(best_choice);
         if (small) cur = std::move(*best_plan);
         ++changes;
         improved = true;
