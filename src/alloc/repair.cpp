@@ -87,9 +87,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   Rng rng(seed ^ 0x5eedULL);
   std::vector<int> order(n);
   std::vector<double> key(n);
-  double lb = 1.0;
-  for (Size t : peak) lb = std::max(lb, static_cast<double>(t));
-  for (int round = 0; !dl.expired(); ++round) {
+  Size max_load_bound = 0;  // the max load: a plan at this height is optimal, stop there
+  for (Size t : peak) max_load_bound = std::max(max_load_bound, t);
+  const double lb = std::max(1.0, static_cast<double>(max_load_bound));
+  for (int round = 0; !dl.expired() && best_h > max_load_bound; ++round) {
     // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
     // live at the peak go first among equals and the peak is packed before the slack regions.
     // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
