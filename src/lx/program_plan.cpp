@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <numeric>
@@ -321,9 +322,13 @@ const std::string& slicing_of(const Model& m, int o, int c, program::TensorId t,
   return kWhole;
 }
 
-std::vector<workdiv::Split> splits_of(const Model& m, int o, int c) {
+// A view of entry c's splits (no copy: the menu is stored flat).
+std::span<const workdiv::Split> splits_of(const Model& m, int o, int c) {
   const workdiv::OpDivision& od = m.div.ops[o];
-  return c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
+  const workdiv::Menu& menu = od.candidates;
+  if (c > 0 && c < static_cast<int>(menu.size()))
+    return {menu.flat.data() + static_cast<std::size_t>(c) * menu.width, menu.width};
+  return od.splits;
 }
 int64_t cores_of(const Model& m, int o, int c) {
   int64_t k = 1;
@@ -333,7 +338,7 @@ int64_t cores_of(const Model& m, int o, int c) {
 bool reduction_split(const Model& m, int o, int c) {
   const workdiv::OpDivision& od = m.div.ops[o];
   if (!od.divided) return false;
-  const auto s = splits_of(m, o, c);
+  const auto& s = splits_of(m, o, c);
   for (std::size_t v = 0; v < s.size(); ++v)
     if (od.vars[v].reduction && s[v] > 1) return true;
   return false;
@@ -391,7 +396,7 @@ Bytes padded_bytes(Bytes bytes, int64_t from, int64_t to) {
 int64_t reduction_factor(const Model& m, int o, int c) {
   const workdiv::OpDivision& od = m.div.ops[o];
   if (!od.divided) return 1;
-  const auto s = splits_of(m, o, c);
+  const auto& s = splits_of(m, o, c);
   int64_t r = 1;
   for (std::size_t v = 0; v < s.size(); ++v)
     if (od.vars[v].reduction) r *= s[v];
@@ -412,31 +417,74 @@ int64_t reduction_factor(const Model& m, int o, int c) {
 //   admitted entry of its own. It sees that one op cannot read two differently-produced operands
 //   alike (a matmul's A and B at once).
 struct MenuCosts {
-  Bytes constant = 0;                        // forced whatever the entries
-  std::vector<std::vector<int>> entries;     // per op: admitted menu entries
-  std::vector<std::vector<Bytes>> cost;      // per op: forced bytes of each admitted entry
-  std::vector<std::vector<Bytes>> own_reads; // per op: of those, what the op itself reads from HBM
-  Bytes bound() const {  // the best assignment, ops independent
-    Bytes b = constant;
-    for (const auto& c : cost)
-      if (!c.empty()) b += *std::min_element(c.begin(), c.end());
-    return b;
+  Bytes constant = 0;  // forced whatever the entries
+  Bytes min_sum = 0;   // sum over ops of their cheapest admitted entry's bytes
+  // Per op (when timed): (bytes, seconds) of its admitted entries, Pareto-reduced: bytes
+  // ascending, seconds descending (an entry no cheaper and no faster than another adds nothing).
+  std::vector<std::vector<std::pair<double, double>>> frontier;
+  Bytes bound() const { return constant + min_sum; }  // the best assignment, ops independent
+};
+
+// Lower bound on op o's roofline time under its entries (launch overhead excluded), given the
+// HBM bytes `own` an entry forces it to read: the larger of its compute time on the entry's cores
+// and the time of the bytes it must move (`fixed_bytes`: its layout fixes' round trips and the
+// graph inputs it is the first reader of; `own`; a reduction split's partials); a reduction split
+// adds its combine (overhead, reading the partials and writing the sum, one add per element).
+struct OpTimer {
+  double flops = 0, out_bytes = 0, out_elements = 0, fixed_bytes = 0;
+  OpTimer(const Model& m, int o, double fixed) : fixed_bytes(fixed) {
+    const program::Op& op = m.prog->ops[o];
+    double work = 1;
+    for (auto r : op.ranges) work *= static_cast<double>(r);
+    if (op.ranges.empty())
+      for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
+    flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);  // as lower_op
+    for (auto t : op.outputs) out_bytes += static_cast<double>(m.bytes[t]), out_elements += static_cast<double>(m.elements[t]);
+  }
+  double seconds(const Hardware& hw, int64_t cores, int64_t r, Bytes own) const {
+    const double ncores = static_cast<double>(std::max<int64_t>(1, cores)), rr = static_cast<double>(r);
+    const double moved = fixed_bytes + static_cast<double>(own) + (r > 1 ? rr * out_bytes : 0.0);
+    double t = std::max(flops / (ncores * hw.core_flops_per_s), moved / hw.hbm_bytes_per_s);
+    if (r > 1)
+      t += hw.op_overhead_s +
+           std::max(rr * out_elements / (ncores * hw.core_flops_per_s), (rr + 1) * out_bytes / hw.hbm_bytes_per_s);
+    return t;
   }
 };
 
-MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std::function<bool(int, int)>& allowed) {
+// Bytes op o moves under every entry: its layout fixes' round trips, and the graph inputs it is
+// the first reader of (read by the op, or by their clone op, whose time is outside the op's but
+// adds at least the same: max(c, a) + b >= max(c, a + b)).
+double fixed_op_bytes(const Model& m, int o) {
+  const program::Program& p = *m.prog;
+  const program::Op& op = p.ops[o];
+  double fixed = 0;
+  for (const LayoutFix& f : m.fixes[o]) fixed += 2.0 * static_cast<double>(f.fixed_bytes);
+  for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+    const program::TensorId t = op.inputs[k];
+    if (!p.tensors[t].graph_input || p.producer[t] >= 0) continue;
+    if (*std::min_element(p.consumers[t].begin(), p.consumers[t].end()) != static_cast<program::OpId>(o)) continue;
+    if (std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(k), t) !=
+        op.inputs.begin() + static_cast<std::ptrdiff_t>(k))
+      continue;
+    fixed += static_cast<double>(m.bytes[t]);
+  }
+  return fixed;
+}
+
+// `timed`: also build each op's (bytes, seconds) frontier on that hardware (time_limited_bound).
+MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std::function<bool(int, int)>& allowed,
+                     const Hardware* timed = nullptr) {
   const program::Program& p = *m.prog;
   MenuCosts mc;
-  mc.entries.resize(p.ops.size());
+  std::vector<std::vector<int>> admitted(p.ops.size());
   for (std::size_t op = 0; op < p.ops.size(); ++op) {
     const workdiv::OpDivision& od = m.div.ops[op];
     const int n = od.divided ? std::max<int>(1, static_cast<int>(od.candidates.size())) : 1;
     for (int c = 0; c < n; ++c)
-      if (allowed(static_cast<int>(op), c)) mc.entries[op].push_back(c);
-    mc.cost.emplace_back(mc.entries[op].size(), 0);
-    mc.own_reads.emplace_back(mc.entries[op].size(), 0);
+      if (allowed(static_cast<int>(op), c)) admitted[op].push_back(c);
   }
-  const auto& admitted = mc.entries;
+  std::vector<Bytes> partial_bytes(p.ops.size(), 0);  // per producer: bytes of its outputs (partials if split)
   // star of op u: (tensor, set of slicings under which it can stay on LX, cost if it cannot)
   struct Member { program::TensorId t; std::set<std::string> ok; Bytes cost, own_read; };
   std::vector<std::vector<Member>> stars(p.ops.size());
@@ -444,10 +492,7 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     const auto t = static_cast<program::TensorId>(ti);
     const int prod = p.producer[t];
     if (prod < 0) continue;
-    for (std::size_t k = 0; k < admitted[prod].size(); ++k) {
-      const int64_t r = reduction_factor(m, prod, admitted[prod][k]);
-      if (r > 1) mc.cost[prod][k] += 2 * r * m.bytes[t];
-    }
+    partial_bytes[prod] += m.bytes[t];
     if (!o.lx || p.tensors[t].graph_output || p.tensors[t].graph_input) continue;
     bool opaque = p.ops[prod].kind == program::OpKind::kOpaque;
     for (program::OpId c : p.consumers[t]) opaque = opaque || p.ops[c].kind == program::OpKind::kOpaque;
@@ -468,7 +513,8 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
       if (op.outputs[k] == t) slot = op.inputs.size() + k;
     for (int c : admitted[prod]) {
       if (reduction_split(m, prod, c)) continue;
-      const auto s = splits_of(m, prod, c);
+      const auto sp = splits_of(m, prod, c);
+      const std::vector<workdiv::Split> s(sp.begin(), sp.end());
       int64_t cores = 1;
       for (auto k : s) cores *= k;
       GOperand w = operand(m, op, m.div.ops[prod], s, static_cast<int>(cores), slot, t);
@@ -487,75 +533,65 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     for (program::TensorId x : p.ops[first].inputs) first_reads += x == t;
     stars[first].push_back({t, std::move(ok), m.bytes[t] * (1 + nreads), m.bytes[t] * first_reads});
   }
-  for (std::size_t u = 0; u < p.ops.size(); ++u)
-    for (std::size_t k = 0; k < admitted[u].size(); ++k)
+  if (timed) mc.frontier.resize(p.ops.size());
+  std::vector<std::pair<double, int>> order;  // (time before star reads, entry index)
+  for (std::size_t u = 0; u < p.ops.size(); ++u) {
+    const std::vector<int>& adm = admitted[u];
+    if (adm.empty()) continue;
+    const workdiv::OpDivision& od = m.div.ops[u];
+    std::optional<OpTimer> timer;
+    if (timed) timer.emplace(m, static_cast<int>(u), fixed_op_bytes(m, static_cast<int>(u)));
+    // Entries fastest first (without star reads): once one costs nothing, every later entry is
+    // no cheaper and no faster, so neither the minimum nor the frontier can change.
+    order.clear();
+    for (std::size_t k = 0; k < adm.size(); ++k) {
+      const int c = adm[k];
+      const int64_t cores = od.divided ? cores_of(m, static_cast<int>(u), c) : 1;
+      const int64_t r = reduction_factor(m, static_cast<int>(u), c);
+      order.emplace_back(timer ? timer->seconds(*timed, cores, r, 0) : 0.0, static_cast<int>(k));
+    }
+    if (timed) std::stable_sort(order.begin(), order.end());
+    Bytes cheapest = -1;
+    std::vector<std::pair<double, double>> pts;  // (bytes, seconds)
+    for (const auto& [t0, k] : order) {
+      const int c = adm[static_cast<std::size_t>(k)];
+      const int64_t r = partial_bytes[u] > 0 ? reduction_factor(m, static_cast<int>(u), c) : 1;
+      Bytes cost = r > 1 ? 2 * r * partial_bytes[u] : 0, own = 0;
       for (const Member& x : stars[u])
-        if (!x.ok.count(slicing_of(m, static_cast<int>(u), admitted[u][k], x.t, false))) {
-          mc.cost[u][k] += x.cost;
-          mc.own_reads[u][k] += x.own_read;
-        }
+        if (!x.ok.count(slicing_of(m, static_cast<int>(u), c, x.t, false))) cost += x.cost, own += x.own_read;
+      cheapest = cheapest < 0 ? cost : std::min(cheapest, cost);
+      if (timer) {
+        const int64_t cores = od.divided ? cores_of(m, static_cast<int>(u), c) : 1;
+        pts.emplace_back(static_cast<double>(cost), own > 0 ? timer->seconds(*timed, cores, reduction_factor(m, static_cast<int>(u), c), own) : t0);
+      }
+      if (cost == 0) break;
+    }
+    mc.min_sum += cheapest;
+    if (!timed) continue;
+    std::sort(pts.begin(), pts.end());
+    for (const auto& pt : pts)
+      if (mc.frontier[u].empty() || pt.second < mc.frontier[u].back().second) mc.frontier[u].push_back(pt);
+  }
   return mc;
 }
 
 // The bound over every split choice of the plans whose roofline time is at most `time_s`. Each
-// program op takes at least the launch overhead plus the larger of its compute time on its
-// entry's cores and the time of the HBM bytes it must move under that entry (layout fixes, the
-// graph inputs it reads first, star values its entry cannot read from LX, partial sums); a
-// reduction split adds its combine (overhead, reading the partials and writing the sum). Such a
-// plan's entries therefore satisfy sum of these times <= budget = time_s - ops x overhead (the
-// roofline of account(), ops as lower_op_into inserts them). Lagrangian
-// relaxation of that budget: for every lambda >= 0 the minimum over entries of (bytes + lambda x
-// time), summed over ops, minus lambda x budget, is a valid bound (lambda = 0: the bound over
-// every split). The best lambda is searched on a log grid, then refined (the function is concave).
-Bytes time_limited_bound(const Model& m, const MenuCosts& mc, const Hardware& hw, double time_s) {
-  const program::Program& p = *m.prog;
-  std::vector<std::vector<double>> compute(p.ops.size());
-  for (std::size_t o = 0; o < p.ops.size(); ++o) {
-    const program::Op& op = p.ops[o];
-    double work = 1;
-    for (auto r : op.ranges) work *= static_cast<double>(r);
-    if (op.ranges.empty())
-      for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
-    const double flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);  // as lower_op
-    double out_bytes = 0, out_elements = 0;
-    for (auto t : op.outputs) out_bytes += static_cast<double>(m.bytes[t]), out_elements += static_cast<double>(m.elements[t]);
-    // HBM bytes the op moves under every entry: its layout fixes' round trips, and the graph
-    // inputs it is the first reader of (read by the op, or by their clone op, whose time is
-    // outside the op's but adds at least the same: max(c, a) + b >= max(c, a + b)).
-    double fixed = 0;
-    for (const LayoutFix& f : m.fixes[o]) fixed += 2.0 * static_cast<double>(f.fixed_bytes);
-    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-      const program::TensorId t = op.inputs[k];
-      if (!p.tensors[t].graph_input || p.producer[t] >= 0) continue;
-      if (*std::min_element(p.consumers[t].begin(), p.consumers[t].end()) != static_cast<program::OpId>(o)) continue;
-      if (std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(k), t) != op.inputs.begin() + static_cast<std::ptrdiff_t>(k)) continue;
-      fixed += static_cast<double>(m.bytes[t]);
-    }
-    for (std::size_t k = 0; k < mc.entries[o].size(); ++k) {
-      const int c = mc.entries[o][k];
-      const int64_t cores = m.div.ops[o].divided ? cores_of(m, static_cast<int>(o), c) : 1;
-      const double ncores = static_cast<double>(std::max<int64_t>(1, cores));
-      const int64_t r = reduction_factor(m, static_cast<int>(o), c);
-      const double rr = static_cast<double>(r);
-      const double moved = fixed + static_cast<double>(mc.own_reads[o][k]) + (r > 1 ? rr * out_bytes : 0.0);
-      double t = std::max(flops / (ncores * hw.core_flops_per_s), moved / hw.hbm_bytes_per_s);
-      if (r > 1)  // its combine: reads the r partials, writes the sum, adds them up
-        t += hw.op_overhead_s +
-             std::max(rr * out_elements / (ncores * hw.core_flops_per_s), (rr + 1) * out_bytes / hw.hbm_bytes_per_s);
-      compute[o].push_back(t);
-    }
-  }
-  const double budget = time_s - static_cast<double>(p.ops.size()) * hw.op_overhead_s;
+// program op takes at least the launch overhead plus entry_seconds of its entry, so such a
+// plan's entries satisfy: sum of entry_seconds <= budget = time_s - ops x overhead (the
+// roofline of account(), ops as lower_op_into inserts them). Lagrangian relaxation of that
+// budget: for every lambda >= 0 the minimum over entries of (bytes + lambda x seconds), summed
+// over ops, minus lambda x budget, is a valid bound (lambda = 0: the bound over every split).
+// The best lambda is searched on a log grid, then refined (the function is concave).
+Bytes time_limited_bound(const MenuCosts& mc, std::size_t ops, const Hardware& hw, double time_s) {
+  const double budget = time_s - static_cast<double>(ops) * hw.op_overhead_s;
   const Bytes any = mc.bound();
   if (!(budget > 0)) return any;
   auto value = [&](double lambda) {
     double v = static_cast<double>(mc.constant) - lambda * budget;
-    for (std::size_t o = 0; o < p.ops.size(); ++o) {
-      if (mc.cost[o].empty()) continue;
+    for (const auto& f : mc.frontier) {
       double best = INFINITY;
-      for (std::size_t k = 0; k < mc.cost[o].size(); ++k)
-        best = std::min(best, static_cast<double>(mc.cost[o][k]) + lambda * compute[o][k]);
-      v += best;
+      for (const auto& [bytes, seconds] : f) best = std::min(best, bytes + lambda * seconds);
+      if (!f.empty()) v += best;
     }
     return v;
   };
@@ -802,7 +838,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   }
   // The bound over every split choice also counts what no menu entry can keep on LX.
   const Bytes compulsory = result->totals.lower_bound_hbm;
-  const MenuCosts every = menu_costs(m, lx_capacity(hw), o, [](int, int) { return true; });
+  const MenuCosts every = menu_costs(m, lx_capacity(hw), o, [](int, int) { return true; }, &hw);
   result->totals.lower_bound_hbm += every.bound();
   // The same over the splits that keep every op on the core count the plan gives it.
   result->totals.cores_lower_bound_hbm =
@@ -810,7 +846,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
                      return cores_of(m, op, c) == cores_of(m, op, result_choice[op]);
                    }).bound();
   // And over every split choice of the plans no slower than this one.
-  result->totals.time_lower_bound_hbm = compulsory + time_limited_bound(m, every, hw, result->totals.time_s);
+  result->totals.time_lower_bound_hbm = compulsory + time_limited_bound(every, p.ops.size(), hw, result->totals.time_s);
   if (Status st = check_plan(*result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
   return result;
 }
