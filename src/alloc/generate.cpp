@@ -127,4 +127,21 @@ Problem generate_somas_llm(int n, uint64_t seed) {
   return p;
 }
 
+Problem generate_scaled(const Problem& base, int n, uint64_t seed) {
+  Rng rng(seed);
+  Problem p;
+  const std::size_t m = base.buffers.size();
+  if (m == 0) return p;
+  p.buffers.reserve(static_cast<std::size_t>(n));
+  const double k = static_cast<double>(n) / static_cast<double>(m);
+  for (int i = 0; i < n; ++i) {
+    const Buffer& b = base.buffers[static_cast<std::size_t>(i) % m];
+    const Time start = static_cast<Time>(static_cast<double>(b.start) * k + rng.uniform() * k);
+    const double life = static_cast<double>(b.end - b.start) * k * (0.8 + 0.4 * rng.uniform());
+    add(p, start, start + std::max<Time>(1, static_cast<Time>(life)),
+        static_cast<Size>(static_cast<double>(b.size) * (0.9 + 0.2 * rng.uniform())));
+  }
+  return p;
+}
+
 }  // namespace sp::alloc

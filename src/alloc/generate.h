@@ -28,4 +28,12 @@ Problem generate_xla_trace(int n, uint64_t seed);
 // 1-4 byte scalars, whole-step weights and optimizer state; sizes from a few tensor shapes.
 Problem generate_somas_llm(int n, uint64_t seed);
 
+// A real trace stretched to n buffers (the same program with n / |base| times as many ops):
+// buffer i is a copy of base buffer i mod |base| with its times scaled by k = n / |base| (start
+// jittered over the k ticks its tick became, lifetime x U(0.8, 1.2)) and its size x U(0.9, 1.1).
+// The load profile keeps the base's shape (a narrow early peak for iopddl_G_1, the forward and
+// backward brackets of somas_bert_base), which the synthetic generators above only imitate.
+// Fixed offsets and in-place edges are not copied. Requires a non-empty base.
+Problem generate_scaled(const Problem& base, int n, uint64_t seed);
+
 }  // namespace sp::alloc

@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "alloc/generate.h"
 #include "alloc/io.h"
 #include "alloc/problem.h"
+#include "core/rng.h"
 #include "alloc/solver.h"
 #include "alloc/validator.h"
 #include "alloc_test_util.h"
@@ -105,6 +107,49 @@ TEST(AllocLimits, IndexedPlacersAreValid) {
     Problem q = generate_somas_llm(3000, seed);
     EXPECT_TRUE(validate(q, place_online(q, kUnbounded), true).ok());
   }
+}
+
+// The sweep's lowest fit (a lazy heap merge over the time buckets) lands where a first fit over
+// every placed co-live buffer does, in any order, with alignments.
+TEST(AllocLimits, SweepLowestFitEqualsFirstFit) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    Problem p = seed % 2 ? generate_random(1500, seed) : generate_xla_trace(1500, seed);
+    Rng rng(seed);
+    for (Buffer& b : p.buffers)
+      if (rng.chance(0.3)) b.alignment = Size{1} << rng.range(0, 8);
+    std::vector<int> order(p.buffers.size());
+    std::iota(order.begin(), order.end(), 0);
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[static_cast<std::size_t>(rng.range(0, static_cast<int64_t>(i) - 1))]);
+    const Placement a = place_sweep_in_order(p, kUnbounded, order, false);
+    const Placement b = place_first_fit_in_order(p, kUnbounded, order, false);
+    EXPECT_EQ(a.offsets, b.offsets) << seed;
+    EXPECT_TRUE(validate(p, a, true).ok());
+  }
+}
+
+// A real trace stretched to n buffers keeps its size and its load profile's shape.
+TEST(AllocLimits, ScaledTraceKeepsTheProfile) {
+  auto base = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/dsa/idealloc/iopddl_G_1.csv");
+  ASSERT_TRUE(base.ok());
+  const int n = 8 * static_cast<int>(base->buffers.size()) + 5;
+  Problem p = generate_scaled(*base, n, 3);
+  ASSERT_EQ(p.buffers.size(), static_cast<std::size_t>(n));
+  // The max load grows about k = 8 times (lifetimes x 0.8..1.2, sizes x 0.9..1.1, starts jittered).
+  const double ratio = static_cast<double>(max_load(p)) / static_cast<double>(max_load(*base));
+  EXPECT_GT(ratio, 5.0);
+  EXPECT_LT(ratio, 11.0);
+  // The peak stays where the base has it (iopddl_G_1: in the first tenth of the trace).
+  auto peak_at = [](const Problem& q) {
+    Time t_end = 0;
+    for (const Buffer& b : q.buffers) t_end = std::max(t_end, b.end);
+    std::vector<Size> load(static_cast<std::size_t>(t_end) + 1, 0);
+    for (const Buffer& b : q.buffers)
+      for (Time t = b.start; t < b.end; ++t) load[static_cast<std::size_t>(t)] += b.size;
+    return static_cast<double>(std::max_element(load.begin(), load.end()) - load.begin()) / static_cast<double>(t_end);
+  };
+  EXPECT_NEAR(peak_at(p), peak_at(*base), 0.02);
+  EXPECT_EQ(generate_scaled(*base, n, 3).buffers[17].start, p.buffers[17].start);  // deterministic
+  EXPECT_TRUE(generate_scaled(Problem{}, 10, 1).buffers.empty());
 }
 
 // Region repair only ever commits valid placements and never raises the height.
