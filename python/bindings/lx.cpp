@@ -94,6 +94,9 @@ void bind_lx(py::module_& m) {
       .def_property_readonly("hbm_bytes", [](const lx::Plan& p) { return p.totals.hbm_read + p.totals.hbm_write; })
       .def_property_readonly("baseline_hbm_bytes", [](const lx::Plan& p) { return p.totals.baseline_hbm; })
       .def_property_readonly("lower_bound_hbm_bytes", [](const lx::Plan& p) { return p.totals.lower_bound_hbm; })
+      .def_property_readonly("cores_lower_bound_hbm_bytes", [](const lx::Plan& p) { return p.totals.cores_lower_bound_hbm; })
+      .def_property_readonly("time_lower_bound_hbm_bytes", [](const lx::Plan& p) { return p.totals.time_lower_bound_hbm; })
+      .def_property_readonly("split_lower_bound_hbm_bytes", [](const lx::Plan& p) { return p.totals.split_lower_bound_hbm; })
       .def_property_readonly("time_s", [](const lx::Plan& p) { return p.totals.time_s; })
       .def("summary", [](const lx::Plan& p) {
         const auto& t = p.totals;

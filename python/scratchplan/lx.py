@@ -42,6 +42,21 @@ class Plan(Result):
         return self._r.lower_bound_hbm_bytes
 
     @property
+    def cores_lower_bound_hbm_bytes(self) -> int:
+        """Proven lower bound over the splits that keep each op on this plan's core count."""
+        return self._r.cores_lower_bound_hbm_bytes
+
+    @property
+    def time_lower_bound_hbm_bytes(self) -> int:
+        """Proven lower bound over every split of the plans whose estimated time is at most this one's."""
+        return self._r.time_lower_bound_hbm_bytes
+
+    @property
+    def split_lower_bound_hbm_bytes(self) -> int:
+        """Proven lower bound for this plan's splits."""
+        return self._r.split_lower_bound_hbm_bytes
+
+    @property
     def time_s(self) -> float:
         """Roofline time estimate in seconds."""
         return self._r.time_s

@@ -29,6 +29,10 @@ def test_plan_equals_cli(name, tmp_path):
     assert p.report() == rep.stdout
     assert p.name == load(prog(name)).get("name", p.name)
     assert p.lower_bound_hbm_bytes <= p.hbm_bytes <= p.baseline_hbm_bytes
+    t = p.to_dict()["totals"]
+    assert p.cores_lower_bound_hbm_bytes == t["cores_lower_bound_hbm_bytes"] <= p.hbm_bytes
+    assert p.lower_bound_hbm_bytes <= p.time_lower_bound_hbm_bytes == t["time_lower_bound_hbm_bytes"] <= p.hbm_bytes
+    assert p.split_lower_bound_hbm_bytes == t["split_lower_bound_hbm_bytes"] <= p.hbm_bytes
     assert p.capacity > 0 and p.time_s > 0
     assert name in repr(p) or p.name in repr(p)
 
