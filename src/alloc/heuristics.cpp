@@ -133,14 +133,27 @@ class TimeIndex {
     // Sparse time axes (short lifetimes far apart) would need a bucket per tick: at most ~4n buckets.
     width_ = std::max<Time>(width_, (t1 - t0_) / (4 * static_cast<Time>(p.buffers.size())) + 1);
     buckets_.resize(static_cast<std::size_t>((t1 - t0_) / width_ + 1));
+    floor_.assign(buckets_.size(), 0);
+    widest_.assign(buckets_.size(), 0);
   }
-  // Buckets stay sorted by address so a query merges sorted runs instead of sorting.
+  // Buckets stay sorted by address so a query merges sorted runs instead of sorting. Each bucket
+  // also keeps its floor: [0, floor) is covered by entries live over the bucket's whole time
+  // range, so no buffer live in the bucket can go below it (queries start there).
   void add(const Buffer& b, Offset off) {
     Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     Entry e{b.start, b.end, off, off + b.size, a};
+    auto by_lo = [](const Entry& x, const Entry& y) { return x.lo < y.lo; };
     for (Time k = a; k <= z; ++k) {
       auto& v = buckets_[k];
-      v.insert(std::upper_bound(v.begin(), v.end(), e, [](const Entry& x, const Entry& y) { return x.lo < y.lo; }), e);
+      v.insert(std::upper_bound(v.begin(), v.end(), e, by_lo), e);
+      widest_[k] = std::max(widest_[k], e.hi - e.lo);
+      if (!covers(e, k) || e.lo > floor_[k]) continue;
+      // Raise the floor through the covering entries that now touch it, lowest first (entries
+      // starting below floor - widest end below the old floor).
+      Offset& fl = floor_[k];
+      auto it = std::lower_bound(v.begin(), v.end(), Entry{0, 0, fl - widest_[k], 0, 0}, by_lo);
+      for (; it != v.end() && it->lo <= fl; ++it)
+        if (covers(*it, k)) fl = std::max(fl, it->hi);
     }
   }
   // Appends the overlapping spans sorted by start address. Each bucket gives a sorted run; runs
@@ -181,16 +194,21 @@ class TimeIndex {
     auto counts = [&](const Entry& x, Time k) {  // overlaps b, not empty, seen in its first bucket here
       return std::max(x.first, a) == k && x.s < b.end && b.start < x.e && x.hi > x.lo;
     };
+    Offset cur = 0;  // every address below a bucket's floor is taken at some instant of b's
+    for (Time k = a; k <= z; ++k) cur = std::max(cur, floor_[k]);
     heap_.clear();
+    auto by_lo = [](const Entry& x, const Entry& y) { return x.lo < y.lo; };
     for (Time k = a; k <= z; ++k) {
       const auto& v = buckets_[k];
-      const Entry *p = v.data(), *e = v.data() + v.size();
+      // Entries starting below cur - widest end below cur: they cannot move it.
+      const auto first = std::lower_bound(v.begin(), v.end(), Entry{0, 0, cur - widest_[k], 0, 0}, by_lo);
+      const Entry* p = v.data() + (first - v.begin());
+      const Entry* e = v.data() + v.size();
       while (p != e && !counts(*p, k)) ++p;
       if (p != e) heap_.push_back({p, e, k});
     }
     auto later = [](const Cursor& x, const Cursor& y) { return x.p->lo > y.p->lo; };
     std::make_heap(heap_.begin(), heap_.end(), later);
-    Offset cur = 0;
     while (!heap_.empty()) {
       const Entry& low = *heap_.front().p;
       if (align_up(cur, align) + size <= low.lo) break;
@@ -215,6 +233,10 @@ class TimeIndex {
     const Entry *p, *e;  // next entry of a bucket run, its end
     Time k;              // the bucket
   };
+  // Entry e is live over bucket k's whole time range.
+  bool covers(const Entry& x, Time k) const { return x.s <= t0_ + k * width_ && x.e >= t0_ + (k + 1) * width_; }
+  std::vector<Offset> floor_;  // per bucket: [0, floor) is taken over the whole bucket
+  std::vector<Size> widest_;   // per bucket: the largest entry size
   mutable std::vector<Cursor> heap_;  // lowest_fit scratch
   Time t0_ = 0, width_ = 1;
   std::vector<std::vector<Entry>> buckets_;
