@@ -76,6 +76,48 @@ std::vector<Size> peak_load_over_lifetime(const Problem& p) {
   return out;
 }
 
+namespace {
+
+// Prefix search: the holes that end up at the peak are mostly made by the largest buffers, the
+// first ones of an order (measured: on stretched SOMAS and XLA traces the holes at the peak tick
+// are all there after the first 0.5-2 % of the buffers). So before a whole sweep, the order of
+// its first 2 % is drawn again many times (keys x (1 +- 15 %)), each draft placed alone (cheap:
+// a small, sparse sweep) and scored by its height; the lowest draft leads the order. Measured
+// against the same order without it, one sweep each: XLA 20k 0.436 -> 0.013 %, 50k 0.994 ->
+// 0.722 %; stretched iopddl_G_1 20k 0.175 -> 0.011 %; stretched SOMAS 50k 0.369 -> 0.083 %.
+void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<double>& key, Rng& rng, const Deadline& dl) {
+  const int n = static_cast<int>(order.size());
+  const int k = std::min(n, std::max(64, n / 50));
+  constexpr int kDrafts = 100;
+  Problem sub;  // the prefix alone (in-place edges dropped: their indices are the whole problem's)
+  sub.capacity = kUnbounded;
+  sub.buffers.reserve(static_cast<std::size_t>(k));
+  for (int j = 0; j < k; ++j) {
+    sub.buffers.push_back(p.buffers[static_cast<std::size_t>(order[j])]);
+    sub.buffers.back().in_place_parents.clear();
+  }
+  std::vector<int> draft(static_cast<std::size_t>(k)), best(static_cast<std::size_t>(k));
+  std::iota(best.begin(), best.end(), 0);
+  Size best_h = height(sub, place_sweep_in_order(sub, kUnbounded, best, false, &dl));
+  std::vector<double> noisy(static_cast<std::size_t>(k));
+  for (int d = 1; d < kDrafts && !dl.expired(); ++d) {
+    for (int j = 0; j < k; ++j) noisy[j] = key[order[j]] * (1.0 + 0.3 * (rng.uniform() - 0.5));
+    std::iota(draft.begin(), draft.end(), 0);
+    std::sort(draft.begin(), draft.end(), [&](int a, int b) { return noisy[a] != noisy[b] ? noisy[a] > noisy[b] : a < b; });
+    const Placement pl = place_sweep_in_order(sub, kUnbounded, draft, false, &dl);
+    bool complete = true;
+    for (int j = 0; j < k && complete; ++j) complete = pl.offsets[j] != kSpilled || !sub.buffers[j].residency_reason.empty();
+    if (!complete) break;
+    const Size h = height(sub, pl);
+    if (h < best_h) best_h = h, best = draft;
+  }
+  std::vector<int> head(static_cast<std::size_t>(k));
+  for (int j = 0; j < k; ++j) head[j] = order[best[j]];
+  std::copy(head.begin(), head.end(), order.begin());
+}
+
+}  // namespace
+
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement) {
   const auto& bs = p.buffers;
@@ -104,6 +146,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     }
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+    if (round > 0) search_prefix(p, order, key, rng, dl);
     Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
     bool complete = true;
     for (int i = 0; i < n && complete; ++i)
