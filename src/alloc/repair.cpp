@@ -146,7 +146,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     }
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
-    if (round > 0) search_prefix(p, order, key, rng, dl);
+    if (round > 0) {  // at most a quarter of the time left, so that the whole sweep still fits
+      const Deadline drafts(0.25 * dl.remaining_seconds());
+      search_prefix(p, order, key, rng, drafts);
+    }
     Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
     bool complete = true;
     for (int i = 0; i < n && complete; ++i)
