@@ -457,6 +457,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); });
           if (height(p, cur) < before) consider(cands, p, obj, cur, "multi-start");
         }
+        if (o.minimize) break;  // (the multi-start had the whole budget)
         Deadline rdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
         RepairStats rs = repair_height(p, cur, goal, rdl, o.seed, [&](Size h) { pool.report(h, "repair"); });
         res.nodes += rs.repairs;
