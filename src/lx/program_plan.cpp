@@ -15,6 +15,7 @@
 #include <numeric>
 
 #include "core/deadline.h"
+#include "core/rng.h"
 #include "layout/compat.h"
 #include "layout/layout.h"
 #include "lx/lx.h"
@@ -76,8 +77,19 @@ GOperand operand(const Model& m, const program::Op& op, const workdiv::OpDivisio
   return g;
 }
 
-// labels: the readable split (only plans that are returned need it; the search scores windows).
-GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o, bool labels = true) {
+// Work of op o for the roofline: the iteration space (or its outputs' elements), x2 for a matmul.
+double op_flops(const Model& m, std::size_t o) {
+  const program::Op& op = m.prog->ops[o];
+  double work = 1;
+  for (auto r : op.ranges) work *= static_cast<double>(r);
+  if (op.ranges.empty())
+    for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
+  return work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
+}
+
+// Op o lowered under its menu entry `entry` (labels: the readable split; only plans that are
+// returned need it, the search scores windows).
+GOp lower_op_entry(const Model& m, int entry, std::size_t o, bool labels) {
   const program::Op& op = m.prog->ops[o];
   const workdiv::OpDivision& od = m.div.ops[o];
   GOp x;
@@ -89,7 +101,7 @@ GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o, bool
   x.lx_capable = op.kind != program::OpKind::kOpaque;
   std::vector<workdiv::Split> s;
   if (od.divided) {
-    int c = choice.empty() ? 0 : choice[o];
+    const int c = entry;
     s = c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
   }
   int64_t cores = 1;
@@ -101,11 +113,7 @@ GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o, bool
       x.reduction_split = true;
       x.reduction_factor *= s[v];
     }
-  double work = 1;
-  for (auto r : op.ranges) work *= static_cast<double>(r);
-  if (op.ranges.empty())
-    for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
-  x.flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);
+  x.flops = op_flops(m, o);
   if (labels) {
     x.layout_fixes = m.fixes[o];
   } else {
@@ -116,6 +124,10 @@ GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o, bool
   for (std::size_t k = 0; k < op.outputs.size(); ++k)
     x.writes.push_back(operand(m, op, od, s, x.cores, op.inputs.size() + k, op.outputs[k]));
   return x;
+}
+
+GOp lower_op(const Model& m, const std::vector<int>& choice, std::size_t o, bool labels = true) {
+  return lower_op_entry(m, choice.empty() ? 0 : choice[o], o, labels);
 }
 
 GTensor lower_tensor(const Model& m, program::TensorId t) {
@@ -190,14 +202,7 @@ Graph lower_window(const Model& m, const std::vector<int>& choice, int a, int b)
   return g;
 }
 
-// Lexicographic score: roofline time, then HBM bytes.
-bool better(const Plan& a, const Plan& b) {
-  if (a.totals.time_s < b.totals.time_s * (1 - 1e-9)) return true;
-  if (a.totals.time_s > b.totals.time_s * (1 + 1e-9)) return false;
-  return a.totals.hbm_read + a.totals.hbm_write < b.totals.hbm_read + b.totals.hbm_write;
-}
-
-// What the search compares: a plan's roofline time and HBM bytes (better()'s order).
+// What the search compares: a plan's roofline time and HBM bytes, lexicographically.
 struct Score {
   double time_s = 0;
   Bytes bytes = 0;
@@ -208,15 +213,12 @@ bool better(const Score& a, const Score& b) {
   if (a.time_s > b.time_s * (1 + 1e-9)) return false;
   return a.bytes < b.bytes;
 }
+bool better(const Plan& a, const Plan& b) { return better(score_of(a), score_of(b)); }
 
-// 64-bit mixing for the structural hashes below.
+// Order-dependent 64-bit hash for the structural keys below.
 struct Hasher {
-  uint64_t h = 0x9e3779b97f4a7c15ULL;
-  void mix(uint64_t x) {
-    h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-  }
+  uint64_t h = 0;
+  void mix(uint64_t x) { h = splitmix64(h ^ x); }
   void mix(const std::string& s) {
     mix(s.size());
     for (char c : s) mix(static_cast<uint64_t>(static_cast<unsigned char>(c)));
@@ -234,9 +236,7 @@ uint64_t op_signature(const Model& m, int o, int c) {
   if (per_op.empty()) per_op.assign(std::max<std::size_t>(1, m.div.ops[o].candidates.size()), 0);
   uint64_t& sig = per_op[static_cast<std::size_t>(c)];
   if (sig != 0) return sig;
-  std::vector<int> ch(static_cast<std::size_t>(o) + 1, 0);
-  ch[o] = c;
-  const GOp x = lower_op(m, ch, static_cast<std::size_t>(o), false);
+  const GOp x = lower_op_entry(m, c, static_cast<std::size_t>(o), false);
   Hasher h;
   h.mix(x.kind);
   for (const auto* side : {&x.reads, &x.writes}) {
@@ -434,11 +434,7 @@ struct OpTimer {
   double flops = 0, out_bytes = 0, out_elements = 0, fixed_bytes = 0;
   OpTimer(const Model& m, int o, double fixed) : fixed_bytes(fixed) {
     const program::Op& op = m.prog->ops[o];
-    double work = 1;
-    for (auto r : op.ranges) work *= static_cast<double>(r);
-    if (op.ranges.empty())
-      for (auto t : op.outputs) work = static_cast<double>(m.elements[t]);
-    flops = work * (op.kind == program::OpKind::kMatmul ? 2.0 : 1.0);  // as lower_op
+    flops = op_flops(m, static_cast<std::size_t>(o));
     for (auto t : op.outputs) out_bytes += static_cast<double>(m.bytes[t]), out_elements += static_cast<double>(m.elements[t]);
   }
   double seconds(const Hardware& hw, int64_t cores, int64_t r, Bytes own) const {
@@ -534,7 +530,8 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     stars[first].push_back({t, std::move(ok), m.bytes[t] * (1 + nreads), m.bytes[t] * first_reads});
   }
   if (timed) mc.frontier.resize(p.ops.size());
-  std::vector<std::pair<double, int>> order;  // (time before star reads, entry index)
+  struct Entry { double seconds; int k; int64_t cores, r; };  // seconds before star reads
+  std::vector<Entry> order;
   for (std::size_t u = 0; u < p.ops.size(); ++u) {
     const std::vector<int>& adm = admitted[u];
     if (adm.empty()) continue;
@@ -548,22 +545,18 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
       const int c = adm[k];
       const int64_t cores = od.divided ? cores_of(m, static_cast<int>(u), c) : 1;
       const int64_t r = reduction_factor(m, static_cast<int>(u), c);
-      order.emplace_back(timer ? timer->seconds(*timed, cores, r, 0) : 0.0, static_cast<int>(k));
+      order.push_back({timer ? timer->seconds(*timed, cores, r, 0) : 0.0, static_cast<int>(k), cores, r});
     }
-    if (timed) std::stable_sort(order.begin(), order.end());
+    if (timed) std::stable_sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) { return a.seconds < b.seconds; });
     Bytes cheapest = -1;
     std::vector<std::pair<double, double>> pts;  // (bytes, seconds)
-    for (const auto& [t0, k] : order) {
-      const int c = adm[static_cast<std::size_t>(k)];
-      const int64_t r = partial_bytes[u] > 0 ? reduction_factor(m, static_cast<int>(u), c) : 1;
-      Bytes cost = r > 1 ? 2 * r * partial_bytes[u] : 0, own = 0;
+    for (const Entry& en : order) {
+      const int c = adm[static_cast<std::size_t>(en.k)];
+      Bytes cost = en.r > 1 ? 2 * en.r * partial_bytes[u] : 0, own = 0;
       for (const Member& x : stars[u])
         if (!x.ok.count(slicing_of(m, static_cast<int>(u), c, x.t, false))) cost += x.cost, own += x.own_read;
       cheapest = cheapest < 0 ? cost : std::min(cheapest, cost);
-      if (timer) {
-        const int64_t cores = od.divided ? cores_of(m, static_cast<int>(u), c) : 1;
-        pts.emplace_back(static_cast<double>(cost), own > 0 ? timer->seconds(*timed, cores, reduction_factor(m, static_cast<int>(u), c), own) : t0);
-      }
+      if (timer) pts.emplace_back(static_cast<double>(cost), own > 0 ? timer->seconds(*timed, en.cores, en.r, own) : en.seconds);
       if (cost == 0) break;
     }
     mc.min_sum += cheapest;
@@ -576,8 +569,8 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
 }
 
 // The bound over every split choice of the plans whose roofline time is at most `time_s`. Each
-// program op takes at least the launch overhead plus entry_seconds of its entry, so such a
-// plan's entries satisfy: sum of entry_seconds <= budget = time_s - ops x overhead (the
+// program op takes at least the launch overhead plus OpTimer::seconds of its entry, so such a
+// plan's entries satisfy: sum of those <= budget = time_s - ops x overhead (the
 // roofline of account(), ops as lower_op_into inserts them). Lagrangian relaxation of that
 // budget: for every lambda >= 0 the minimum over entries of (bytes + lambda x seconds), summed
 // over ops, minus lambda x budget, is a valid bound (lambda = 0: the bound over every split).
@@ -713,11 +706,8 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   std::unordered_set<uint64_t> tried;
   std::unordered_map<uint64_t, Score> window_scores;  // by window_key
   std::vector<int> key_scratch;
-  auto zobrist = [](int op, int entry) {  // splitmix64 of (op, entry)
-    uint64_t z = (static_cast<uint64_t>(op) << 32 ^ static_cast<uint64_t>(entry + 1)) + 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+  auto zobrist = [](int op, int entry) {
+    return splitmix64(static_cast<uint64_t>(op) << 32 ^ static_cast<uint64_t>(entry + 1));
   };
   uint64_t choice_hash = 0;
   for (int k = 0; k < nops; ++k) choice_hash ^= zobrist(k, choice[k]);
