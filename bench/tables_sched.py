@@ -33,18 +33,27 @@ def best_public_examples(ctx):
     return {int(k): float(v) for k, v in reference_data(ctx)["examples_best_public"].items()}
 
 
-def schedule_once(ctx, problem, extra):
+def run_checked(ctx, problem, extra, final_re):
+    """Runs `scratchplan schedule --verbose` and re-checks the written schedule with `evaluate
+    --check-reported`. Returns (final_re's match on stderr, valid), or None if the run failed."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "s.json")
         r = ctx.run([ctx.cli, "schedule", problem, "-o", out, "--verbose"] + extra)
-        m = FINAL_RE.search(r.stderr)
+        m = final_re.search(r.stderr)
         if r.returncode != 0 or not m:
             return None
         check = ctx.run([ctx.cli, "evaluate", problem, out, "--check-reported", "--json"] +
                         (["--mm-compute", "native"] if "native" in extra else []))
-        valid = check.returncode == 0 and json.loads(check.stdout)["valid"]
-        return {"total": float(m.group(1)), "lb": float(m.group(2)), "first": float(m.group(3)),
-                "final": float(m.group(4)), "valid": valid}
+        return m, check.returncode == 0 and json.loads(check.stdout)["valid"]
+
+
+def schedule_once(ctx, problem, extra):
+    r = run_checked(ctx, problem, extra, FINAL_RE)
+    if r is None:
+        return None
+    m, valid = r
+    return {"total": float(m.group(1)), "lb": float(m.group(2)), "first": float(m.group(3)),
+            "final": float(m.group(4)), "valid": valid}
 
 
 def fmt(x):

@@ -18,6 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gen_mlsys  # noqa: E402
+from tables_sched import fmt, run_checked  # noqa: E402
 
 # family -> (seeds, contest-like time limit in s, long budget in s)
 PLAN = {"small_mm": (range(8), 5, 20), "mm15_pw5": (range(6), 5, 20), "mlp_chain": (range(2), 15, 30),
@@ -27,20 +28,12 @@ FINAL_RE = re.compile(r"final total ([0-9.]+) .*?; (\d+) moves, (\d+) subgraph s
 
 
 def run_once(ctx, problem, extra):
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "s.json")
-        r = ctx.run([ctx.cli, "schedule", problem, "-o", out, "--verbose"] + extra)
-        m = FINAL_RE.search(r.stderr)
-        if r.returncode != 0 or not m:
-            return None
-        check = ctx.run([ctx.cli, "evaluate", problem, out, "--check-reported", "--json"])
-        valid = check.returncode == 0 and json.loads(check.stdout)["valid"]
-        return {"total": float(m.group(1)), "moves": int(m.group(2)), "sims": int(m.group(3)),
-                "mps": float(m.group(4)), "valid": valid}
-
-
-def fmt(x):
-    return f"{x:,.1f}"
+    r = run_checked(ctx, problem, extra, FINAL_RE)
+    if r is None:
+        return None
+    m, valid = r
+    return {"total": float(m.group(1)), "moves": int(m.group(2)), "sims": int(m.group(3)),
+            "mps": float(m.group(4)), "valid": valid}
 
 
 def tables(ctx):
