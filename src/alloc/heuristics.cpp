@@ -413,7 +413,7 @@ Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vecto
   std::vector<Span> s;
   std::size_t step = 0;
   for (int i : order) {
-    if (dl && (++step & 1023) == 0 && dl->expired()) {
+    if (out_of_time(dl, ++step)) {  // every 64: long-lived buffers late in an order cost ~1 ms each
       spill_rest(p, pl);
       break;
     }
