@@ -33,9 +33,10 @@ def best_public_examples(ctx):
     return {int(k): float(v) for k, v in reference_data(ctx)["examples_best_public"].items()}
 
 
-def run_checked(ctx, problem, extra, final_re):
-    """Runs `scratchplan schedule --verbose` and re-checks the written schedule with `evaluate
-    --check-reported`. Returns (final_re's match on stderr, valid), or None if the run failed."""
+def run_checked(ctx, problem, extra, final_re, fields):
+    """Runs `scratchplan schedule --verbose`, reads final_re's groups from stderr as `fields`
+    ((name, type) in group order) and re-checks the written schedule with `evaluate
+    --check-reported` ("valid"). None if the run failed."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "s.json")
         r = ctx.run([ctx.cli, "schedule", problem, "-o", out, "--verbose"] + extra)
@@ -44,16 +45,13 @@ def run_checked(ctx, problem, extra, final_re):
             return None
         check = ctx.run([ctx.cli, "evaluate", problem, out, "--check-reported", "--json"] +
                         (["--mm-compute", "native"] if "native" in extra else []))
-        return m, check.returncode == 0 and json.loads(check.stdout)["valid"]
+        res = {name: kind(m.group(i + 1)) for i, (name, kind) in enumerate(fields)}
+        res["valid"] = check.returncode == 0 and json.loads(check.stdout)["valid"]
+        return res
 
 
 def schedule_once(ctx, problem, extra):
-    r = run_checked(ctx, problem, extra, FINAL_RE)
-    if r is None:
-        return None
-    m, valid = r
-    return {"total": float(m.group(1)), "lb": float(m.group(2)), "first": float(m.group(3)),
-            "final": float(m.group(4)), "valid": valid}
+    return run_checked(ctx, problem, extra, FINAL_RE, [("total", float), ("lb", float), ("first", float), ("final", float)])
 
 
 def fmt(x):

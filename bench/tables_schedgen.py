@@ -28,12 +28,7 @@ FINAL_RE = re.compile(r"final total ([0-9.]+) .*?; (\d+) moves, (\d+) subgraph s
 
 
 def run_once(ctx, problem, extra):
-    r = run_checked(ctx, problem, extra, FINAL_RE)
-    if r is None:
-        return None
-    m, valid = r
-    return {"total": float(m.group(1)), "moves": int(m.group(2)), "sims": int(m.group(3)),
-            "mps": float(m.group(4)), "valid": valid}
+    return run_checked(ctx, problem, extra, FINAL_RE, [("total", float), ("moves", int), ("sims", int), ("mps", float)])
 
 
 def tables(ctx):
