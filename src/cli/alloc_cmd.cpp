@@ -51,9 +51,9 @@ int run_alloc(const AllocArgs& a) {
     return fail(bad_input(input_name(a.input) + ": no capacity (give --capacity N)"));
   alloc::SolveOptions o = *checked;
   // Reading counted against the limit, and validating and writing the plan reserved: 20 ms plus
-  // 3 us a buffer (measured: a JSON plan of 100k buffers ended 0.22 s after the solver's time; with
-  // 1 us a buffer the 50k rows of the families table ended up to 40 ms past a 10 s limit).
-  o.time_limit = std::max(0.0, wall.remaining_seconds() - 0.02 - 3e-6 * static_cast<double>(p.buffers.size()));
+  // 1.5 us a buffer (measured after the solver: about 1 us a buffer for a JSON plan at 100k and
+  // at 1M buffers; the sweep's deadline check, now every 64 buffers, used to add up to 0.5 s).
+  o.time_limit = std::max(0.0, wall.remaining_seconds() - 0.02 - 1.5e-6 * static_cast<double>(p.buffers.size()));
   const bool pack = o.objective == alloc::Objective::kPack;
   // Progress on stderr for long runs: improvements found after the first half second, at most
   // two lines a second (one line rewritten in place when stderr is a terminal). At a fixed pack
