@@ -55,7 +55,10 @@ def alloc_overhead(ctx, sp):
                    f"{100 * (ratio - 1):+.1f} % | {met if n == 100000 else met + ' (no target)'} |")
     out += ["", "The binding column is the Python call minus the solver time the same call reports: what the Python "
             "layer itself costs (array conversion, one id string per buffer, the worker thread). The solver times "
-            "of the two front ends vary with the machine's load; the binding column does not.", ""]
+            "of the two front ends vary with the machine's load; the binding column does not. At 1M buffers neither "
+            "run proves its plan, so both search until their 10 s budget ends, and the CLI's budget also covers "
+            "reading the CSV and a reserve for writing the plan (1.5 us a buffer): that row compares budgets, not "
+            "overheads.", ""]
     return "\n".join(out)
 
 
