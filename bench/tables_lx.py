@@ -66,7 +66,7 @@ def tables(ctx):
             "scores, softmax, PV, output projection, residual, and an MLP with GELU), 32 cores, every technique on, "
             "`--time-limit 0.8` (one row 5 s; the last three rows plan the dense transformer on fewer cores: the "
             "bound over every split is what a one-core plan moves, at 15 times our 32-core time). Target (issue 6): under 1 s at 0.8 s. Row reductions write sparse outputs as a compiler lays "
-            "them out; the last row keeps them dense (the generator before issue 15), which costs a restickify per "
+            "them out; the dense rows keep them dense (the generator before issue 15), which costs a restickify per "
             "reduction and forces reduction splits. Bounds (docs/lx.md, Lower bounds): over every split choice "
             "(one-core splits included), over the splits that keep each op on the plan's core count, over every "
             "split of the plans no slower than ours (estimated time), and for the chosen splits. Gap = (ours - bound) / ours. Issue 15 measured the dense 2,000-op row at 1.184 GB "

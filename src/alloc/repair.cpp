@@ -80,9 +80,9 @@ namespace {
 
 // Prefix search: many holes that end up at the peak are made by the largest buffers, the first
 // ones of an order (measured: on stretched SOMAS traces the holes at the peak tick are all there
-// after the first 0.5-2 % of the buffers; on XLA 50k a fifth of them). So before a whole sweep, the order of
-// its first 2 % is drawn again many times (keys x (1 +- 15 %)), each draft placed alone (cheap:
-// a small, sparse sweep) and scored by its height; the lowest draft leads the order. Measured
+// after the first 0.5-2 % of the buffers; on XLA 50k a fifth of them). So before a whole sweep,
+// the order of its first 2 % is drawn again many times (keys x (1 +- 15 %)), each draft placed
+// alone (cheap: a small, sparse sweep) and scored by its height; the lowest draft leads. Measured
 // against the same order without it, one sweep each: XLA 20k 0.436 -> 0.013 %, 50k 0.994 ->
 // 0.722 %; stretched iopddl_G_1 20k 0.175 -> 0.011 %; stretched SOMAS 50k 0.369 -> 0.083 %.
 void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<double>& key, Rng& rng, const Deadline& dl) {

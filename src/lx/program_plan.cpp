@@ -101,8 +101,7 @@ GOp lower_op_entry(const Model& m, int entry, std::size_t o, bool labels) {
   x.lx_capable = op.kind != program::OpKind::kOpaque;
   std::vector<workdiv::Split> s;
   if (od.divided) {
-    const int c = entry;
-    s = c > 0 && c < static_cast<int>(od.candidates.size()) ? od.candidates[c] : od.splits;
+    s = entry > 0 && entry < static_cast<int>(od.candidates.size()) ? od.candidates[entry] : od.splits;
   }
   int64_t cores = 1;
   for (auto k : s) cores *= k;
