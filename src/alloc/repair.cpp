@@ -6,7 +6,10 @@
 // plan valid (the sweep never places over a fixed buffer), so the search is anytime.
 #include <algorithm>
 #include <cmath>
+#include <atomic>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "alloc/solver.h"
 #include "core/rng.h"
@@ -116,46 +119,102 @@ void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<
 
 }  // namespace
 
+std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset) {
+  const auto& bs = p.buffers;
+  const double scale = 1.0 / std::log(std::max(ratio, 1.0 + 1e-9));
+  std::vector<double> cls(key.size());
+  for (std::size_t i = 0; i < key.size(); ++i) cls[i] = key[i] > 0 ? std::floor(std::log(key[i]) * scale + offset) : -1e300;
+  std::vector<int> order(key.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (cls[a] != cls[b]) return cls[a] > cls[b];
+    return bs[a].start != bs[b].start ? bs[a].start < bs[b].start : a < b;
+  });
+  return order;
+}
+
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
-                      const std::function<void(Size)>& on_improvement) {
+                      const std::function<void(Size)>& on_improvement, int threads) {
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
   if (dl.expired()) return incumbent;  // (the peak table below costs a sort and O(n log n) memory)
-  Placement best = incumbent;
-  Size best_h = height(p, best);
   const std::vector<Size> peak = peak_load_over_lifetime(p);
-  Rng rng(seed ^ 0x5eedULL);
-  std::vector<int> order(n);
-  std::vector<double> key(n);
   Size max_load_bound = 0;  // the max load: a plan at this height is optimal, stop there
   for (Size t : peak) max_load_bound = std::max(max_load_bound, t);
   const double lb = std::max(1.0, static_cast<double>(max_load_bound));
-  for (int round = 0; !dl.expired() && best_h > max_load_bound; ++round) {
-    // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
-    // live at the peak go first among equals and the peak is packed before the slack regions.
-    // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
-    // every family: measured on XLA traces, e = 8 gave 0.44 % above the bound where plain size
-    // order gave 2.1 %; on random instances the best e differs).
-    const double e = round == 0 ? 8.0 : std::exp2(5.0 * rng.uniform());
-    const double noise = round == 0 ? 0.0 : 0.1 * rng.uniform();
-    for (int i = 0; i < n; ++i) {
-      const double frac = static_cast<double>(peak[i]) / lb;
-      key[i] = static_cast<double>(bs[i].size) * std::pow(frac, e) * (1.0 + noise * (rng.uniform() - 0.5));
+
+  // The best plan of all workers; ties keep the lower worker index, so one thread's result does
+  // not depend on another's timing when the heights are equal.
+  std::mutex mu;
+  Placement best = incumbent;
+  Size best_h = height(p, best);
+  int best_worker = -1;
+  std::atomic<bool> at_bound{best_h <= max_load_bound};
+
+  auto worker = [&](int w) {
+    Rng rng((seed ^ 0x5eedULL) + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(w));
+    std::vector<int> order(n);
+    std::vector<double> key(n);
+    Size my_best = kUnbounded;
+    bool best_is_classed = false;  // which kind of order made this worker's best plan
+    for (int round = 0; !dl.expired() && !at_bound; ++round) {
+      // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
+      // live at the peak go first among equals and the peak is packed before the slack regions.
+      // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
+      // every family: measured on XLA traces, e = 8 gave 0.44 % above the bound where plain size
+      // order gave 2.1 %; on random instances the best e differs).
+      const double e = round <= 1 ? 8.0 : std::exp2(5.0 * rng.uniform());
+      const double noise = round <= 1 ? 0.0 : 0.1 * rng.uniform();
+      for (int i = 0; i < n; ++i) {
+        const double frac = static_cast<double>(peak[i]) / lb;
+        key[i] = static_cast<double>(bs[i].size) * std::pow(frac, e) * (1.0 + noise * (rng.uniform() - 0.5));
+      }
+      // Classed orders: the keys grouped into classes a factor `ratio` apart, by start time
+      // within a class. For buffers of one size, lowest fit in start order is interval-graph
+      // colouring, which never needs more slots than the most that overlap; in key order the
+      // copies of a size take their slots out of time order and leave gaps that only another
+      // copy could fill. The first two rounds try one order of each kind (worker 1 starts
+      // with the classed one); later rounds draw the kind of the worker's best plan with
+      // probability 2/3 (measured in docs/alloc.md).
+      const bool classed = round <= 1 ? (round == 1) != (w % 2 == 1)
+                                      : rng.uniform() < (best_is_classed ? 2.0 / 3.0 : 1.0 / 3.0);
+      if (classed) {
+        const double ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng.uniform() * std::log(5.0 / 3.0));
+        order = classed_order(p, key, ratio, rng.uniform());
+      } else {
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+        if (round > 0) {  // at most a quarter of the time left, so that the whole sweep still fits
+          const Deadline drafts(0.25 * dl.remaining_seconds());
+          search_prefix(p, order, key, rng, drafts);
+        }
+      }
+      Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
+      if (!all_placed(p, cand)) break;  // cut by the deadline
+      const Size h = height(p, cand);
+      if (h < my_best) my_best = h, best_is_classed = classed;
+      std::lock_guard<std::mutex> lock(mu);
+      if (h < best_h || (h == best_h && best_worker >= 0 && w < best_worker)) {
+        const bool lower = h < best_h;
+        best_h = h;
+        best_worker = w;
+        best = std::move(cand);
+        if (h <= max_load_bound) at_bound = true;
+        if (lower && on_improvement) on_improvement(h);
+      }
     }
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
-    if (round > 0) {  // at most a quarter of the time left, so that the whole sweep still fits
-      const Deadline drafts(0.25 * dl.remaining_seconds());
-      search_prefix(p, order, key, rng, drafts);
-    }
-    Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
-    if (!all_placed(p, cand)) break;  // cut by the deadline
-    const Size h = height(p, cand);
-    if (h < best_h) {
-      best_h = h;
-      best = std::move(cand);
-      if (on_improvement) on_improvement(h);
-    }
+  };
+  const int T = std::clamp(threads, 1, 256);
+  if (T == 1) {
+    worker(0);
+  } else {
+    std::vector<std::thread> ws;
+    for (int w = 0; w < T; ++w)
+      ws.emplace_back([&, w, cancel = CancelScope::current()] {
+        CancelScope scope(cancel);  // Ctrl-C from Python reaches the workers' deadlines too
+        worker(w);
+      });
+    for (auto& t : ws) t.join();
   }
   return best;
 }

@@ -447,7 +447,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           // (Region repair gets no share here: it has not lowered a minimized plan on any family.)
           Deadline mdl(usable);
           const Size before = height(p, cur);
-          cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); });
+          cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); }, o.threads);
           if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
           break;
         }

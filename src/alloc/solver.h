@@ -140,10 +140,16 @@ RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, con
                           const std::function<void(Size)>& on_improvement = {});
 // Per buffer, the largest total size live at one instant of its lifetime (MiniMalloc's T).
 std::vector<Size> peak_load_over_lifetime(const Problem& p);
+// Buffers in classes of `key` a factor `ratio` apart (class boundaries shifted by `offset` in
+// [0, 1)), highest class first, by start time within a class: for buffers of one size, lowest
+// fit in this order is interval-graph colouring (it reaches the max load).
+std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset);
 // Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
-// lifetime / max load)^e, e = 8 first, then random e in [1, 32]) until the deadline; the best plan.
+// lifetime / max load)^e, e = 8 first, then random e in [1, 32]; plain, or grouped into classes
+// and by start time within a class) until the deadline, on `threads` workers; the best plan.
+// on_improvement is called under a lock (one call at a time).
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
-                      const std::function<void(Size)>& on_improvement = {});
+                      const std::function<void(Size)>& on_improvement = {}, int threads = 1);
 // First-fit decoder in a given order (annealing).
 Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order, const Deadline* dl = nullptr);
 // Number of buffers placed at one of their in-place parents' address.

@@ -163,6 +163,41 @@ TEST(AllocLimits, MultiStartRoundsImproveOnTheFirstOrder) {
   EXPECT_GE(height(p, best), max_load(p));
 }
 
+// Classed orders: for buffers of one size, lowest fit in start order is interval-graph
+// colouring and reaches the max load; the plain order (peak factor first) leaves gaps. The
+// multi-start reaches the bound on one worker and on two, and every plan stays valid.
+TEST(AllocLimits, MultiStartClassedOrderColoursBuffersOfOneSize) {
+  Problem p;
+  Rng rng(2);
+  for (int i = 0; i < 3000; ++i) {
+    const Time start = static_cast<Time>(rng.below(2000));
+    const Time life = 1 + static_cast<Time>(rng.below(1000));
+    Buffer b;
+    b.id = std::to_string(i), b.start = start, b.end = start + life, b.size = 64;
+    p.buffers.push_back(b);
+  }
+  p.capacity = kUnbounded;
+  const std::vector<Size> peak = peak_load_over_lifetime(p);
+  const double lb = static_cast<double>(max_load(p));
+  std::vector<double> key(p.buffers.size());
+  for (std::size_t i = 0; i < key.size(); ++i)
+    key[i] = static_cast<double>(p.buffers[i].size) * std::pow(static_cast<double>(peak[i]) / lb, 8.0);
+  std::vector<int> order(p.buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+  EXPECT_GT(height(p, place_sweep_in_order(p, kUnbounded, order, false)), max_load(p));  // plain: gaps
+  for (double offset : {0.0, 0.5})
+    EXPECT_EQ(height(p, place_sweep_in_order(p, kUnbounded, classed_order(p, key, 4.0, offset), false)), max_load(p));
+  const Placement online = place_online(p, kUnbounded);
+  for (int threads : {1, 2}) {
+    Deadline dl(5.0);  // stops at the bound: two rounds of ~5 ms
+    const Placement best = multi_start(p, online, dl, 1, {}, threads);
+    EXPECT_TRUE(validate(p, best, true).ok()) << threads;
+    EXPECT_EQ(height(p, best), max_load(p)) << threads;
+    EXPECT_LT(dl.elapsed_seconds(), 2.0) << threads;
+  }
+}
+
 // A real trace stretched to n buffers keeps its size and its load profile's shape.
 TEST(AllocLimits, ScaledTraceKeepsTheProfile) {
   auto base = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/dsa/idealloc/iopddl_G_1.csv");
