@@ -86,9 +86,11 @@ def families(ctx, limit=10):
            f"profile (the issue's instances are real dumps 3 to 10 times larger); somas_tiny_bert scaled is held out: "
            f"no mechanism was tuned on it. Ours: `alloc X.csv "
            f"--minimize --time-limit {limit}` (default solver); greedy-by-size: `--solver greedy-by-size`. Target: "
-           f"within 0.1 % of the max-load lower bound (or proven) within the limit.", "",
-           "| family | buffers | max-load LB | ours | above LB | proven | wall s | greedy-by-size | above LB | met |",
-           "|---|---:|---:|---:|---:|---|---:|---:|---:|---|"]
+           f"within 0.1 % of the max-load lower bound (or proven) within the limit. `2 threads` adds `--threads 2` "
+           f"(the multi-start on both cores; the issue's budget is 10 s on 2 cores); `met` reads the one-thread run.", "",
+           "| family | buffers | max-load LB | ours | above LB | proven | wall s | 2 threads: above LB | wall s | "
+           "greedy-by-size | above LB | met |",
+           "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
     data = os.path.join(ctx.data, "dsa", "idealloc")
     for family, label in (("xla", "XLA auto-sharding"), ("somas", "SOMAS LLM"),
                           ("scaled:" + os.path.join(data, "iopddl_G_1.csv"), "iopddl_G_1 scaled"),
@@ -97,17 +99,20 @@ def families(ctx, limit=10):
         for n in (20000, 50000, 100000):
             path = generated(ctx, family, n)
             r = timed_alloc(ctx, [path, "--minimize", "--time-limit", str(limit)])
+            r2 = timed_alloc(ctx, [path, "--minimize", "--time-limit", str(limit), "--threads", "2"])
             g = run_alloc(ctx, [path, "--minimize", "--solver", "greedy-by-size", "--time-limit", "120"])
             os.remove(path)
             if r["height"] is None or g["height"] is None:
-                out.append(f"| {label} | {n} | - | exit {r['code']} | - | - | {r['wall']:.2f} | - | - | no |")
+                out.append(f"| {label} | {n} | - | exit {r['code']} | - | - | {r['wall']:.2f} | - | - | - | - | no |")
                 continue
             lb = r["lb"] if not r["proven"] else g["lb"]
             gap = 100.0 * (r["height"] - lb) / lb
             ggap = 100.0 * (g["height"] - lb) / lb
             met = (gap <= 0.1 or r["proven"]) and r["wall"] <= 1.1 * limit
+            two = (f"{100.0 * (r2['height'] - lb) / lb:.3f} %{' (proven)' if r2['proven'] else ''} | {r2['wall']:.2f}"
+                   if r2["height"] is not None else f"exit {r2['code']} | {r2['wall']:.2f}")
             out.append(f"| {label} | {n} | {lb} | {r['height']} | {gap:.3f} % | {'yes' if r['proven'] else 'no'} | "
-                       f"{r['wall']:.2f} | {g['height']} | {ggap:.3f} % | {'yes' if met else 'no'} |")
+                       f"{r['wall']:.2f} | {two} | {g['height']} | {ggap:.3f} % | {'yes' if met else 'no'} |")
     out.append("")
     return "\n".join(out)
 
