@@ -142,18 +142,25 @@ TEST(AllocLimits, SweepLowestFitEqualsFirstFit) {
   }
 }
 
-// The multi-start's later rounds (random orders led by a prefix search) beat its first order
-// (e = 8) on an XLA-like trace, and every plan stays valid.
-TEST(AllocLimits, MultiStartRoundsImproveOnTheFirstOrder) {
-  Problem p = generate_xla_trace(4000, 2);  // small: a round takes ~10 ms, ~0.2 s under sanitizers
+// The multi-start's first order: keys size x (peak load over the lifetime / max load)^8, highest first.
+std::vector<int> first_multi_start_order(const Problem& p, std::vector<double>& key) {
   const std::vector<Size> peak = peak_load_over_lifetime(p);
   const double lb = static_cast<double>(max_load(p));
-  std::vector<double> key(p.buffers.size());
+  key.assign(p.buffers.size(), 0.0);
   for (std::size_t i = 0; i < key.size(); ++i)
     key[i] = static_cast<double>(p.buffers[i].size) * std::pow(static_cast<double>(peak[i]) / lb, 8.0);
   std::vector<int> order(p.buffers.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+  return order;
+}
+
+// The multi-start's later rounds (random orders led by a prefix search) beat its first order
+// (e = 8) on an XLA-like trace, and every plan stays valid.
+TEST(AllocLimits, MultiStartRoundsImproveOnTheFirstOrder) {
+  Problem p = generate_xla_trace(4000, 2);  // small: a round takes ~10 ms, ~0.2 s under sanitizers
+  std::vector<double> key;
+  const std::vector<int> order = first_multi_start_order(p, key);
   const Size first = height(p, place_sweep_in_order(p, kUnbounded, order, false));
   const Placement online = place_online(p, kUnbounded);
   Deadline dl(1.5);  // e = 8 ends 0.69 % above the bound; one prefix-searched round reaches it
@@ -177,14 +184,8 @@ TEST(AllocLimits, MultiStartClassedOrderColoursBuffersOfOneSize) {
     p.buffers.push_back(b);
   }
   p.capacity = kUnbounded;
-  const std::vector<Size> peak = peak_load_over_lifetime(p);
-  const double lb = static_cast<double>(max_load(p));
-  std::vector<double> key(p.buffers.size());
-  for (std::size_t i = 0; i < key.size(); ++i)
-    key[i] = static_cast<double>(p.buffers[i].size) * std::pow(static_cast<double>(peak[i]) / lb, 8.0);
-  std::vector<int> order(p.buffers.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+  std::vector<double> key;
+  const std::vector<int> order = first_multi_start_order(p, key);
   EXPECT_GT(height(p, place_sweep_in_order(p, kUnbounded, order, false)), max_load(p));  // plain: gaps
   for (double offset : {0.0, 0.5})
     EXPECT_EQ(height(p, place_sweep_in_order(p, kUnbounded, classed_order(p, key, 4.0, offset), false)), max_load(p));
