@@ -5,11 +5,10 @@
 // bound on success and back towards the incumbent on failure. Every committed step keeps the
 // plan valid (the sweep never places over a fixed buffer), so the search is anytime.
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <numeric>
-#include <thread>
 
 #include "alloc/solver.h"
 #include "core/rng.h"
@@ -143,8 +142,8 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   for (Size t : peak) max_load_bound = std::max(max_load_bound, t);
   const double lb = std::max(1.0, static_cast<double>(max_load_bound));
 
-  // The best plan of all workers; ties keep the lower worker index, so one thread's result does
-  // not depend on another's timing when the heights are equal.
+  // The best plan of all workers; equal heights keep the lower worker's plan (a fixed rule, not
+  // whichever finished first).
   std::mutex mu;
   Placement best = incumbent;
   Size best_h = height(p, best);
@@ -204,18 +203,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       }
     }
   };
-  const int T = std::clamp(threads, 1, 256);
-  if (T == 1) {
-    worker(0);
-  } else {
-    std::vector<std::thread> ws;
-    for (int w = 0; w < T; ++w)
-      ws.emplace_back([&, w, cancel = CancelScope::current()] {
-        CancelScope scope(cancel);  // Ctrl-C from Python reaches the workers' deadlines too
-        worker(w);
-      });
-    for (auto& t : ws) t.join();
-  }
+  run_workers(std::clamp(threads, 1, 256), worker);
   return best;
 }
 

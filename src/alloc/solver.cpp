@@ -7,7 +7,6 @@
 #include <cmath>
 #include <initializer_list>
 #include <numeric>
-#include <thread>
 
 #include "alloc/validator.h"
 #include "core/deadline.h"
@@ -259,14 +258,10 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc);
     std::atomic<bool> stop{false};
     std::vector<ExactResult> rs(T);
-    std::vector<std::thread> ws;
-    for (int t = 0; t < T; ++t)
-      ws.emplace_back([&, t, cancel = CancelScope::current()] {
-        CancelScope scope(cancel);  // Ctrl-C from Python reaches the workers' deadlines too
-        rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop);
-        if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
-      });
-    for (auto& w : ws) w.join();
+    run_workers(T, [&](int t) {
+      rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop);
+      if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
+    });
     ExactResult best = rs[0];
     int64_t nodes = 0;
     bool complete = false;

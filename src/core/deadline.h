@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <thread>
+#include <vector>
 
 namespace sp {
 
@@ -27,6 +29,21 @@ class CancelScope {
   }
   const std::atomic<bool>* prev_;
 };
+
+// Runs fn(0), ..., fn(n - 1) at once, fn(0) on the calling thread and the others on threads
+// that inherit its cancellation flag (so Ctrl-C from Python reaches every worker's deadlines),
+// and returns when all are done.
+template <class F>
+void run_workers(int n, F&& fn) {
+  std::vector<std::thread> ws;
+  for (int w = 1; w < n; ++w)
+    ws.emplace_back([&fn, w, cancel = CancelScope::current()] {
+      CancelScope scope(cancel);
+      fn(w);
+    });
+  if (n > 0) fn(0);
+  for (auto& t : ws) t.join();
+}
 
 class Deadline {
  public:

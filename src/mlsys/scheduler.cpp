@@ -19,7 +19,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "core/deadline.h"
 #include "core/rng.h"
@@ -391,14 +390,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
         }
         moves_total += out.moves;
       };
-      std::vector<std::thread> pool;
-      for (int t = 1; t < threads; ++t)
-        pool.emplace_back([&run_chain, t, cancel = CancelScope::current()] {
-          CancelScope scope(cancel);
-          run_chain(t);
-        });
-      run_chain(0);
-      for (std::thread& th : pool) th.join();
+      run_workers(threads, run_chain);
       // Deterministic pick: lowest total, then lowest thread index.
       for (const ChainResult& c : chains)
         if (c.best.valid && c.best.total < best.total) {

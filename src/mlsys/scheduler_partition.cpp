@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <thread>
 
 namespace sp::mlsys {
 namespace {
@@ -129,14 +128,10 @@ void Partitioner::prefetch(const std::vector<OpId>& order, const std::vector<Con
   for_each_segment(order, [&](int, int, const std::vector<OpId>& seg, const std::vector<std::vector<TensorId>>& choices) {
     for (const auto& c : choices) jobs.push_back({seg, c});
   });
-  std::vector<std::thread> pool;
-  for (std::size_t t = 0; t < searchers.size(); ++t)
-    pool.emplace_back([&, t, cancel = CancelScope::current()] {
-      CancelScope scope(cancel);
-      for (std::size_t i = t; i < jobs.size() && !deadline.expired(); i += searchers.size())
-        searchers[t]->best(jobs[i].ops, {}, jobs[i].retain);
-    });
-  for (std::thread& th : pool) th.join();
+  run_workers(static_cast<int>(searchers.size()), [&](int t) {
+    for (std::size_t i = static_cast<std::size_t>(t); i < jobs.size() && !deadline.expired(); i += searchers.size())
+      searchers[t]->best(jobs[i].ops, {}, jobs[i].retain);
+  });
 }
 
 Partition Partitioner::solve(const std::vector<OpId>& order, const Deadline& deadline, double cutoff) {
