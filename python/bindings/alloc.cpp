@@ -27,7 +27,7 @@ struct AllocOptions {
   std::string objective = "pack";
   std::string solver = "auto";
   double time_limit = 10.0;
-  int threads = 1;
+  int threads = 0;  // 0: not given
   uint64_t seed = 1;
   int64_t iterations = 0;
   std::vector<std::string> exact_off;
@@ -39,8 +39,9 @@ struct AllocOptions {
 AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& input) {
   alloc::SolveRequest req;
   req.objective = a.objective, req.solver = a.solver, req.minimize = a.minimize, req.time_limit = a.time_limit;
-  // Keywords always arrive with a value: one that differs from its default counts as given.
-  req.threads = a.threads, req.threads_given = a.threads != 1;
+  // Keywords always arrive with a value: one that differs from its default counts as given
+  // (threads 0: None in Python, the CLI without --threads).
+  req.threads = a.threads == 0 ? 1 : a.threads, req.threads_given = a.threads != 0;
   req.seed = a.seed, req.seed_given = a.seed != 1;
   req.iterations = a.iterations, req.exact_off = a.exact_off;
   const alloc::SolveOptions o = take(alloc::solve_options(req));

@@ -125,7 +125,7 @@ def _cap(capacity: Optional[int]) -> int:
 
 def _opts(time_limit, threads, seed, iterations, exact_off):
     """The CLI's flag rules for the options every alloc entry point shares."""
-    return (flag("--time-limit", "seconds", time_limit), flag("--threads", "count", threads, 1, 256),
+    return (flag("--time-limit", "seconds", time_limit), 0 if threads is None else flag("--threads", "count", threads, 1, 256),
             flag("--seed", "count", seed, 0, 2 ** 63 - 1),
             0 if iterations is None else flag("--iterations", "count", iterations, 1, 2 ** 40),
             [str(t) for t in exact_off])
@@ -133,13 +133,15 @@ def _opts(time_limit, threads, seed, iterations, exact_off):
 
 def pack(sizes: Any, starts: Any, ends: Any, capacity: Optional[int] = None, alignment: Any = None,
          time_limit: float = 10.0, *, fixed_offsets: Any = None, minimize: Optional[bool] = None,
-         solver: str = "auto", threads: int = 1, seed: int = 1, iterations: Optional[int] = None,
+         solver: str = "auto", threads: Optional[int] = None, seed: int = 1, iterations: Optional[int] = None,
          exact_off: Iterable[str] = ()) -> AllocResult:
     """Places every buffer (``alloc --objective pack``).
 
     capacity=None minimizes the height (``--minimize`` with no limit); with a capacity the plan
     must fit below it (``minimize=True`` also lowers the height as far as it can). alignment and
-    fixed_offsets (-1 = free) are per-buffer arrays or a scalar. Raises BadInput for bad input or
+    fixed_offsets (-1 = free) are per-buffer arrays or a scalar. threads=None: one exact-search
+    worker and, above 8,000 buffers, the multi-start on every hardware thread (``--threads``
+    unset). Raises BadInput for bad input or
     when no plan fits (the CLI's "infeasible: ..." line).
     """
     cap = _cap(capacity)
@@ -150,7 +152,7 @@ def pack(sizes: Any, starts: Any, ends: Any, capacity: Optional[int] = None, ali
 
 
 def select(sizes: Any, starts: Any, ends: Any, capacity: int, spill_costs: Any = None, alignment: Any = None,
-           time_limit: float = 10.0, *, fixed_offsets: Any = None, solver: str = "auto", threads: int = 1,
+           time_limit: float = 10.0, *, fixed_offsets: Any = None, solver: str = "auto", threads: Optional[int] = None,
            seed: int = 1, iterations: Optional[int] = None, exact_off: Iterable[str] = ()) -> AllocResult:
     """Places a subset within ``capacity`` minimizing the spill cost of the rest
     (``alloc --objective select``). ``offsets[i] == -1``: spilled. spill_costs=None uses
@@ -164,7 +166,7 @@ def select(sizes: Any, starts: Any, ends: Any, capacity: int, spill_costs: Any =
 
 
 def alloc(input: Any, capacity: Optional[int] = None, minimize: bool = False, objective: str = "pack",
-          solver: str = "auto", time_limit: float = 10.0, threads: int = 1, seed: int = 1,
+          solver: str = "auto", time_limit: float = 10.0, threads: Optional[int] = None, seed: int = 1,
           iterations: Optional[int] = None, exact_off: Iterable[str] = ()) -> AllocResult:
     """The ``alloc`` verb on a problem document: a path (MiniMalloc ``.csv`` or JSON) or a dict
     in the alloc JSON format (docs/alloc.md: in-place parents, spill costs, torch-spyre uses)."""

@@ -134,7 +134,7 @@ def solve(buffers: Iterable[Any], capacity: int, alignment: int = 128, time_limi
             raise
         raise BadInput(f"buffers: expected LifetimeBoundBuffer fields: {e}") from None
     problem = {"capacity": capacity, "buffers": items}
-    r = _core.alloc_doc(doc(problem, "buffers"), capacity, False, "select", str(solver), time_limit, 1, 1, 0, [],
+    r = _core.alloc_doc(doc(problem, "buffers"), capacity, False, "select", str(solver), time_limit, 0, 1, 0, [],
                         alignment)
     offsets = r.offsets
     reasons = r.spill_reasons

@@ -156,13 +156,22 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     std::vector<double> key(n);
     Size my_best = kUnbounded;
     bool best_is_classed = false;  // which kind of order made this worker's best plan
+    double best_e = 8.0;           // and with which exponent
     for (int round = 0; !dl.expired() && !at_bound; ++round) {
       // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
       // live at the peak go first among equals and the peak is packed before the slack regions.
       // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
       // every family: measured on XLA traces, e = 8 gave 0.44 % above the bound where plain size
       // order gave 2.1 %; on random instances the best e differs).
-      const double e = round <= 1 ? 8.0 : std::exp2(5.0 * rng.uniform());
+      // From round 3 on, half the rounds draw e near the exponent of the worker's best plan
+      // (log2 e +- 0.7): the good exponents differ by family (measured in docs/alloc.md), so the
+      // search keeps to the neighbourhood that works on this instance without tuning one in.
+      double e = round <= 1 ? 8.0 : std::exp2(5.0 * rng.uniform());
+      if (round >= 3 && rng.uniform() < 0.5) {
+        double g = -2.0;  // about normal, deviation 0.58
+        for (int k = 0; k < 4; ++k) g += rng.uniform();
+        e = std::clamp(best_e * std::exp2(1.2 * g), 1.0, 64.0);
+      }
       const double noise = round <= 1 ? 0.0 : 0.1 * rng.uniform();
       for (int i = 0; i < n; ++i) {
         const double frac = static_cast<double>(peak[i]) / lb;
@@ -191,7 +200,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
       if (!all_placed(p, cand)) break;  // cut by the deadline
       const Size h = height(p, cand);
-      if (h < my_best) my_best = h, best_is_classed = classed;
+      if (h < my_best) my_best = h, best_is_classed = classed, best_e = e;
       std::lock_guard<std::mutex> lock(mu);
       if (h < best_h || (h == best_h && best_worker >= 0 && w < best_worker)) {
         const bool lower = h < best_h;
