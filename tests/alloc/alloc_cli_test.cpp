@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "alloc/io.h"
+#include "alloc/solver.h"
 #include "alloc/validator.h"
 
 namespace {
@@ -92,6 +93,23 @@ TEST(AllocCli, MinimizeProvesOptimalHeight) {
   CliRun r = run_cli(in.string() + " --capacity 100 --minimize --solver exact -o " + tmp("m.json").string());
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("height: 8 (lower bound 8, proven optimal)"), std::string::npos) << r.out;
+}
+
+// Without --threads the exact search keeps one worker (reproducible small plans) and the
+// multi-start takes every hardware thread (0); a given --threads sets both.
+TEST(AllocCli, ThreadsDefaultOneExactWorkerAndEveryCoreForTheMultiStart) {
+  sp::alloc::SolveRequest req;
+  auto o = sp::alloc::solve_options(req);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->threads, 1);
+  EXPECT_EQ(o->sweep_threads, 0);
+  req.threads = 3, req.threads_given = true;
+  o = sp::alloc::solve_options(req);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->threads, 3);
+  EXPECT_EQ(o->sweep_threads, 3);
+  req.solver = "sweep";  // a solver that ignores it refuses the flag
+  EXPECT_FALSE(sp::alloc::solve_options(req).ok());
 }
 
 }  // namespace
