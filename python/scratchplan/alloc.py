@@ -139,10 +139,10 @@ def pack(sizes: Any, starts: Any, ends: Any, capacity: Optional[int] = None, ali
 
     capacity=None minimizes the height (``--minimize`` with no limit); with a capacity the plan
     must fit below it (``minimize=True`` also lowers the height as far as it can). alignment and
-    fixed_offsets (-1 = free) are per-buffer arrays or a scalar. threads=None: one exact-search
-    worker and, above 8,000 buffers, the multi-start on every hardware thread (``--threads``
-    unset). Raises BadInput for bad input or
-    when no plan fits (the CLI's "infeasible: ..." line).
+    fixed_offsets (-1 = free) are per-buffer arrays or a scalar. threads=None (``--threads``
+    unset): one exact-search worker, and a height minimization of 2,000 buffers or more runs its
+    multi-start on every hardware thread. Raises BadInput for bad input or when no plan fits
+    (the CLI's "infeasible: ..." line).
     """
     cap = _cap(capacity)
     opts = _opts(time_limit, threads, seed, iterations, exact_off)

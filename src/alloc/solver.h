@@ -63,7 +63,7 @@ struct SolveOptions {
   bool minimize = false;      // pack: minimize the height (capacity is the upper limit)
   double time_limit = 10.0;   // seconds for anytime solvers (exact, annealing, auto)
   int threads = 1;            // auto and exact: exact-search workers
-  int sweep_threads = 0;      // auto, large instances: multi-start workers (0: all hardware threads)
+  int sweep_threads = 0;      // auto, pack --minimize from 2,000 buffers: multi-start workers (0: all hardware threads)
   uint64_t seed = 1;          // annealing
   int64_t iterations = 0;     // annealing move budget (0 = by time); fixes results for a seed
   ExactToggles exact;         // exact-search techniques
