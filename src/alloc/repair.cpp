@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <numeric>
 
@@ -143,12 +144,15 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   const double lb = std::max(1.0, static_cast<double>(max_load_bound));
 
   // The best plan of all workers; equal heights keep the lower worker's plan (a fixed rule, not
-  // whichever finished first).
+  // whichever finished first). Plans at the bound end the search; of those the one of the
+  // earliest (round, worker) wins, and a worker stops only before a round that comes later in
+  // that order, so the plan returned does not depend on which worker was faster.
+  const int workers = std::clamp(threads, 1, 256);
   std::mutex mu;
   Placement best = incumbent;
   Size best_h = height(p, best);
   int best_worker = -1;
-  std::atomic<bool> at_bound{best_h <= max_load_bound};
+  std::atomic<int64_t> bound_key{best_h <= max_load_bound ? -1 : std::numeric_limits<int64_t>::max()};
 
   auto worker = [&](int w) {
     Rng rng((seed ^ 0x5eedULL) + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(w));
@@ -157,7 +161,9 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     Size my_best = kUnbounded;
     bool best_is_classed = false;  // which kind of order made this worker's best plan
     double best_e = 8.0;           // and with which exponent
-    for (int round = 0; !dl.expired() && !at_bound; ++round) {
+    for (int round = 0; !dl.expired(); ++round) {
+      const int64_t key_now = static_cast<int64_t>(round) * workers + w;  // (round, worker) order
+      if (key_now > bound_key.load()) break;
       // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
       // live at the peak go first among equals and the peak is packed before the slack regions.
       // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
@@ -202,17 +208,19 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       const Size h = height(p, cand);
       if (h < my_best) my_best = h, best_is_classed = classed, best_e = e;
       std::lock_guard<std::mutex> lock(mu);
-      if (h < best_h || (h == best_h && best_worker >= 0 && w < best_worker)) {
+      const bool at_bound = h <= max_load_bound;
+      if (at_bound ? key_now < bound_key.load()
+                   : h < best_h || (h == best_h && best_worker >= 0 && w < best_worker)) {
         const bool lower = h < best_h;
         best_h = h;
         best_worker = w;
         best = std::move(cand);
-        if (h <= max_load_bound) at_bound = true;
+        if (at_bound) bound_key = key_now;
         if (lower && on_improvement) on_improvement(h);
       }
     }
   };
-  run_workers(std::clamp(threads, 1, 256), worker);
+  run_workers(workers, worker);
   return best;
 }
 

@@ -217,6 +217,13 @@ TEST(AllocLimits, MediumMinimizeRunsTheMultiStartFirst) {
   EXPECT_TRUE(r->proven_optimal);
   EXPECT_EQ(r->height, max_load(p));
   EXPECT_TRUE(validate(p, r->placement, true).ok());
+  // On two workers the plan at the bound is the one of the earliest (round, worker), whichever
+  // worker is faster: two runs return the same offsets.
+  o.sweep_threads = 2;
+  auto a = solve(p, o), b = solve(p, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->proven_optimal && b->proven_optimal);
+  EXPECT_EQ(a->placement.offsets, b->placement.offsets);
 }
 
 // A real trace stretched to n buffers keeps its size and its load profile's shape.
