@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <initializer_list>
+#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -191,7 +192,9 @@ struct Pool {
   const Deadline& dl;
   int64_t lower_bound = 0;
   int64_t best = kUnbounded;
+  std::mutex mu;  // the exact search and the multi-start may report from two threads
   void report(int64_t v, const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu);
     if (v >= best || v >= kUnbounded) return;
     best = v;
     if (o.on_improvement) o.on_improvement({dl.elapsed_seconds(), name, v, lower_bound});
@@ -234,7 +237,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     return res;
   }
   std::vector<Candidate> cands;
-  Pool pool{cands, o, dl, res.lower_bound};
+  Pool pool{cands, o, dl, res.lower_bound, kUnbounded, {}};
   struct PoolScope {
     Pool* prev;
     explicit PoolScope(Pool* p) : prev(g_pool) { g_pool = p; }
@@ -307,7 +310,9 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     return &anneal_inc;
   };
 
-  auto run_exact = [&](const Placement* inc, double seconds) {
+  // lb_probe: first look for a plan at the max-load bound (skipped after a multi-start, which
+  // stops there when it finds one).
+  auto run_exact = [&](const Placement* inc, double seconds, bool lb_probe = true) {
     const double share = has_ip ? 0.5 : 1.0;
     if (pack && !o.minimize) {
       if (lb_pack > p.capacity) { exact_complete = exact_infeasible = true; return; }
@@ -327,7 +332,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     if (pack) {
       const Problem& proof = has_ip ? relaxed : p;
       double t_start = dl.elapsed_seconds();
-      if (o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
+      if (lb_probe && o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
         Problem q = p;
         q.capacity = lb_pack;
         ExactResult e = par_exact(q, false, seconds * 0.5, nullptr);
@@ -473,17 +478,38 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         break;
       }
       if (sweeps_next && best_it->value <= p.capacity) {
-        // 90 % of what is left on the multi-start (it stops at the max-load bound), then the
-        // exact search from its plan. Measured at 3,000-8,000 buffers of stretched SOMAS dumps:
-        // a node of the exact search costs milliseconds there and it never lowered the
-        // multi-start's plan; 90 % instead of 40 % ended equal or lower on all six instances.
-        Deadline mdl(0.9 * std::max(0.0, dl.remaining_seconds()));
-        Placement cur = multi_start(p, best_it->pl, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); },
-                                    multi_start_threads(o));
-        const Size h = height(p, cur);
-        if (h < best_it->value) consider(cands, p, obj, std::move(cur), "multi-start");
+        // The multi-start on every worker for 45 % of what is left (it stops at the max-load
+        // bound), then the exact search from its plan beside the multi-start on the other
+        // workers (one after the other on one thread). Why both: on stretched SOMAS dumps of
+        // 3,000-8,000 buffers the multi-start kept improving and the exact search (a node costs
+        // milliseconds there) never lowered its plan, while on the synthetic XLA trace of 5,000
+        // buffers the multi-start stalled at 1.49 % above the bound after 0.9 s and the exact
+        // search's dives from its plan reached 0.06 % (docs/alloc.md).
+        auto report = [&](Size h) { pool.report(h, "multi-start"); };
+        const int workers = multi_start_threads(o);
+        Deadline first(0.45 * std::max(0.0, dl.remaining_seconds()));
+        Placement cur = multi_start(p, best_it->pl, first, o.seed, report, workers);
+        Size h = height(p, cur);
+        if (h < best_it->value) consider(cands, p, obj, cur, "multi-start");
         if (h <= res.lower_bound) break;  // at the max-load bound: optimal
-        best_it = std::min_element(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.value < b.value; });
+        Placement more;
+        const double rest = std::max(0.0, dl.remaining_seconds());
+        if (workers >= 2) {
+          run_workers(2, [&](int k) {
+            if (k == 0) {
+              run_exact(&cur, rest, false);  // (on the calling thread: it adds candidates)
+            } else {
+              Deadline d(rest);
+              more = multi_start(p, cur, d, o.seed + 1, report, workers - 1);
+            }
+          });
+        } else {
+          Deadline d(0.5 * rest);
+          more = multi_start(p, cur, d, o.seed + 1, report, 1);
+          run_exact(height(p, more) < h ? &more : &cur, std::max(0.0, dl.remaining_seconds()), false);
+        }
+        if (height(p, more) < h) consider(cands, p, obj, std::move(more), "multi-start");
+        break;
       }
       auto_anneal = true;
       Placement inc = best_it->pl;
