@@ -485,8 +485,13 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         // milliseconds there) never lowered its plan, while on the synthetic XLA trace of 5,000
         // buffers the multi-start stalled at 1.49 % above the bound after 0.9 s and the exact
         // search's dives from its plan reached 0.06 % (docs/alloc.md).
-        auto report = [&](Size h) { pool.report(h, "multi-start"); };
+        double last_gain = dl.elapsed_seconds();  // when the multi-start last lowered the height
+        auto report = [&](Size h) {
+          last_gain = dl.elapsed_seconds();
+          pool.report(h, "multi-start");
+        };
         const int workers = multi_start_threads(o);
+        const double start = dl.elapsed_seconds();
         Deadline first(0.45 * std::max(0.0, dl.remaining_seconds()));
         Placement cur = multi_start(p, best_it->pl, first, o.seed, report, workers);
         Size h = height(p, cur);
@@ -503,12 +508,15 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
               more = multi_start(p, cur, d, o.seed + 1, report, workers - 1);
             }
           });
-        } else {
-          Deadline d(0.5 * rest);
-          more = multi_start(p, cur, d, o.seed + 1, report, 1);
-          run_exact(height(p, more) < h ? &more : &cur, std::max(0.0, dl.remaining_seconds()), false);
+        } else {  // one thread: more multi-start only if it still improved in its second half
+          const double now = dl.elapsed_seconds();
+          if (last_gain >= 0.5 * (start + now)) {
+            Deadline d(0.5 * rest);
+            more = multi_start(p, cur, d, o.seed + 1, report, 1);
+          }
+          run_exact(!more.offsets.empty() && height(p, more) < h ? &more : &cur, std::max(0.0, dl.remaining_seconds()), false);
         }
-        if (height(p, more) < h) consider(cands, p, obj, std::move(more), "multi-start");
+        if (!more.offsets.empty() && height(p, more) < h) consider(cands, p, obj, std::move(more), "multi-start");
         break;
       }
       auto_anneal = true;
