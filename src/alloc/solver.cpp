@@ -480,7 +480,9 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       if (sweeps_next && best_it->value <= p.capacity) {
         // The multi-start on every worker for 45 % of what is left (it stops at the max-load
         // bound), then the exact search from its plan beside the multi-start on the other
-        // workers (one after the other on one thread). Why both: on stretched SOMAS dumps of
+        // workers (on one thread: more multi-start only while it still improves, then the exact
+        // search). Neither stops the other at the bound: the run then ends at the limit with a
+        // proven plan. Why both: on stretched SOMAS dumps of
         // 3,000-8,000 buffers the multi-start kept improving and the exact search (a node costs
         // milliseconds there) never lowered its plan, while on the synthetic XLA trace of 5,000
         // buffers the multi-start stalled at 1.49 % above the bound after 0.9 s and the exact
