@@ -144,8 +144,10 @@ TEST(SchedCli, TimeLimitHoldsOnAHugeMatMul) {
   for (const std::string& cmd : {std::string(SCRATCHPLAN_MLSYS) + " " + prob.string() + " " + out.string() + " --time-limit 1",
                                  std::string(SCRATCHPLAN_CLI) + " schedule " + prob.string() + " -o " + out.string() + " --time-limit 1"}) {
     fs::remove(out);
-    // Wall time depends on the machine's load; the CPU time the run needs does not (much). It
-    // was ~1.05 s of CPU before (seven 2M-step simulations), 0.37 s after (two).
+    // Wall time depends on the machine's load; the CPU time the run needs does not (much). The
+    // run is single-threaded, so a run that honours the 1 s limit uses at most about 1 s of CPU
+    // (before the guard: seven 2M-step simulations, 2.8 s). The bound is the limit plus a margin,
+    // not a measured time: runs took 0.37 s of CPU on one machine and 0.70-0.87 s on a slower one.
     auto cpu = [] {
       struct rusage ru {};
       ::getrusage(RUSAGE_CHILDREN, &ru);
@@ -159,7 +161,7 @@ TEST(SchedCli, TimeLimitHoldsOnAHugeMatMul) {
     // amount that varies per machine (ASan measured 4.1 s), and the time guard's prediction
     // then still holds the wall limit below.
     if (kSlowdown == 1.0) {
-      EXPECT_LT(cpu() - cpu0, 0.8) << cmd;
+      EXPECT_LT(cpu() - cpu0, 1.2) << cmd;
     }
     EXPECT_LT(secs, 6.0 * kSlowdown) << cmd;
     Problem p = *read_problem(prob.string());
