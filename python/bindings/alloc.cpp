@@ -134,7 +134,7 @@ void bind_alloc(py::module_& m) {
         return ids;
       })
       .def_property_readonly("spill_reasons", [](const AllocResult& r) { return r.result.placement.spill_reasons; })
-      .def("to_json", [](const AllocResult& r) { return alloc::result_to_json(r.problem, r.result, r.options).dump(1) + "\n"; })
+      .def("to_json", [](const AllocResult& r) { return alloc::result_to_json_text(r.problem, r.result, r.options); })
       .def("to_csv", [](const AllocResult& r) { return alloc::plan_to_csv(r.problem, r.result.placement); })
       .def("svg", [](const AllocResult& r) {
         const bool mini = r.options.minimize && r.options.objective == alloc::Objective::kPack;  // as the CLI

@@ -241,6 +241,54 @@ Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& 
   return out;
 }
 
+namespace {
+
+// A JSON string literal as nlohmann's dump() writes it; plain ASCII is quoted directly.
+void append_json_string(std::string& out, const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
+      out += Json(s).dump();
+      return;
+    }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+}  // namespace
+
+std::string result_to_json_text(const Problem& p, const SolveResult& r, const SolveOptions& o) {
+  SolveResult head = r;  // the summary without the buffers, printed by the library
+  head.placement = {};
+  const std::string header = result_to_json(Problem{{}, p.capacity}, head, o).dump(1);
+  // Keys are sorted, so the (empty) buffer list is the first member: splice the real one in.
+  const std::string empty = "\"buffers\": []";
+  const std::size_t at = header.find(empty);
+  std::string out;
+  out.reserve(header.size() + 48 * p.buffers.size());
+  out.append(header, 0, at);
+  out += "\"buffers\": [";
+  char num[32];
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    out += i == 0 ? "\n  {\n   \"id\": " : ",\n  {\n   \"id\": ";
+    append_json_string(out, p.buffers[i].id);
+    out += ",\n   \"offset\": ";
+    const Offset off = r.placement.offsets[i];
+    if (off == kSpilled) {
+      out += "null,\n   \"spill_reason\": ";
+      append_json_string(out, r.placement.spill_reasons[i]);
+    } else {
+      auto [end, ec] = std::to_chars(num, num + sizeof num, off);
+      out.append(num, end);
+    }
+    out += "\n  }";
+  }
+  out += p.buffers.empty() ? "]" : "\n ]";
+  out.append(header, at + empty.size(), std::string::npos);
+  out += '\n';
+  return out;
+}
+
 Json problem_to_json(const Problem& p) {
   Json out;
   out["format"] = "scratchplan-alloc-problem";

@@ -21,6 +21,10 @@ Result<Problem> read_problem(const std::string& path);
 std::string plan_to_csv(const Problem& p, const Placement& pl);
 // Plan and result summary as JSON.
 Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& o);
+// The same plan as text, byte for byte result_to_json(...).dump(1) + "\n", with the buffer list
+// written directly: the JSON tree of a million-buffer plan took 2-3.5 s to build and print on a
+// slow machine, more than the CLI reserves after the solver (docs/alloc.md, CLI).
+std::string result_to_json_text(const Problem& p, const SolveResult& r, const SolveOptions& o);
 // Problem back to JSON (round trip for tests and fuzzing).
 Json problem_to_json(const Problem& p);
 // SVG picture: address x time rectangles, one colour per buffer, spilled ones listed.

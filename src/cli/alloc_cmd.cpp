@@ -88,7 +88,7 @@ int run_alloc(const AllocArgs& a) {
   std::string body;
   bool csv_out = a.output.size() >= 4 && a.output.substr(a.output.size() - 4) == ".csv";
   if (csv_out) body = alloc::plan_to_csv(p, r->placement);
-  else body = alloc::result_to_json(p, *r, o).dump(1) + "\n";
+  else body = alloc::result_to_json_text(p, *r, o);
   outputs.set(a.output, body);
   if (!a.svg.empty())
     outputs.set(a.svg, alloc::plan_to_svg(p, r->placement, input_name(a.input) + " (" + r->solver + ")",

@@ -16,6 +16,27 @@
 namespace sp::alloc {
 namespace {
 
+// The CLI's direct JSON writer prints what the library's JSON tree prints, byte for byte:
+// placed and spilled buffers, ids that need escaping (quotes, backslashes, control and
+// non-ASCII characters), and a plan without buffers.
+TEST(AllocIo, DirectJsonTextMatchesTheJsonTree) {
+  Problem p;
+  p.capacity = 96;
+  p.buffers.push_back(testing::buf("plain", 64, 0, 2));
+  p.buffers.push_back(testing::buf("quote\"back\\slash", 64, 1, 3));
+  p.buffers.push_back(testing::buf("tab\there \xc3\xa9t\xc3\xa9", 32, 0, 3));
+  SolveOptions o;
+  o.objective = Objective::kSelect;
+  o.time_limit = 1.0;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(std::count(r->placement.offsets.begin(), r->placement.offsets.end(), kSpilled), 1);
+  EXPECT_EQ(result_to_json_text(p, *r, o), result_to_json(p, *r, o).dump(1) + "\n");
+  Problem none;
+  SolveResult empty;
+  EXPECT_EQ(result_to_json_text(none, empty, o), result_to_json(none, empty, o).dump(1) + "\n");
+}
+
 using testing::buf;
 
 Problem random_problem(Rng& rng, int n, Time horizon, Size max_size) {
