@@ -81,6 +81,19 @@ std::vector<Size> peak_load_over_lifetime(const Problem& p) {
 
 namespace {
 
+// The first k buffers of an order as a problem of their own (in-place edges dropped: their
+// indices are the whole problem's).
+Problem prefix_problem(const Problem& p, const std::vector<int>& order, int k) {
+  Problem sub;
+  sub.capacity = kUnbounded;
+  sub.buffers.reserve(static_cast<std::size_t>(k));
+  for (int j = 0; j < k; ++j) {
+    sub.buffers.push_back(p.buffers[static_cast<std::size_t>(order[j])]);
+    sub.buffers.back().in_place_parents.clear();
+  }
+  return sub;
+}
+
 // Prefix search: many holes that end up at the peak are made by the largest buffers, the first
 // ones of an order (measured: on stretched SOMAS traces the holes at the peak tick are all there
 // after the first 0.5-2 % of the buffers; on XLA 50k a fifth of them). So before a whole sweep,
@@ -92,13 +105,7 @@ void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<
   const int n = static_cast<int>(order.size());
   const int k = std::min(n, std::max(64, n / 50));
   constexpr int kDrafts = 100;
-  Problem sub;  // the prefix alone (in-place edges dropped: their indices are the whole problem's)
-  sub.capacity = kUnbounded;
-  sub.buffers.reserve(static_cast<std::size_t>(k));
-  for (int j = 0; j < k; ++j) {
-    sub.buffers.push_back(p.buffers[static_cast<std::size_t>(order[j])]);
-    sub.buffers.back().in_place_parents.clear();
-  }
+  const Problem sub = prefix_problem(p, order, k);
   std::vector<int> draft(static_cast<std::size_t>(k)), best(static_cast<std::size_t>(k));
   std::iota(best.begin(), best.end(), 0);
   Size best_h = height(sub, place_sweep_in_order(sub, kUnbounded, best, false, &dl));
@@ -128,13 +135,7 @@ void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<
 // the buffers on, the exact search no longer beats the sweep's prefix in that time and the
 // whole plan ends higher (XLA 50k 1.053 %).
 void exact_prefix(const Problem& p, std::vector<int>& order, int k, double seconds, uint64_t seed) {
-  Problem sub;  // the prefix alone (in-place edges dropped: their indices are the whole problem's)
-  sub.capacity = kUnbounded;
-  sub.buffers.reserve(static_cast<std::size_t>(k));
-  for (int j = 0; j < k; ++j) {
-    sub.buffers.push_back(p.buffers[static_cast<std::size_t>(order[j])]);
-    sub.buffers.back().in_place_parents.clear();
-  }
+  const Problem sub = prefix_problem(p, order, k);
   const ExactResult r = exact_search(sub, Objective::kPack, true, ExactToggles{}, seconds, nullptr, seed);
   if (!r.found) return;  // (fixed offsets: the exact search does not take them)
   std::vector<int> by_offset(static_cast<std::size_t>(k));
