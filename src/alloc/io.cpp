@@ -258,9 +258,9 @@ void append_json_string(std::string& out, const std::string& s) {
 }  // namespace
 
 std::string result_to_json_text(const Problem& p, const SolveResult& r, const SolveOptions& o) {
-  SolveResult head = r;  // the summary without the buffers, printed by the library
-  head.placement = {};
-  const std::string header = result_to_json(Problem{{}, p.capacity}, head, o).dump(1);
+  // The summary without the buffers, printed by the library (with no buffers in the problem
+  // it reads nothing of the placement, so the plan is not copied).
+  const std::string header = result_to_json(Problem{{}, p.capacity}, r, o).dump(1);
   // Keys are sorted, so the (empty) buffer list is the first member: splice the real one in.
   const std::string empty = "\"buffers\": []";
   const std::size_t at = header.find(empty);
