@@ -414,7 +414,7 @@ Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::v
 // Size-descending placement through the bucketed time index. best_fit: the tightest gap between
 // placed co-live spans, else on top (TFLite greedy-by-size); otherwise the lowest fit (sweep).
 Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
-                               const Deadline* dl) {
+                               const Deadline* dl, bool stop_at_spill) {
   const auto& bs = p.buffers;
   Placement pl = empty_placement(p);
   TimeIndex index(p);
@@ -445,6 +445,7 @@ Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vecto
       if (at < 0) at = align_up(cur, b.alignment);
     }
     if (settle(pl, i, at, b.size, capacity)) index.add(b, at);
+    else if (stop_at_spill) break;
   }
   return pl;
 }

@@ -114,10 +114,11 @@ void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<
     for (int j = 0; j < k; ++j) noisy[j] = key[order[j]] * (1.0 + 0.3 * (rng.uniform() - 0.5));
     std::iota(draft.begin(), draft.end(), 0);
     std::sort(draft.begin(), draft.end(), [&](int a, int b) { return noisy[a] != noisy[b] ? noisy[a] > noisy[b] : a < b; });
-    const Placement pl = place_sweep_in_order(sub, kUnbounded, draft, false, &dl);
-    if (!all_placed(sub, pl)) break;  // cut by the deadline
-    const Size h = height(sub, pl);
-    if (h < best_h) best_h = h, best = draft;
+    // (A draft stops once it reaches the best height: it cannot beat it.)
+    const Placement pl = place_sweep_in_order(sub, best_h - 1, draft, false, &dl, true);
+    if (dl.expired()) break;
+    if (!all_placed(sub, pl)) continue;
+    best_h = height(sub, pl), best = draft;
   }
   std::vector<int> head(static_cast<std::size_t>(k));
   for (int j = 0; j < k; ++j) head[j] = order[best[j]];
@@ -257,8 +258,13 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
           search_prefix(p, order, key, rng, drafts);
         }
       }
-      Placement cand = place_sweep_in_order(p, kUnbounded, order, false, &dl);
-      if (!all_placed(p, cand)) break;  // cut by the deadline
+      // The round ends at the first buffer that would reach this worker's best height: heights
+      // only grow as buffers are added, so it could not beat it. (Its own best, not the shared
+      // one, so that a worker's rounds do not depend on how fast the others are.) Measured on
+      // XLA 50k: rounds stop after 5-20 % of their order, and the height is set there anyway
+      // (a whole sweep's top is within 0.001 % of its final value after 35 % of the order).
+      Placement cand = place_sweep_in_order(p, my_best - 1, order, false, &dl, true);
+      if (!all_placed(p, cand)) continue;  // cut by the deadline, or it cannot beat this worker's best
       const Size h = height(p, cand);
       if (h < my_best) my_best = h, best_is_classed = classed, best_e = e, best_beta = beta, best_is_exact = k_exact >= 16;
       std::lock_guard<std::mutex> lock(mu);

@@ -124,8 +124,10 @@ Placement place_sweep(const Problem& p, Size capacity, const Deadline* dl = null
 Placement place_online(const Problem& p, Size capacity, const Deadline* dl = nullptr);
 // Placement in a given order through the time index: lowest fit, or (best_fit) the tightest gap
 // below the top, else on top. The improvement phase of `auto` on large instances uses it.
+// stop_at_spill: the first buffer that does not fit ends the sweep (the rest stay unplaced,
+// without a reason): the multi-start's rounds end as soon as they cannot beat a height.
 Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
-                               const Deadline* dl = nullptr);
+                               const Deadline* dl = nullptr, bool stop_at_spill = false);
 // First-fit (or best-fit) placement in a given order, in-place parents' slots tried first.
 Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
                                    const Deadline* dl = nullptr);

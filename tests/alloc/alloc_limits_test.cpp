@@ -110,6 +110,25 @@ TEST(AllocLimits, SweepStopsWithinSixtyFourBuffersOfItsDeadline) {
   EXPECT_TRUE(validate(p, pl, false).ok());
 }
 
+// With stop_at_spill, a sweep under a height ends at the first buffer that would reach above
+// it: the buffers before it sit where the unbounded sweep put them, none after it is placed.
+// (The multi-start's rounds stop this way once they cannot beat the worker's best height.)
+TEST(AllocLimits, SweepStopsAtTheFirstBufferAboveItsHeight) {
+  const Problem p = generate_xla_trace(3000, 4);
+  std::vector<int> order(p.buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  const Placement full = place_sweep_in_order(p, kUnbounded, order, false);
+  const Size h = height(p, full);
+  std::size_t first_over = 0;  // position of the first buffer whose top passes h - 1 in the full sweep
+  while (full.offsets[order[first_over]] + p.buffers[order[first_over]].size <= h - 1) ++first_over;
+  const Placement cut = place_sweep_in_order(p, h - 1, order, false, nullptr, true);
+  for (std::size_t k = 0; k < order.size(); ++k)
+    EXPECT_EQ(cut.offsets[order[k]], k < first_over ? full.offsets[order[k]] : kSpilled) << k;
+  EXPECT_TRUE(validate(p, cut, false).ok());
+  // At the full sweep's own height nothing is cut.
+  EXPECT_EQ(place_sweep_in_order(p, h, order, false, nullptr, true).offsets, full.offsets);
+}
+
 // The online placer and the indexed greedy-by-size give valid plans (with alignment).
 TEST(AllocLimits, IndexedPlacersAreValid) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
