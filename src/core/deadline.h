@@ -4,6 +4,7 @@
 // is set, so all anytime engines stop through the one mechanism they already observe.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <limits>
@@ -62,7 +63,9 @@ class Deadline {
   double remaining_seconds() const {
     if (cancelled()) return 0.0;
     if (end_ == Clock::time_point::max()) return std::numeric_limits<double>::infinity();
-    return std::chrono::duration<double>(end_ - Clock::now()).count();
+    // Never negative: a budget derived from a spent one must not read as "no limit" (an
+    // exact search started just after the multi-start's deadline ran unbounded that way).
+    return std::max(0.0, std::chrono::duration<double>(end_ - Clock::now()).count());
   }
 
  private:
