@@ -138,12 +138,17 @@ class TimeIndex {
     const auto nb = static_cast<std::size_t>((t1 - t0_) / width_ + 1);
     starts_.resize(nb);
     conts_.resize(nb);
-    floor_.assign(nb, 0);
     widest_.assign(nb, 0);
+    // Floors are kept per slice of a bucket, at most ~4n slices: more entries cover a short
+    // time range whole, so its floor is higher and a query skips more of the entries below it.
+    // Measured, one whole sweep: XLA 100k 3.8 -> 2.2 s, 50k 1.16 -> 0.60 s with 256 slices per
+    // bucket (16: 3.3 and 0.86 s; 1,024: 2.9 and 0.88 s, the slice loops start to cost).
+    slice_ = std::max<Time>({1, width_ / kSlicesPerBucket, (t1 - t0_) / (4 * static_cast<Time>(p.buffers.size())) + 1});
+    floor_.assign(static_cast<std::size_t>((t1 - t0_) / slice_ + 1), 0);
   }
-  // Lists stay sorted by address so a query merges sorted runs instead of sorting. Each bucket
-  // also keeps its floor: [0, floor) is covered by entries live over the bucket's whole time
-  // range, so no buffer live in the bucket can go below it (queries start there).
+  // Lists stay sorted by address so a query merges sorted runs instead of sorting. Each slice
+  // of time also keeps its floor: [0, floor) is covered by entries live over the slice's whole
+  // range, so no buffer live in the slice can go below it (queries start there).
   void add(const Buffer& b, Offset off) {
     Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     Entry e{b.start, b.end, off, off + b.size};
@@ -151,16 +156,20 @@ class TimeIndex {
       auto& v = k == a ? starts_[k] : conts_[k];
       v.insert(std::upper_bound(v.begin(), v.end(), e, by_lo), e);
       widest_[k] = std::max(widest_[k], e.hi - e.lo);
-      if (!covers(e, k) || e.lo > floor_[k]) continue;
+    }
+    for (Time j = (b.start - t0_) / slice_, jz = (b.end - 1 - t0_) / slice_; j <= jz; ++j) {
+      if (!covers(e, j) || e.lo > floor_[j]) continue;
       // Raise the floor through the covering entries that now touch it (entries starting below
-      // floor - widest end below the old floor); the two lists in turn until neither raises it.
-      Offset& fl = floor_[k];
+      // floor - widest end below the old floor). They are live at the slice's start, so they
+      // sit in the lists of the bucket holding it; the two lists in turn until neither raises it.
+      const Time k = j * slice_ / width_;
+      Offset& fl = floor_[j];
       for (Offset before = -1; before != fl;) {
         before = fl;
         for (const auto* list : {&starts_[k], &conts_[k]}) {
           auto it = std::lower_bound(list->begin(), list->end(), Entry{0, 0, fl - widest_[k], 0}, by_lo);
           for (; it != list->end() && it->lo <= fl; ++it)
-            if (covers(*it, k)) fl = std::max(fl, it->hi);
+            if (covers(*it, j)) fl = std::max(fl, it->hi);
         }
       }
     }
@@ -200,12 +209,12 @@ class TimeIndex {
   // lists are merged lazily through a heap, lowest address first, and the walk stops at the
   // first gap that holds the buffer (about half the spans are above it), without copying.
   // The same offsets as a first fit over overlaps() (AllocLimits.SweepLowestFitEqualsFirstFit);
-  // with the bucket floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k.
+  // with the floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k (per-slice floors: 0.6 s).
   Offset lowest_fit(const Buffer& b, Size size, Size align) const {
     const Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     auto counts = [&](const Entry& x) { return x.s < b.end && b.start < x.e && x.hi > x.lo; };
-    Offset cur = 0;  // every address below a bucket's floor is taken at some instant of b's
-    for (Time k = a; k <= z; ++k) cur = std::max(cur, floor_[k]);
+    Offset cur = 0;  // every address below a slice's floor is taken at some instant of b's
+    for (Time j = (b.start - t0_) / slice_, jz = (b.end - 1 - t0_) / slice_; j <= jz; ++j) cur = std::max(cur, floor_[j]);
     heap_.clear();
     auto push = [&](const std::vector<Entry>& v, Time k) {
       // Entries starting below cur - widest end below cur: they cannot move it.
@@ -242,9 +251,11 @@ class TimeIndex {
     const Entry *p, *e;  // next entry of a list, its end
   };
   static bool by_lo(const Entry& x, const Entry& y) { return x.lo < y.lo; }
-  // Entry e is live over bucket k's whole time range.
-  bool covers(const Entry& x, Time k) const { return x.s <= t0_ + k * width_ && x.e >= t0_ + (k + 1) * width_; }
-  std::vector<Offset> floor_;  // per bucket: [0, floor) is taken over the whole bucket
+  // Entry x is live over slice j's whole time range.
+  bool covers(const Entry& x, Time j) const { return x.s <= t0_ + j * slice_ && x.e >= t0_ + (j + 1) * slice_; }
+  static constexpr Time kSlicesPerBucket = 256;
+  Time slice_ = 1;             // floor slice width (ticks)
+  std::vector<Offset> floor_;  // per slice: [0, floor) is taken over the slice's whole range
   std::vector<Size> widest_;   // per bucket: the largest entry size
   mutable std::vector<Cursor> heap_;  // lowest_fit scratch
   Time t0_ = 0, width_ = 1;
