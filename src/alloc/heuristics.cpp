@@ -138,6 +138,8 @@ class TimeIndex {
     const auto nb = static_cast<std::size_t>((t1 - t0_) / width_ + 1);
     starts_.resize(nb);
     conts_.resize(nb);
+    starts_top_.resize(nb);
+    conts_top_.resize(nb);
     widest_.assign(nb, 0);
     // Floors are kept per slice of a bucket, at most ~4n slices: more entries cover a short
     // time range whole, so its floor is higher and a query skips more of the entries below it.
@@ -154,7 +156,16 @@ class TimeIndex {
     Entry e{b.start, b.end, off, off + b.size};
     for (Time k = a; k <= z; ++k) {
       auto& v = k == a ? starts_[k] : conts_[k];
-      v.insert(std::upper_bound(v.begin(), v.end(), e, by_lo), e);
+      const auto at = static_cast<std::size_t>(std::upper_bound(v.begin(), v.end(), e, by_lo) - v.begin());
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), e);
+      // The blocks from the insertion on shifted by one: their tops are taken again.
+      auto& top = k == a ? starts_top_[k] : conts_top_[k];
+      top.resize((v.size() + kBlock - 1) / kBlock);
+      for (std::size_t q = at / kBlock; q < top.size(); ++q) {
+        Offset t = 0;
+        for (std::size_t r = q * kBlock, end = std::min(v.size(), r + kBlock); r < end; ++r) t = std::max(t, v[r].hi);
+        top[q] = t;
+      }
       widest_[k] = std::max(widest_[k], e.hi - e.lo);
     }
     for (Time j = (b.start - t0_) / slice_, jz = (b.end - 1 - t0_) / slice_; j <= jz; ++j) {
@@ -216,16 +227,30 @@ class TimeIndex {
     Offset cur = 0;  // every address below a slice's floor is taken at some instant of b's
     for (Time j = (b.start - t0_) / slice_, jz = (b.end - 1 - t0_) / slice_; j <= jz; ++j) cur = std::max(cur, floor_[j]);
     heap_.clear();
-    auto push = [&](const std::vector<Entry>& v, Time k) {
+    // A cursor moves to the next entry that is live with b and ends above cur; entries ending
+    // at or below cur cannot move it (cur only grows), and whole blocks of them are stepped
+    // over by their tops. (Measured on stretched SOMAS traces: two thirds of the entries the
+    // walk took were such, as all small buffers nested below a large one are.)
+    auto advance = [&](Cursor& c) {
+      while (c.p != c.e) {
+        const auto idx = static_cast<std::size_t>(c.p - c.base);
+        if (idx % kBlock == 0 && c.top[idx / kBlock] <= cur) {
+          c.p = c.e - c.p > static_cast<std::ptrdiff_t>(kBlock) ? c.p + kBlock : c.e;
+          continue;
+        }
+        if (c.p->hi > cur && counts(*c.p)) return;
+        ++c.p;
+      }
+    };
+    auto push = [&](const std::vector<Entry>& v, const std::vector<Offset>& top, Time k) {
       // Entries starting below cur - widest end below cur: they cannot move it.
       const auto first = std::lower_bound(v.begin(), v.end(), Entry{0, 0, cur - widest_[k], 0}, by_lo);
-      const Entry* p = v.data() + (first - v.begin());
-      const Entry* e = v.data() + v.size();
-      while (p != e && !counts(*p)) ++p;
-      if (p != e) heap_.push_back({p, e});
+      Cursor c{v.data() + (first - v.begin()), v.data() + v.size(), v.data(), top.data()};
+      advance(c);
+      if (c.p != c.e) heap_.push_back(c);
     };
-    push(conts_[a], a);
-    for (Time k = a; k <= z; ++k) push(starts_[k], k);
+    push(conts_[a], conts_top_[a], a);
+    for (Time k = a; k <= z; ++k) push(starts_[k], starts_top_[k], k);
     auto later = [](const Cursor& x, const Cursor& y) { return x.p->lo > y.p->lo; };
     std::make_heap(heap_.begin(), heap_.end(), later);
     while (!heap_.empty()) {
@@ -234,8 +259,8 @@ class TimeIndex {
       cur = std::max(cur, low.hi);
       std::pop_heap(heap_.begin(), heap_.end(), later);
       Cursor& c = heap_.back();
-      do ++c.p;
-      while (c.p != c.e && !counts(*c.p));
+      ++c.p;
+      advance(c);
       if (c.p == c.e) heap_.pop_back();
       else std::push_heap(heap_.begin(), heap_.end(), later);
     }
@@ -249,7 +274,10 @@ class TimeIndex {
   };
   struct Cursor {
     const Entry *p, *e;  // next entry of a list, its end
+    const Entry* base;   // the list's first entry
+    const Offset* top;   // the list's block tops
   };
+  static constexpr std::size_t kBlock = 16;  // entries per block of a list (block tops: their highest end)
   static bool by_lo(const Entry& x, const Entry& y) { return x.lo < y.lo; }
   // Entry x is live over slice j's whole time range.
   bool covers(const Entry& x, Time j) const { return x.s <= t0_ + j * slice_ && x.e >= t0_ + (j + 1) * slice_; }
@@ -260,6 +288,7 @@ class TimeIndex {
   mutable std::vector<Cursor> heap_;  // lowest_fit scratch
   Time t0_ = 0, width_ = 1;
   std::vector<std::vector<Entry>> starts_;  // per bucket: entries starting in it, by address
+  std::vector<std::vector<Offset>> starts_top_, conts_top_;  // per bucket and list: the block tops
   std::vector<std::vector<Entry>> conts_;   // per bucket: entries from earlier buckets, by address
   mutable std::vector<std::size_t> runs_, next_;  // query scratch: run boundaries
   mutable std::vector<Span> scratch_;             // query scratch: merge target
