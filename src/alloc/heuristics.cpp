@@ -143,7 +143,7 @@ class TimeIndex {
     widest_.assign(nb, 0);
     // Floors are kept per slice of a bucket, at most ~4n slices: more entries cover a short
     // time range whole, so its floor is higher and a query skips more of the entries below it.
-    // Measured, one whole sweep: XLA 100k 3.8 -> 2.2 s, 50k 1.16 -> 0.60 s with 256 slices per
+    // Measured, one whole sweep: XLA 100k 3.8 -> 2.2 s, 50k 1.16 -> 0.6-0.8 s with 256 slices per
     // bucket (16: 3.3 and 0.86 s; 1,024: 2.9 and 0.88 s, the slice loops start to cost).
     slice_ = std::max<Time>({1, width_ / kSlicesPerBucket, (t1 - t0_) / (4 * static_cast<Time>(p.buffers.size())) + 1});
     floor_.assign(static_cast<std::size_t>((t1 - t0_) / slice_ + 1), 0);
@@ -220,7 +220,7 @@ class TimeIndex {
   // lists are merged lazily through a heap, lowest address first, and the walk stops at the
   // first gap that holds the buffer (about half the spans are above it), without copying.
   // The same offsets as a first fit over overlaps() (AllocLimits.SweepLowestFitEqualsFirstFit);
-  // with the floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k (per-slice floors: 0.6 s).
+  // with the floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k (per slice: 0.6-0.8 s).
   Offset lowest_fit(const Buffer& b, Size size, Size align) const {
     const Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     auto counts = [&](const Entry& x) { return x.s < b.end && b.start < x.e && x.hi > x.lo; };
