@@ -266,7 +266,8 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       Placement cand = place_sweep_in_order(p, my_best - 1, order, false, &dl, true);
       if (!all_placed(p, cand)) continue;  // cut by the deadline, or it cannot beat this worker's best
       const Size h = height(p, cand);
-      if (h < my_best) my_best = h, best_is_classed = classed, best_e = e, best_beta = beta, best_is_exact = k_exact >= 16;
+      // (A finished round is below this worker's best: it was placed under that height.)
+      my_best = h, best_is_classed = classed, best_e = e, best_beta = beta, best_is_exact = k_exact >= 16;
       std::lock_guard<std::mutex> lock(mu);
       const bool at_bound = h <= max_load_bound;
       if (at_bound ? key_now < bound_key.load()
