@@ -86,6 +86,8 @@ def families(ctx, limit=10):
            f"profile (the issue's instances are real dumps 3 to 10 times larger). somas_tiny_bert scaled was held out "
            f"until the classed orders were designed on it; somas_resnet50 scaled (a SOMAS dump of a CNN) was first "
            f"measured untouched (0.031 / 0.075 / 0.109 %), then used in the exponent measurement of docs/alloc.md. "
+           f"`chain` is a deep network's activation chain (each tensor read by the next op, 5 % residual skips, sizes "
+           f"halving to doubling per op), added with the two-sided attempts that fixed it (docs/alloc.md). "
            f"Ours: `alloc X.csv --minimize --time-limit {limit}` (default solver; the multi-start on every hardware "
            f"thread, two here: the issue's budget is 10 s on 2 cores); `1 thread` adds `--threads 1`; greedy-by-size: "
            f"`--solver greedy-by-size`. Target: within 0.1 % of the max-load lower bound (or proven) within the limit; "
@@ -99,7 +101,8 @@ def families(ctx, limit=10):
                           ("scaled:" + os.path.join(data, "iopddl_G_1.csv"), "iopddl_G_1 scaled"),
                           ("scaled:" + os.path.join(data, "somas_bert_base.csv"), "somas_bert_base scaled"),
                           ("scaled:" + os.path.join(data, "somas_tiny_bert.csv"), "somas_tiny_bert scaled"),
-                          ("scaled:" + os.path.join(data, "somas_resnet50.csv"), "somas_resnet50 scaled")):
+                          ("scaled:" + os.path.join(data, "somas_resnet50.csv"), "somas_resnet50 scaled"),
+                          ("chain", "activation chain")):
         for n in (5000, 20000, 50000, 100000):
             path = generated(ctx, family, n)
             r = timed_alloc(ctx, [path, "--minimize", "--time-limit", str(limit)])

@@ -88,6 +88,22 @@ Problem generate_xla_trace(int n, uint64_t seed) {
   return p;
 }
 
+Problem generate_activation_chain(int n, uint64_t seed) {
+  Rng rng(seed);
+  Problem p;
+  p.buffers.reserve(static_cast<std::size_t>(n));
+  double lg = 20;  // log2 of the activation's bytes
+  for (int i = 0; i < n; ++i) {
+    // Each op halves to doubles its activation (x 2^U(-1, 1)), drawn back towards 1 MiB (5 % of
+    // the distance per op), so sizes wander over 2^14 .. 2^27 and the peaks are a few places.
+    lg = std::clamp(lg + 2.0 * rng.uniform() - 1.0 - 0.05 * (lg - 20), 12.0, 30.0);
+    const double size = std::exp2(lg);
+    const Time life = rng.chance(0.05) ? rng.range(3, 8) : 2;  // read by the next op, or a residual skip
+    add(p, i, i + life, static_cast<Size>(size));
+  }
+  return p;
+}
+
 Problem generate_somas_llm(int n, uint64_t seed) {
   Rng rng(seed);
   Problem p;

@@ -22,6 +22,12 @@ Problem generate_random(int n, uint64_t seed);
 // than nest); activations live to a last consumer a geometric or uniform distance away.
 Problem generate_xla_trace(int n, uint64_t seed);
 
+// Activation chain of a deep network's inference (issue 15 section 1, found while looking for
+// inputs the multi-start had not seen): op i writes one tensor that op i + 1 reads (5 % are
+// residual skips read 3-8 ops later); each op halves to doubles its activation's size
+// (continuous factor), drawn back towards 1 MiB (sizes wander over about 16 KiB .. 128 MiB).
+Problem generate_activation_chain(int n, uint64_t seed);
+
 // MindSpore SOMAS dump of a transformer's training step (like somas_bert_base): layers of
 // forward ops whose saved activations live until the mirrored backward op (nested brackets,
 // peak load at the end of the forward pass), short-lived temporaries and workspaces, many

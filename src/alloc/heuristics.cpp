@@ -221,7 +221,7 @@ class TimeIndex {
   // first gap that holds the buffer (about half the spans are above it), without copying.
   // The same offsets as a first fit over overlaps() (AllocLimits.SweepLowestFitEqualsFirstFit);
   // with the floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k (per slice: 0.6-0.8 s).
-  Offset lowest_fit(const Buffer& b, Size size, Size align) const {
+  Offset lowest_fit(const Buffer& b, Size size, Size align, bool* on_top = nullptr) const {
     const Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     auto counts = [&](const Entry& x) { return x.s < b.end && b.start < x.e && x.hi > x.lo; };
     Offset cur = 0;  // every address below a slice's floor is taken at some instant of b's
@@ -264,6 +264,7 @@ class TimeIndex {
       if (c.p == c.e) heap_.pop_back();
       else std::push_heap(heap_.begin(), heap_.end(), later);
     }
+    if (on_top) *on_top = heap_.empty();
     return align_up(cur, align);
   }
 
@@ -454,7 +455,7 @@ Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::v
 // Size-descending placement through the bucketed time index. best_fit: the tightest gap between
 // placed co-live spans, else on top (TFLite greedy-by-size); otherwise the lowest fit (sweep).
 Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
-                               const Deadline* dl, bool stop_at_spill) {
+                               const Deadline* dl, bool stop_at_spill, bool two_sided) {
   const auto& bs = p.buffers;
   Placement pl = empty_placement(p);
   TimeIndex index(p);
@@ -470,8 +471,10 @@ Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vecto
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
     Offset at = -1;
     if (!best_fit) {
-      at = index.lowest_fit(b, b.size, b.alignment);
+      bool on_top = false;
+      at = index.lowest_fit(b, b.size, b.alignment, &on_top);
       if (at + b.size > capacity) at = -1;
+      else if (two_sided && on_top && capacity < kUnbounded) at = (capacity - b.size) / b.alignment * b.alignment;
     } else {
       s.clear();
       index.overlaps(b, s);

@@ -126,8 +126,10 @@ Placement place_online(const Problem& p, Size capacity, const Deadline* dl = nul
 // below the top, else on top. The improvement phase of `auto` on large instances uses it.
 // stop_at_spill: the first buffer that does not fit ends the sweep (the rest stay unplaced,
 // without a reason): the multi-start's rounds end as soon as they cannot beat a height.
+// two_sided (under a capacity below kUnbounded): a buffer whose lowest fit lies on top of every
+// placed buffer live with it hangs from the capacity instead (ends at it); see TwoSided in repair.cpp.
 Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
-                               const Deadline* dl = nullptr, bool stop_at_spill = false);
+                               const Deadline* dl = nullptr, bool stop_at_spill = false, bool two_sided = false);
 // First-fit (or best-fit) placement in a given order, in-place parents' slots tried first.
 Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
                                    const Deadline* dl = nullptr);

@@ -129,6 +129,48 @@ TEST(AllocLimits, SweepStopsAtTheFirstBufferAboveItsHeight) {
   EXPECT_EQ(place_sweep_in_order(p, h, order, false, nullptr, true).offsets, full.offsets);
 }
 
+// A chain (each buffer live with its predecessor and successor only) with random sizes: in start
+// order, lowest fit stacks neighbours ever higher and cannot stay under the max load, while the
+// two-sided sweep (on top of everything live -> hang from the target height) alternates floor
+// and ceiling and meets it exactly.
+static Problem random_chain(int n, uint64_t seed) {
+  Problem p;
+  Rng rng(seed);
+  for (int i = 0; i < n; ++i) p.buffers.push_back(buf("c" + std::to_string(i), rng.range(1, Size{1} << 30), i, i + 2));
+  return p;
+}
+
+TEST(AllocLimits, TwoSidedSweepAlternatesAlongAChain) {
+  const Problem p = random_chain(400, 5);
+  const Size bound = max_load(p);
+  std::vector<int> by_start(p.buffers.size());
+  std::iota(by_start.begin(), by_start.end(), 0);
+  EXPECT_FALSE(all_placed(p, place_sweep_in_order(p, bound, by_start, false, nullptr, true)));
+  const Placement two = place_sweep_in_order(p, bound, by_start, false, nullptr, true, true);
+  ASSERT_TRUE(all_placed(p, two));
+  EXPECT_EQ(height(p, two), bound);
+  EXPECT_TRUE(validate(p, two, true, bound).ok());
+  // Without a finite target nothing hangs: the same offsets as the plain sweep.
+  EXPECT_EQ(place_sweep_in_order(p, kUnbounded, by_start, false, nullptr, false, true).offsets,
+            place_sweep_in_order(p, kUnbounded, by_start, false).offsets);
+}
+
+// Above 8,000 buffers the multi-start's two-sided attempts pack a long chain at the max-load
+// bound (lowest fit in any of its orders ended 38 % above it at 10,000 buffers).
+TEST(AllocLimits, LargeChainIsPackedAtTheBound) {
+  Problem p = random_chain(12000, 7);
+  SolveOptions o;
+  o.minimize = true;
+  o.time_limit = 20.0;  // stops at the bound; sanitizer builds need the slack
+  o.sweep_threads = 1;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->solver, "multi-start");
+  EXPECT_TRUE(r->proven_optimal);
+  EXPECT_EQ(r->height, max_load(p));
+  EXPECT_TRUE(validate(p, r->placement, true).ok());
+}
+
 // The online placer and the indexed greedy-by-size give valid plans (with alignment).
 TEST(AllocLimits, IndexedPlacersAreValid) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
