@@ -92,14 +92,13 @@ Problem generate_activation_chain(int n, uint64_t seed) {
   Rng rng(seed);
   Problem p;
   p.buffers.reserve(static_cast<std::size_t>(n));
-  double lg = 20;  // log2 of the activation's bytes
-  for (int i = 0; i < n; ++i) {
-    // Each op halves to doubles its activation (x 2^U(-1, 1)), drawn back towards 1 MiB (5 % of
-    // the distance per op), so sizes wander over 2^14 .. 2^27 and the peaks are a few places.
-    lg = std::clamp(lg + 2.0 * rng.uniform() - 1.0 - 0.05 * (lg - 20), 12.0, 30.0);
-    const double size = std::exp2(lg);
-    const Time life = rng.chance(0.05) ? rng.range(3, 8) : 2;  // read by the next op, or a residual skip
-    add(p, i, i + life, static_cast<Size>(size));
+  for (int i = 0; i < n;) {
+    // A stage: 20-200 ops at one activation size (64 KiB .. 16 MiB), +-10 % per op (op types).
+    const double stage = std::exp2(16.0 + 8.0 * rng.uniform());
+    for (int64_t k = rng.range(20, 200); k > 0 && i < n; --k, ++i) {
+      const Time life = i % 3 == 0 ? 4 : 2;  // a block's input is read again by its residual add
+      add(p, i, i + life, static_cast<Size>(stage * (0.9 + 0.2 * rng.uniform())));
+    }
   }
   return p;
 }

@@ -22,10 +22,10 @@ Problem generate_random(int n, uint64_t seed);
 // than nest); activations live to a last consumer a geometric or uniform distance away.
 Problem generate_xla_trace(int n, uint64_t seed);
 
-// Activation chain of a deep network's inference (issue 15 section 1, found while looking for
-// inputs the multi-start had not seen): op i writes one tensor that op i + 1 reads (5 % are
-// residual skips read 3-8 ops later); each op halves to doubles its activation's size
-// (continuous factor), drawn back towards 1 MiB (sizes wander over about 16 KiB .. 128 MiB).
+// Activation chain of a deep network's inference (a ResNet's, say): stages of 20-200 ops at one
+// activation size (log-uniform over 64 KiB .. 16 MiB, +-10 % per op for the op types); op i
+// writes one tensor that op i + 1 reads, and every third tensor (a block's input) is read again
+// by the block's residual add three ops later. Every buffer is live with two or three others.
 Problem generate_activation_chain(int n, uint64_t seed);
 
 // MindSpore SOMAS dump of a transformer's training step (like somas_bert_base): layers of

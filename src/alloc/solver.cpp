@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <initializer_list>
 #include <mutex>
@@ -119,6 +120,33 @@ constexpr std::size_t kLargeInstance = 8000;
 // bound, where the multi-start gets within 0.5 % or proves the bound (docs/alloc.md); below
 // 2,000 the exact search settles the bundled instances within a second and keeps the budget.
 constexpr std::size_t kMultiStartFrom = 2000;
+
+// Pairs of buffers live at once (each counted from the later start; equal starts both ways):
+// what the exact search's conflict lists hold. O(n log n).
+int64_t overlapping_pairs(const Problem& p) {
+  std::vector<Time> starts, ends;
+  starts.reserve(p.buffers.size());
+  ends.reserve(p.buffers.size());
+  for (const Buffer& b : p.buffers) starts.push_back(b.start), ends.push_back(b.end);
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  int64_t pairs = 0;
+  for (const Buffer& b : p.buffers)
+    pairs += (std::upper_bound(starts.begin(), starts.end(), b.start) - starts.begin()) - 1 -
+             (std::upper_bound(ends.begin(), ends.end(), b.start) - ends.begin());
+  return pairs;
+}
+
+// Large instances with at most this many overlapping pairs per buffer are sparse: the exact
+// search's conflict lists are small and its first dives cost little per node. Why 64: chains of
+// activations (each buffer live with its neighbours, a few residual skips) have 1-2, the
+// generated XLA and SOMAS families and the stretched real dumps 1,000-4,300 (measured at
+// 12k-28k buffers).
+constexpr int64_t kSparsePairsPerBuffer = 64;
+// ... and up to this many buffers. Beyond, the probe does not finish a dive in a 10 s budget
+// (each node scans the unplaced buffers: at 50,000 buffers it placed 14,700 in 9 s) and its
+// memory grows with buffers x depth (100,000 buffers: 3 GB after 38,000 nodes in 30 s).
+constexpr std::size_t kSparseProbeMax = 30000;
 
 int multi_start_threads(const SolveOptions& o) {
   return o.sweep_threads > 0 ? o.sweep_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -464,10 +492,64 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         Placement cur = best_it->pl;
         if (o.minimize) {  // the whole budget: whole-instance sweeps in lower-bound-guided orders
           // (Region repair gets no share here: it has not lowered a minimized plan on any family.)
-          Deadline mdl(usable);
           const Size before = height(p, cur);
-          cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); }, multi_start_threads(o));
+          const int workers = multi_start_threads(o);
+          auto report = [&](Size h) { pool.report(h, "multi-start"); };
+          if (p.buffers.size() > kSparseProbeMax ||
+              overlapping_pairs(p) > kSparsePairsPerBuffer * static_cast<int64_t>(p.buffers.size())) {
+            Deadline mdl(usable);
+            cur = multi_start(p, cur, mdl, o.seed, report, workers);
+            if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
+            break;
+          }
+          // Sparse: after a tenth of the budget of multi-start (at most 1 s: its two-sided
+          // attempts settle plain chains within milliseconds), the exact search probes the
+          // max-load bound beside it (one thread each; on one thread the probe first, for 40 %
+          // of what is left). Why: on chains with residual skips (each buffer live with two or
+          // three others) every order of the multi-start ended 15-49 % above the bound at
+          // 20,000 buffers, while the exact search's dives packed them at the bound in 1.5-9 s
+          // (docs/alloc.md). A plan of the probe (at the bound: optimal) stops the multi-start
+          // and is preferred to the multi-start's; the multi-start does not stop the probe, so
+          // which plan is returned does not depend on which thread is faster.
+          Deadline warm(std::min(1.0, 0.1 * usable));
+          cur = multi_start(p, cur, warm, o.seed, report, workers);
+          if (height(p, cur) <= lb_pack || dl.expired()) {
+            if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
+            break;
+          }
+          const double rest = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
+          Problem at_bound = p;
+          at_bound.capacity = lb_pack;
+          std::atomic<bool> stop_sweeps{false};
+          ExactResult probe;
+          Placement more;
+          if (workers >= 2) {
+            run_workers(2, [&](int k) {
+              if (k == 0) {
+                probe = exact_search(at_bound, obj, false, o.exact, rest, nullptr, 0, nullptr);
+                // Ctrl-C reaches this thread's deadlines; pass it on to the sweeps' own flag.
+                const Deadline here(rest);
+                if (probe.found) stop_sweeps = true;
+                while (!stop_sweeps.load() && !here.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                stop_sweeps = true;
+              } else {
+                CancelScope scope(&stop_sweeps);
+                Deadline mdl(rest);
+                more = multi_start(p, cur, mdl, o.seed + 1, report, workers - 1);
+                stop_sweeps = true;  // (ends the waiting above)
+              }
+            });
+          } else {
+            probe = exact_search(at_bound, obj, false, o.exact, 0.4 * rest, nullptr, 0, nullptr);
+            if (!probe.found) {
+              Deadline mdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
+              more = multi_start(p, cur, mdl, o.seed + 1, report, 1);
+            }
+          }
+          res.nodes += probe.nodes;
+          if (probe.found) consider(cands, p, obj, std::move(probe.placement), "exact");
           if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
+          if (!more.offsets.empty() && all_placed(p, more)) consider(cands, p, obj, std::move(more), "multi-start");
           break;
         }
         Deadline rdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
