@@ -506,9 +506,9 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           // attempts settle plain chains within milliseconds), the exact search probes the
           // max-load bound beside it (one thread each; on one thread the probe first, for 40 %
           // of what is left). Why: on chains with residual skips (each buffer live with two or
-          // three others) every order of the multi-start ended 15-49 % above the bound at
-          // 20,000 buffers, while the exact search's dives packed them at the bound in 1.5-9 s
-          // (docs/alloc.md). A plan of the probe (at the bound: optimal) stops the multi-start
+          // three others) every order of the multi-start ended 15-20 % above the bound at
+          // 20,000 buffers, while the exact search's first dive packed them at the bound in
+          // 1.5-2 s with hardly a backtrack (docs/alloc.md). A plan of the probe (at the bound: optimal) stops the multi-start
           // and is preferred to the multi-start's; the multi-start does not stop the probe, so
           // which plan is returned does not depend on which thread is faster.
           Deadline warm(std::min(1.0, 0.1 * usable));
