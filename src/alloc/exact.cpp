@@ -7,7 +7,9 @@
 #include <climits>
 #include <cmath>
 #include <initializer_list>
+#include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 
@@ -113,25 +115,35 @@ struct Search {
       s0[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), b.start) - times.begin());
       s1[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), b.end) - times.begin());
     }
-    // Quadratic in the part's size: the deadline is checked per row (a cut build is abandoned).
-    for (int a = 0; a < n; ++a) {
-      if ((a & 63) == 0 && deadline.expired()) {
-        build_cut = true;
-        return;
-      }
-      for (int c = a + 1; c < n; ++c)
-        if (s0[a] < s1[c] && s0[c] < s1[a]) {
+    // Conflict lists by a sweep in start order: each buffer meets the ones starting before it
+    // ends (O(n log n) plus the pairs; a pairwise test of every two buffers cost 2.5 s at
+    // 50,000 buffers). Lists end up by index, as the search expects. The deadline is checked
+    // per buffer (a cut build is abandoned).
+    {
+      std::vector<int> by_start(static_cast<std::size_t>(n));
+      std::iota(by_start.begin(), by_start.end(), 0);
+      std::sort(by_start.begin(), by_start.end(), [&](int a, int c) { return s0[a] != s0[c] ? s0[a] < s0[c] : a < c; });
+      for (std::size_t i = 0; i < by_start.size(); ++i) {
+        if ((i & 63) == 0 && deadline.expired()) {
+          build_cut = true;
+          return;
+        }
+        const int a = by_start[i];
+        for (std::size_t j = i + 1; j < by_start.size() && s0[by_start[j]] < s1[a]; ++j) {
+          const int c = by_start[j];
           adj[a].push_back(c);
           adj[c].push_back(a);
         }
+      }
+      for (auto& list : adj) std::sort(list.begin(), list.end());
     }
-    if (tg.symmetry)
-      for (int a = 0; a < n; ++a)
-        for (int c = a - 1; c >= 0; --c)
-          if (size[c] == size[a] && s0[c] == s0[a] && s1[c] == s1[a] && align[c] == align[a] && cost[c] == cost[a]) {
-            twin[a] = c;
-            break;
-          }
+    if (tg.symmetry) {  // twin: the nearest earlier buffer with the same size, sections, alignment and cost
+      std::map<std::tuple<Size, int, int, Size, Cost>, int> last_seen;
+      for (int a = 0; a < n; ++a) {
+        auto [it, fresh] = last_seen.try_emplace({size[a], s0[a], s1[a], align[a], cost[a]}, a);
+        if (!fresh) twin[a] = std::exchange(it->second, a);
+      }
+    }
     {
       std::vector<Size> load(nsec, 0);
       for (int k = 0; k < n; ++k)
