@@ -559,6 +559,21 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         if (rs.improvements > 0) consider(cands, p, obj, std::move(cur), "repair");
         break;
       }
+      if (sweeps_next && best_it->value <= p.capacity &&
+          overlapping_pairs(p) <= kSparsePairsPerBuffer * static_cast<int64_t>(p.buffers.size())) {
+        // Sparse (as above the large threshold): first the exact search at the max-load bound
+        // for a quarter of the budget. Why: on chains with residual skips its first dive packs
+        // them at the bound in milliseconds, while the path below (the multi-start, then the
+        // exact search beside it to the limit) answered the same plan only at the limit.
+        Problem at_bound = p;
+        at_bound.capacity = lb_pack;
+        ExactResult probe = exact_search(at_bound, obj, false, o.exact, 0.25 * std::max(0.0, dl.remaining_seconds()), nullptr);
+        res.nodes += probe.nodes;
+        if (probe.found) {
+          consider(cands, p, obj, std::move(probe.placement), "exact");
+          break;
+        }
+      }
       if (sweeps_next && best_it->value <= p.capacity) {
         // The multi-start on every worker for 45 % of what is left (it stops at the max-load
         // bound), then the exact search from its plan beside the multi-start on the other

@@ -188,6 +188,17 @@ TEST(AllocLimits, SparseLargeChainIsPackedAtTheBoundByTheExactProbe) {
     EXPECT_EQ(r->height, max_load(p)) << threads;
     EXPECT_TRUE(validate(p, r->placement, true).ok()) << threads;
   }
+  // Between 2,000 and 8,000 buffers the probe comes first: its one dive is the answer (before, the
+  // multi-start and the exact search beside it ran to the limit for the same plan).
+  const Problem q = generate_activation_chain(3000, 2);
+  o.sweep_threads = 1;
+  auto r = solve(q, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->solver, "exact");
+  EXPECT_TRUE(r->proven_optimal);
+  EXPECT_EQ(r->height, max_load(q));
+  EXPECT_LE(r->nodes, 2 * static_cast<int64_t>(q.buffers.size()));
+  EXPECT_TRUE(validate(q, r->placement, true).ok());
 }
 
 // The online placer and the indexed greedy-by-size give valid plans (with alignment).
