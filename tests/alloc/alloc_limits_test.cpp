@@ -140,6 +140,23 @@ static Problem random_chain(int n, uint64_t seed) {
   return p;
 }
 
+// Minimizes p on `threads` sweep workers and checks the plan: by `solver`, proven at the max
+// load (limits are slack: the runs stop at the bound; sanitizer builds are slower).
+static SolveResult expect_packed_at_bound(const Problem& p, const std::string& solver, int threads, double limit = 20.0) {
+  SolveOptions o;
+  o.minimize = true;
+  o.time_limit = limit;
+  o.sweep_threads = threads;
+  auto r = solve(p, o);
+  EXPECT_TRUE(r.ok());
+  if (!r.ok()) return {};
+  EXPECT_EQ(r->solver, solver) << threads;
+  EXPECT_TRUE(r->proven_optimal) << threads;
+  EXPECT_EQ(r->height, max_load(p)) << threads;
+  EXPECT_TRUE(validate(p, r->placement, true).ok()) << threads;
+  return *r;
+}
+
 TEST(AllocLimits, TwoSidedSweepAlternatesAlongAChain) {
   const Problem p = random_chain(400, 5);
   const Size bound = max_load(p);
@@ -157,48 +174,18 @@ TEST(AllocLimits, TwoSidedSweepAlternatesAlongAChain) {
 
 // Above 8,000 buffers the multi-start's two-sided attempts pack a long chain at the max-load
 // bound (lowest fit in any of its orders ended 38 % above it at 10,000 buffers).
-TEST(AllocLimits, LargeChainIsPackedAtTheBound) {
-  Problem p = random_chain(12000, 7);
-  SolveOptions o;
-  o.minimize = true;
-  o.time_limit = 20.0;  // stops at the bound; sanitizer builds need the slack
-  o.sweep_threads = 1;
-  auto r = solve(p, o);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->solver, "multi-start");
-  EXPECT_TRUE(r->proven_optimal);
-  EXPECT_EQ(r->height, max_load(p));
-  EXPECT_TRUE(validate(p, r->placement, true).ok());
-}
+TEST(AllocLimits, LargeChainIsPackedAtTheBound) { expect_packed_at_bound(random_chain(12000, 7), "multi-start", 1); }
 
 // A sparse large instance (a ResNet-like activation chain: every buffer live with two or three
 // others) gets the exact search's probe at the max-load bound beside the multi-start; its dive
 // packs the chain at the bound, which no order of the multi-start reached (20 % above at 20,000).
 TEST(AllocLimits, SparseLargeChainIsPackedAtTheBoundByTheExactProbe) {
   const Problem p = generate_activation_chain(9000, 1);
-  SolveOptions o;
-  o.minimize = true;
-  o.time_limit = 30.0;  // ends at the bound; sanitizer builds need the slack
-  for (int threads : {1, 2}) {
-    o.sweep_threads = threads;
-    auto r = solve(p, o);
-    ASSERT_TRUE(r.ok());
-    EXPECT_EQ(r->solver, "exact") << threads;
-    EXPECT_TRUE(r->proven_optimal) << threads;
-    EXPECT_EQ(r->height, max_load(p)) << threads;
-    EXPECT_TRUE(validate(p, r->placement, true).ok()) << threads;
-  }
+  for (int threads : {1, 2}) expect_packed_at_bound(p, "exact", threads, 30.0);
   // Between 2,000 and 8,000 buffers the probe comes first: its one dive is the answer (before, the
   // multi-start and the exact search beside it ran to the limit for the same plan).
   const Problem q = generate_activation_chain(3000, 2);
-  o.sweep_threads = 1;
-  auto r = solve(q, o);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->solver, "exact");
-  EXPECT_TRUE(r->proven_optimal);
-  EXPECT_EQ(r->height, max_load(q));
-  EXPECT_LE(r->nodes, 2 * static_cast<int64_t>(q.buffers.size()));
-  EXPECT_TRUE(validate(q, r->placement, true).ok());
+  EXPECT_LE(expect_packed_at_bound(q, "exact", 1).nodes, 2 * static_cast<int64_t>(q.buffers.size()));
 }
 
 // The online placer and the indexed greedy-by-size give valid plans (with alignment).
@@ -298,16 +285,10 @@ TEST(AllocLimits, MediumMinimizeRunsTheMultiStartFirst) {
   ASSERT_TRUE(base.ok());
   Problem p = generate_scaled(*base, 3000, 1);
   p.capacity = kUnbounded;
+  expect_packed_at_bound(p, "multi-start", 1);
   SolveOptions o;
   o.minimize = true;
   o.time_limit = 20.0;  // stops at the bound; sanitizer builds need the slack
-  o.sweep_threads = 1;
-  auto r = solve(p, o);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->solver, "multi-start");
-  EXPECT_TRUE(r->proven_optimal);
-  EXPECT_EQ(r->height, max_load(p));
-  EXPECT_TRUE(validate(p, r->placement, true).ok());
   // On two workers the plan at the bound is the one of the earliest (round, worker), whichever
   // worker is faster: two runs return the same offsets.
   o.sweep_threads = 2;
