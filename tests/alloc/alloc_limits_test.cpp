@@ -1,6 +1,7 @@
 // Issue 11 items 1, 4, 12, 15 (alloc parts): time limits on large inputs, overflow-safe
 // arithmetic and its documented bounds, one-line errors, and the picture's scale and list.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -186,6 +187,35 @@ TEST(AllocLimits, SparseLargeChainIsPackedAtTheBoundByTheExactProbe) {
   // multi-start and the exact search beside it ran to the limit for the same plan).
   const Problem q = generate_activation_chain(3000, 2);
   EXPECT_LE(expect_packed_at_bound(q, "exact", 1).nodes, 2 * static_cast<int64_t>(q.buffers.size()));
+}
+
+// The pack search recurses once per placed buffer: called from a thread with a small stack
+// (256 KiB), a 6,000-buffer chain packed at its bound must not overflow it (the search runs on
+// a stack of its own; before, this crashed, and so did 20,000 buffers on an 8 MB stack under
+// AddressSanitizer's larger frames).
+TEST(AllocLimits, ExactSearchDepthDoesNotDependOnTheCallersStack) {
+  const Problem p = random_chain(6000, 9);
+  Problem at_bound = p;
+  at_bound.capacity = max_load(p);
+  struct Call {
+    const Problem* q;
+    ExactResult r;
+  } call{&at_bound, {}};
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, 256 << 10), 0);
+  pthread_t thread;
+  auto body = [](void* c) -> void* {
+    auto* call = static_cast<Call*>(c);
+    call->r = exact_search(*call->q, Objective::kPack, false, ExactToggles{}, 60.0, nullptr);
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attr, body, &call), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  ASSERT_TRUE(call.r.found);
+  EXPECT_EQ(height(p, call.r.placement), max_load(p));
+  EXPECT_TRUE(validate(p, call.r.placement, true).ok());
 }
 
 // The online placer and the indexed greedy-by-size give valid plans (with alignment).
