@@ -6,15 +6,12 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
-#include <functional>
 #include <initializer_list>
 #include <map>
 #include <numeric>
 #include <tuple>
 #include <unordered_set>
 #include <utility>
-
-#include <pthread.h>
 
 #include "alloc/solver.h"
 #include "core/deadline.h"
@@ -564,34 +561,6 @@ std::vector<std::vector<int>> components(const Problem& p, const std::vector<int
   return out;
 }
 
-}  // namespace
-
-namespace {
-
-void* run_function(void* fn) {
-  (*static_cast<const std::function<void()>*>(fn))();
-  return nullptr;
-}
-
-// Runs fn on a thread with `bytes` of stack (reserved, committed as used), under the caller's
-// cancellation flag. Why: the pack search recurses once per placed buffer, and the default 8 MB
-// stack held about 9,000 levels under AddressSanitizer and about 50,000 in a release build.
-void run_with_stack(std::size_t bytes, const std::function<void()>& fn) {
-  const std::atomic<bool>* cancel = CancelScope::current();
-  const std::function<void()> body = [&] {
-    CancelScope scope(cancel);
-    fn();
-  };
-  pthread_attr_t attr;
-  pthread_t thread;
-  bool started = pthread_attr_init(&attr) == 0;
-  started = started && pthread_attr_setstacksize(&attr, bytes) == 0 &&
-            pthread_create(&thread, &attr, run_function, const_cast<std::function<void()>*>(&body)) == 0;
-  pthread_attr_destroy(&attr);
-  if (!started) return fn();  // (no thread: the caller's stack, as before)
-  pthread_join(thread, nullptr);
-}
-
 ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
                               const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop);
 
@@ -600,8 +569,10 @@ ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, co
 ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
                          const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop) {
   if (p.buffers.size() <= 1000) return exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop);
+  // The pack search recurses once per placed buffer: on the caller's stack (8 MB) it held about
+  // 9,000 levels under AddressSanitizer and 50,000 in a release build. Its own stack: 4 KiB per
+  // buffer (a sanitizer frame is about 1 KiB) beyond 64 MiB.
   ExactResult r;
-  // 4 KiB per buffer (a sanitizer frame is about 1 KiB) beyond 64 MiB.
   run_with_stack((std::size_t{64} << 20) + 4096 * p.buffers.size(),
                  [&] { r = exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop); });
   return r;

@@ -298,6 +298,13 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
 
   // Exact search on `threads` workers with different restart seeds; the first to finish
   // (a plan for a fixed-capacity pack, or a completed search) stops the others.
+  // The exact search at the max-load capacity from scratch, on one thread (sparse instances):
+  // a plan it finds is optimal.
+  auto probe_at_bound = [&](double secs) {
+    Problem q = p;
+    q.capacity = lb_pack;
+    return exact_search(q, obj, false, o.exact, std::max(0.0, secs), nullptr);
+  };
   auto par_exact = [&](const Problem& q, bool mini, double secs, const Placement* inc) {
     secs = std::max(0.0, secs);  // a spent budget must not read as "no limit" (Deadline(-1))
     const int T = std::max(1, o.threads);
@@ -518,15 +525,13 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
             break;
           }
           const double rest = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
-          Problem at_bound = p;
-          at_bound.capacity = lb_pack;
           std::atomic<bool> stop_sweeps{false};
           ExactResult probe;
           Placement more;
           if (workers >= 2) {
             run_workers(2, [&](int k) {
               if (k == 0) {
-                probe = exact_search(at_bound, obj, false, o.exact, rest, nullptr, 0, nullptr);
+                probe = probe_at_bound(rest);
                 // Ctrl-C reaches this thread's deadlines; pass it on to the sweeps' own flag.
                 const Deadline here(rest);
                 if (probe.found) stop_sweeps = true;
@@ -540,7 +545,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
               }
             });
           } else {
-            probe = exact_search(at_bound, obj, false, o.exact, 0.4 * rest, nullptr, 0, nullptr);
+            probe = probe_at_bound(0.4 * rest);
             if (!probe.found) {
               Deadline mdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
               more = multi_start(p, cur, mdl, o.seed + 1, report, 1);
@@ -565,9 +570,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         // for a quarter of the budget. Why: on chains with residual skips its first dive packs
         // them at the bound in milliseconds, while the path below (the multi-start, then the
         // exact search beside it to the limit) answered the same plan only at the limit.
-        Problem at_bound = p;
-        at_bound.capacity = lb_pack;
-        ExactResult probe = exact_search(at_bound, obj, false, o.exact, 0.25 * std::max(0.0, dl.remaining_seconds()), nullptr);
+        ExactResult probe = probe_at_bound(0.25 * dl.remaining_seconds());
         res.nodes += probe.nodes;
         if (probe.found) {
           consider(cands, p, obj, std::move(probe.placement), "exact");

@@ -126,7 +126,7 @@ Placement place_online(const Problem& p, Size capacity, const Deadline* dl = nul
 // below the top, else on top. The improvement phase of `auto` on large instances uses it.
 // stop_at_spill: the first buffer that does not fit ends the sweep (the rest stay unplaced,
 // without a reason): the multi-start's rounds end as soon as they cannot beat a height.
-// two_sided (under a capacity below kUnbounded): a buffer whose lowest fit lies on top of every
+// two_sided (lowest fit, under a capacity below kUnbounded): a buffer whose lowest fit lies on top of every
 // placed buffer live with it hangs from the capacity instead (ends at it); see TwoSided in repair.cpp.
 Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
                                const Deadline* dl = nullptr, bool stop_at_spill = false, bool two_sided = false);

@@ -7,9 +7,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <functional>
 #include <limits>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
 
 namespace sp {
 
@@ -44,6 +48,28 @@ void run_workers(int n, F&& fn) {
     });
   if (n > 0) fn(0);
   for (auto& t : ws) t.join();
+}
+
+// Runs fn on a thread with `bytes` of stack (reserved, committed as used) that inherits the
+// calling thread's cancellation flag, and returns when it is done; without such a thread, on the
+// caller's stack. For searches that recurse once per item (alloc's exact search).
+inline void run_with_stack(std::size_t bytes, const std::function<void()>& fn) {
+  const std::function<void()> body = [&fn, cancel = CancelScope::current()] {
+    CancelScope scope(cancel);
+    fn();
+  };
+  auto run = [](void* f) -> void* {
+    (*static_cast<const std::function<void()>*>(f))();
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_t thread;
+  if (pthread_attr_init(&attr) != 0) return fn();
+  const bool started = pthread_attr_setstacksize(&attr, bytes) == 0 &&
+                       pthread_create(&thread, &attr, run, const_cast<std::function<void()>*>(&body)) == 0;
+  pthread_attr_destroy(&attr);
+  if (!started) return fn();
+  pthread_join(thread, nullptr);
 }
 
 class Deadline {
