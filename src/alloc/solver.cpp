@@ -33,7 +33,8 @@ Status disable_exact_technique(ExactToggles& t, const std::string& name) {
       {"dominance", &t.dominance},         {"lb_probe", &t.lb_probe},       {"fail_first", &t.fail_first},
       {"memo", &t.memo},                   {"lift_check", &t.lift_check},   {"memo_lift_key", &t.memo_lift_key},
       {"free_place", &t.free_place},       {"load_bound", &t.load_bound},   {"tight_holes", &t.tight_holes},
-      {"restarts", &t.restarts},           {"minimalloc_dives", &t.minimalloc_dives}};
+      {"restarts", &t.restarts},           {"minimalloc_dives", &t.minimalloc_dives},
+      {"sparse_dives", &t.sparse_dives}};
   for (auto& [n, flag] : kToggles)
     if (name == n) {
       *flag = false;
@@ -490,6 +491,23 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       bool done = pack ? (best_it->value <= p.capacity && (!o.minimize || best_it->value <= res.lower_bound))
                        : best_it->value <= res.lower_bound;
       if (done) break;
+      // Sparse pack (chains of activations, each buffer live with a few others): canonical dives
+      // at the max-load bound first (at most a fifth of the budget; about 0.3 s for 100,000
+      // buffers). Why: they pack the generated chains of 5,000-100,000 buffers at the bound in
+      // 0.01-0.3 s, where the multi-start ends 15-30 % above it and the exact search's nodes
+      // scan every unplaced buffer (docs/alloc.md).
+      const bool sparse = pack && (large || sweeps_next) &&
+                          overlapping_pairs(p) <= kSparsePairsPerBuffer * static_cast<int64_t>(p.buffers.size());
+      if (sparse && o.exact.sparse_dives) {
+        const Deadline ddl(0.2 * std::max(0.0, dl.remaining_seconds()));
+        Placement dive = dive_portfolio(p, lb_pack, ddl);
+        if (!dive.offsets.empty() && height(p, dive) < best_it->value) {
+          const Size h = height(p, dive);
+          consider(cands, p, obj, std::move(dive), "dive");
+          if (h <= p.capacity && (!o.minimize || h <= res.lower_bound)) break;
+          best_it = std::min_element(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.value < b.value; });
+        }
+      }
       if (large) {
         // Pack: lower the height by region repair for the rest of the budget (at a fixed
         // capacity, only while the best plan is above it). Select keeps the sweep's answer.
@@ -502,8 +520,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           const Size before = height(p, cur);
           const int workers = multi_start_threads(o);
           auto report = [&](Size h) { pool.report(h, "multi-start"); };
-          if (p.buffers.size() > kSparseProbeMax ||
-              overlapping_pairs(p) > kSparsePairsPerBuffer * static_cast<int64_t>(p.buffers.size())) {
+          if (p.buffers.size() > kSparseProbeMax || !sparse) {
             Deadline mdl(usable);
             cur = multi_start(p, cur, mdl, o.seed, report, workers);
             if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
@@ -564,8 +581,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         if (rs.improvements > 0) consider(cands, p, obj, std::move(cur), "repair");
         break;
       }
-      if (sweeps_next && best_it->value <= p.capacity &&
-          overlapping_pairs(p) <= kSparsePairsPerBuffer * static_cast<int64_t>(p.buffers.size())) {
+      if (sparse && best_it->value <= p.capacity) {
         // Sparse (as above the large threshold): first the exact search at the max-load bound
         // for a quarter of the budget. Why: on chains with residual skips its first dive packs
         // them at the bound in milliseconds, while the path below (the multi-start, then the

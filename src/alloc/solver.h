@@ -47,6 +47,7 @@ struct ExactToggles {
   bool minimalloc_dives = true;  // restarts: also MiniMalloc's own branching in (perturbed) TWA order (K: > 10 s -> 0.03 s)
   bool free_place = true;     // a placement that lifts no unplaced buffer is not branched on
   bool load_bound = true;     // select: exact load relaxation (knapsack B&B) as lower bound; pack its optimal set first
+  bool sparse_dives = true;   // auto, pack from 2,000 buffers, sparse: canonical dives (dive.cpp) at the bound first
 };
 
 // One improvement of the best plan so far (pack: all placed; select: any), reported while solving.
@@ -155,6 +156,27 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 // on_improvement is called under a lock (one call at a time).
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement = {}, int threads = 1);
+// Canonical dive (dive.cpp): the exact search's first branch, no backtracking, O((n + pairs) log n).
+enum class DiveRule {
+  kTightHoles,  // cover the hole at the lowest level: zero slack first, then the fewest candidates
+  kLeastSlack,  // cover the hole at the lowest level with the least slack, then the fewest candidates
+  kLowest,      // the lowest buffer, ties in the tie order (MiniMalloc's branching)
+};
+const char* dive_rule_name(DiveRule r);
+struct DiveOptions {
+  DiveRule rule = DiveRule::kTightHoles;
+  bool twa_ties = false;            // ties: MiniMalloc's TWA order (else earliest start, then larger)
+  Size target = 0;                  // the height the slack of a hole is measured against (the bound)
+  Size give_up_above = kUnbounded;  // stop (empty plan) once the height would exceed this
+  int64_t max_pairs = INT64_MAX;    // stop (empty plan) when the instance has more overlapping pairs
+  bool block = true;                // a buffer that would break a bound under the target is first moved up (once)
+};
+// Every buffer placed (empty offsets if stopped: deadline, give_up_above, max_pairs, or fixed
+// offsets / forced spills, which it does not handle). In-place hand-offs are treated as conflicts.
+Placement canonical_dive(const Problem& p, const DiveOptions& o, const Deadline* dl = nullptr);
+// Dives under every rule and tie order until one reaches `target` or the deadline; the lowest plan
+// (empty offsets if none finished).
+Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl);
 // First-fit decoder in a given order (annealing).
 Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order, const Deadline* dl = nullptr);
 // Number of buffers placed at one of their in-place parents' address.

@@ -124,7 +124,7 @@ void register_alloc(CLI::App& app, int& exit_code) {
   cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)")
       ->check(count_in(1, int64_t{1} << 40));
   cmd->add_option("--exact-off", a->exact_off,
-                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes minimalloc_dives load_bound");
+                  "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes minimalloc_dives load_bound sparse_dives");
   cmd->add_option("-o,--output", a->output, "Plan output (.csv: MiniMalloc CSV with offsets; else JSON; - for stdout)")->required();
   cmd->add_option("--svg", a->svg, "Write an address x time picture");
   cmd->callback([a, threads, seed, &exit_code] {

@@ -143,8 +143,11 @@ static Problem random_chain(int n, uint64_t seed) {
 
 // Minimizes p on `threads` sweep workers and checks the plan: by `solver`, proven at the max
 // load (limits are slack: the runs stop at the bound; sanitizer builds are slower).
-static SolveResult expect_packed_at_bound(const Problem& p, const std::string& solver, int threads, double limit = 20.0) {
+// `dives` off: the paths behind the canonical dives (which answer sparse instances first).
+static SolveResult expect_packed_at_bound(const Problem& p, const std::string& solver, int threads, double limit = 20.0,
+                                          bool dives = true) {
   SolveOptions o;
+  o.exact.sparse_dives = dives;
   o.minimize = true;
   o.time_limit = limit;
   o.sweep_threads = threads;
@@ -175,18 +178,28 @@ TEST(AllocLimits, TwoSidedSweepAlternatesAlongAChain) {
 
 // Above 8,000 buffers the multi-start's two-sided attempts pack a long chain at the max-load
 // bound (lowest fit in any of its orders ended 38 % above it at 10,000 buffers).
-TEST(AllocLimits, LargeChainIsPackedAtTheBound) { expect_packed_at_bound(random_chain(12000, 7), "multi-start", 1); }
+TEST(AllocLimits, LargeChainIsPackedAtTheBound) {
+  expect_packed_at_bound(random_chain(12000, 7), "multi-start", 1, 20.0, false);
+  expect_packed_at_bound(random_chain(12000, 7), "dive", 1);
+}
 
 // A sparse large instance (a ResNet-like activation chain: every buffer live with two or three
 // others) gets the exact search's probe at the max-load bound beside the multi-start; its dive
 // packs the chain at the bound, which no order of the multi-start reached (20 % above at 20,000).
 TEST(AllocLimits, SparseLargeChainIsPackedAtTheBoundByTheExactProbe) {
   const Problem p = generate_activation_chain(9000, 1);
-  for (int threads : {1, 2}) expect_packed_at_bound(p, "exact", threads, 30.0);
+  for (int threads : {1, 2}) expect_packed_at_bound(p, "exact", threads, 30.0, false);
   // Between 2,000 and 8,000 buffers the probe comes first: its one dive is the answer (before, the
   // multi-start and the exact search beside it ran to the limit for the same plan).
   const Problem q = generate_activation_chain(3000, 2);
-  EXPECT_LE(expect_packed_at_bound(q, "exact", 1).nodes, 2 * static_cast<int64_t>(q.buffers.size()));
+  EXPECT_LE(expect_packed_at_bound(q, "exact", 1, 20.0, false).nodes, 2 * static_cast<int64_t>(q.buffers.size()));
+}
+
+// With the canonical dives on (the default), a chain beyond the exact probe's reach (30,000
+// buffers) is packed at the bound too: before, 60,000 buffers ended 20-30 % above it.
+TEST(AllocLimits, SparseChainBeyondTheProbeIsPackedAtTheBoundByADive) {
+  const Problem p = generate_activation_chain(60000, 3);
+  for (int threads : {1, 2}) expect_packed_at_bound(p, "dive", threads);
 }
 
 // The pack search recurses once per placed buffer: called from a thread with a small stack
