@@ -6,7 +6,9 @@
 // node scans every unplaced buffer, so 50,000 buffers did not finish in 10 s; here a placement
 // updates the sections and neighbours of the buffer placed, O((n + pairs) log n) in all.
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <queue>
 #include <set>
 #include <tuple>
 
@@ -39,9 +41,11 @@ struct Dive {
   std::vector<int> by_rank;                 // rank -> buffer
   std::vector<Size> rem;                    // per section: unplaced bytes
   using SecKey = std::tuple<Offset, int, Size, Size, int>;  // (low, class, first, second, section)
-  std::vector<SecKey> key;                  // per section: its key in `holes` (if in it)
+  std::vector<SecKey> key;                  // per section: its current key (if in_holes)
   std::vector<char> in_holes;
-  std::set<SecKey> holes;                   // sections with unplaced buffers, best hole first
+  // Sections with unplaced buffers, best hole on top; an entry whose key is no longer its
+  // section's is stale and dropped when it surfaces (cheaper than an ordered set's erase).
+  std::priority_queue<SecKey, std::vector<SecKey>, std::greater<>> holes;
   std::vector<uint32_t> stamp;
   uint32_t now = 0;
   std::vector<int> touched;
@@ -113,7 +117,6 @@ struct Dive {
   // Recomputes a section's hole key: its lowest offset, then (tight holes) zero slack first,
   // fewest candidates at that offset, least slack; (least slack) least slack, fewest candidates.
   void rekey(int s) {
-    if (in_holes[s]) holes.erase(key[s]);
     in_holes[s] = 0;
     if (o.rule == DiveRule::kLowest || live[s].empty()) return;
     const Offset low = live[s].begin()->first;
@@ -122,7 +125,7 @@ struct Dive {
     const Size slack = o.target - low - rem[s];
     key[s] = o.rule == DiveRule::kTightHoles ? SecKey{low, slack <= 0 ? 0 : 1, cnt, slack, s}
                                              : SecKey{low, 0, slack, cnt, s};
-    holes.insert(key[s]);
+    holes.push(key[s]);
     in_holes[s] = 1;
   }
   void touch(int s) {
@@ -131,9 +134,10 @@ struct Dive {
     touched.push_back(s);
   }
 
-  int next() const {
+  int next() {
     if (o.rule == DiveRule::kLowest) return by_rank[all.begin()->second];
-    const int s = std::get<4>(*holes.begin());
+    while (!in_holes[std::get<4>(holes.top())] || key[std::get<4>(holes.top())] != holes.top()) holes.pop();
+    const int s = std::get<4>(holes.top());
     return by_rank[live[s].begin()->second];
   }
 

@@ -123,8 +123,8 @@ constexpr std::size_t kLargeInstance = 8000;
 constexpr std::size_t kMultiStartFrom = 2000;
 
 // Pairs of buffers live at once (each counted from the later start; equal starts both ways):
-// what the exact search's conflict lists hold. O(n log n).
-int64_t overlapping_pairs(const Problem& p) {
+// what the exact search's conflict lists hold. O(n log n). Stops counting once above `limit`.
+int64_t overlapping_pairs(const Problem& p, int64_t limit) {
   std::vector<Time> starts, ends;
   starts.reserve(p.buffers.size());
   ends.reserve(p.buffers.size());
@@ -132,9 +132,11 @@ int64_t overlapping_pairs(const Problem& p) {
   std::sort(starts.begin(), starts.end());
   std::sort(ends.begin(), ends.end());
   int64_t pairs = 0;
-  for (const Buffer& b : p.buffers)
+  for (const Buffer& b : p.buffers) {
     pairs += (std::upper_bound(starts.begin(), starts.end(), b.start) - starts.begin()) - 1 -
              (std::upper_bound(ends.begin(), ends.end(), b.start) - ends.begin());
+    if (pairs > limit) break;
+  }
   return pairs;
 }
 
@@ -144,6 +146,10 @@ int64_t overlapping_pairs(const Problem& p) {
 // generated XLA and SOMAS families and the stretched real dumps 1,000-4,300 (measured at
 // 12k-28k buffers).
 constexpr int64_t kSparsePairsPerBuffer = 64;
+bool is_sparse(const Problem& p) {
+  const int64_t limit = kSparsePairsPerBuffer * static_cast<int64_t>(p.buffers.size());
+  return overlapping_pairs(p, limit) <= limit;
+}
 // ... and up to this many buffers. Beyond, the probe does not finish a dive in a 10 s budget
 // (each node scans the unplaced buffers: at 50,000 buffers it placed 14,700 in 9 s) and its
 // memory grows with buffers x depth (100,000 buffers: 3 GB after 38,000 nodes in 30 s).
@@ -492,14 +498,13 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
                        : best_it->value <= res.lower_bound;
       if (done) break;
       // Sparse pack (chains of activations, each buffer live with a few others): canonical dives
-      // at the max-load bound first (at most a fifth of the budget; about 0.3 s for 100,000
+      // at the max-load bound first (at most half of the budget; about 0.3 s for 100,000
       // buffers). Why: they pack the generated chains of 5,000-100,000 buffers at the bound in
       // 0.01-0.3 s, where the multi-start ends 15-30 % above it and the exact search's nodes
       // scan every unplaced buffer (docs/alloc.md).
-      const bool sparse = pack && (large || sweeps_next) &&
-                          overlapping_pairs(p) <= kSparsePairsPerBuffer * static_cast<int64_t>(p.buffers.size());
+      const bool sparse = pack && (large || sweeps_next) && is_sparse(p);
       if (sparse && o.exact.sparse_dives) {
-        const Deadline ddl(0.2 * std::max(0.0, dl.remaining_seconds()));
+        const Deadline ddl(0.5 * std::max(0.0, dl.remaining_seconds()));
         Placement dive = dive_portfolio(p, lb_pack, ddl);
         if (!dive.offsets.empty() && height(p, dive) < best_it->value) {
           const Size h = height(p, dive);
