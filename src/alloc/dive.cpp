@@ -240,10 +240,6 @@ Placement canonical_dive(const Problem& p, const DiveOptions& o, const Deadline*
   return pl;
 }
 
-}  // namespace sp::alloc
-
-namespace sp::alloc {
-
 Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl) {
   // Each rule and tie order packs chains the others do not (measured on generated chains of
   // 20,000 buffers: tight holes in start order packs the ResNet-like family at the bound, the
