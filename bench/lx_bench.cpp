@@ -58,6 +58,7 @@ void BM_LxTransformer(benchmark::State& st) {
   sp::lx::Options o;
   o.cores = static_cast<int>(st.range(5));
   o.time_limit = static_cast<double>(st.range(4)) / 1000.0;
+  o.infer_layouts = st.range(6) != 0;
   sp::lx::Plan plan;
   for (auto _ : st) {
     auto r = sp::lx::plan_program(*prog, sp::lx::Hardware{}, o);
@@ -72,6 +73,8 @@ void BM_LxTransformer(benchmark::State& st) {
   st.counters["seq"] = static_cast<double>(seq);
   st.counters["hidden"] = static_cast<double>(hidden);
   st.counters["sparse_reductions"] = sparse;
+  st.counters["infer_layouts"] = o.infer_layouts;
+  st.counters["inferred_layouts"] = static_cast<double>(plan.inferred_layouts.size());
   st.counters["cores"] = o.cores;
   st.counters["time_limit_s"] = o.time_limit;
   st.counters["hbm_bytes"] = static_cast<double>(t.hbm_read + t.hbm_write);
@@ -127,9 +130,10 @@ int reg = [] {
         ->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("BM_LxTransformer", BM_LxTransformer)
-      ->Args({500, 256, 512, 1, 800, 32})->Args({2000, 256, 512, 1, 800, 32})->Args({8000, 256, 512, 1, 800, 32})
-      ->Args({2000, 1024, 2048, 1, 800, 32})->Args({2000, 256, 512, 0, 800, 32})->Args({2000, 256, 512, 0, 5000, 32})
-      ->Args({2000, 256, 512, 0, 800, 16})->Args({2000, 256, 512, 0, 800, 4})->Args({2000, 256, 512, 0, 800, 1})
+      ->Args({500, 256, 512, 1, 800, 32, 1})->Args({2000, 256, 512, 1, 800, 32, 1})->Args({8000, 256, 512, 1, 800, 32, 1})
+      ->Args({2000, 1024, 2048, 1, 800, 32, 1})->Args({2000, 256, 512, 0, 800, 32, 1})->Args({2000, 256, 512, 0, 5000, 32, 1})
+      ->Args({2000, 256, 512, 0, 800, 32, 0})->Args({2000, 256, 512, 0, 5000, 32, 0})
+      ->Args({2000, 256, 512, 0, 800, 16, 0})->Args({2000, 256, 512, 0, 800, 4, 0})->Args({2000, 256, 512, 0, 800, 1, 0})
       ->Iterations(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_LxPlanFixed", BM_LxPlanFixed)->Arg(20000)->Arg(100000)->Iterations(1)->Unit(benchmark::kMillisecond);
   return 0;

@@ -18,6 +18,7 @@ struct LxArgs {
   int64_t capacity = -1;
   double hbm_gbps = -1;
   bool in_place = true, clone_inputs = true, clone_outputs = true, eviction = true, reorder = true, coopt = true;
+  bool layout_inference = true;
 };
 
 lx::Hardware load_lx_hardware(const Doc& hw) {
@@ -52,6 +53,7 @@ lx::Plan plan(const Doc& prog, const Doc& hwdoc, const LxArgs& a) {
     if (!a.eviction) o.eviction = false;
     if (!a.reorder) o.reorder = false;
     if (!a.coopt) o.coopt = false;
+    if (!a.layout_inference) o.infer_layouts = false;
   }
   return run_cancellable([&] { return take(lx::plan_program(p, hw, o)); });
 }
@@ -113,14 +115,15 @@ void bind_lx(py::module_& m) {
   m.def(
       "lx_plan",
       [](const Doc& prog, const Doc& hw, int cores, double time_limit, int stage, int64_t capacity, double hbm_gbps,
-         bool in_place, bool clone_inputs, bool clone_outputs, bool eviction, bool reorder, bool coopt) {
+         bool in_place, bool clone_inputs, bool clone_outputs, bool eviction, bool reorder, bool coopt,
+         bool layout_inference) {
         return plan(prog, hw,
                     LxArgs{cores, time_limit, stage, capacity, hbm_gbps, in_place, clone_inputs, clone_outputs, eviction,
-                           reorder, coopt});
+                           reorder, coopt, layout_inference});
       },
       py::arg("program"), py::arg("hardware"), py::arg("cores"), py::arg("time_limit"), py::arg("stage"),
       py::arg("capacity"), py::arg("hbm_gbps"), py::arg("in_place"), py::arg("clone_inputs"), py::arg("clone_outputs"),
-      py::arg("eviction"), py::arg("reorder"), py::arg("coopt"));
+      py::arg("eviction"), py::arg("reorder"), py::arg("coopt"), py::arg("layout_inference"));
 }
 
 }  // namespace sp::bindings

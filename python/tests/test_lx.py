@@ -45,12 +45,33 @@ def test_plan_from_dict_and_program_object_and_options():
     assert a.to_dict() == b.to_dict() == json.loads(c.stdout)
     # options with their CLI flags
     args = ["--stage", "2", "--capacity", "65536", "--hbm-gbps", "100", "--no-in-place", "--no-clone-inputs",
-            "--no-clone-outputs", "--no-eviction", "--no-reorder", "--no-coopt", "--time-limit", "0.5"]
+            "--no-clone-outputs", "--no-eviction", "--no-reorder", "--no-coopt", "--no-layout-inference",
+            "--time-limit", "0.5"]
     c = cli("plan", prog("sdpa"), "--cores", "4", "-o", "-", *args)
     assert c.returncode == 0, c.stderr
     p = sp.lx.plan(prog("sdpa"), cores=4, stage=2, capacity=65536, hbm_gbps=100, in_place=False,
-                   clone_inputs=False, clone_outputs=False, eviction=False, reorder=False, coopt=False, time_limit=0.5)
+                   clone_inputs=False, clone_outputs=False, eviction=False, reorder=False, coopt=False,
+                   layout_inference=False, time_limit=0.5)
     assert p.to_dict() == json.loads(c.stdout)
+
+
+def test_open_layouts_are_chosen_unless_switched_off():
+    # softmax_lastdim with its row statistics' layouts left open: the planner lays them out sparse
+    # (as the bundled example does itself) and says so; --no-layout-inference keeps them dense.
+    d = load(prog("softmax_lastdim"))
+    stats = [t["name"] for t in d["tensors"] if t.get("dim_order", [None])[-1] == -1]
+    assert stats
+    for t in d["tensors"]:
+        if t["name"] in stats:
+            del t["dim_order"]
+    chosen = sp.lx.plan(d, cores=8).to_dict()
+    assert sorted(x["tensor"] for x in chosen["inferred_layouts"]) == sorted(stats)
+    assert chosen["techniques"]["infer_layouts"] is True
+    assert chosen["totals"]["hbm_bytes"] == sp.lx.plan(prog("softmax_lastdim"), cores=8).to_dict()["totals"]["hbm_bytes"]
+    kept = sp.lx.plan(d, cores=8, layout_inference=False).to_dict()
+    assert kept["inferred_layouts"] == [] and kept["techniques"]["infer_layouts"] is False
+    assert kept["totals"]["hbm_bytes"] > chosen["totals"]["hbm_bytes"]
+    assert kept["layout_issues"] and not chosen["layout_issues"]
 
 
 def test_plan_hardware_dict_and_path(tmp_path):

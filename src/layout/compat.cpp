@@ -97,6 +97,56 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
   return out;
 }
 
+std::vector<program::TensorId> infer_open_layouts(program::Program& p) {
+  std::vector<program::TensorId> changed;
+  std::vector<Layout> layouts;
+  for (const auto& t : p.tensors) {
+    auto l = program::tensor_layout(t);
+    if (!l) return changed;  // (finalize() checked every layout; nothing to infer from a bad one)
+    layouts.push_back(std::move(*l));
+  }
+  for (std::size_t o = 0; o < p.ops.size(); ++o) {
+    const program::Op& op = p.ops[o];
+    const auto oid = static_cast<program::OpId>(o);
+    if (op.kind != program::OpKind::kReduction && op.kind != program::OpKind::kPointwise) continue;
+    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+      const program::TensorId t = op.outputs[k];
+      program::Tensor& x = p.tensors[t];
+      if (x.layout || !x.dim_order.empty() || x.graph_input || x.graph_output) continue;
+      const auto before = check_op_layouts(p, oid, layouts);
+      bool wanted = false;  // the op writes t sparse natively
+      for (const LayoutIssue& is : before) wanted = wanted || (is.tensor == t && is.fix == FixKind::kRestickify);
+      if (op.kind == program::OpKind::kPointwise && !wanted) {  // every operand of t's shape is sparse
+        int same = 0, sparse_in = 0;
+        for (std::size_t m = 0; m < op.inputs.size(); ++m)
+          if (p.tensors[op.inputs[m]].shape == x.shape) {
+            ++same;
+            sparse_in += stick_host_dim(layouts[op.inputs[m]]) < 0;
+          }
+        wanted = same > 0 && sparse_in == same;
+      }
+      if (!wanted) continue;
+      std::vector<int> order;
+      for (std::size_t d = 0; d < x.shape.size(); ++d) order.push_back(static_cast<int>(d));
+      order.push_back(-1);
+      auto l = layout_from_dim_order(x.shape, x.dtype, order);
+      if (!l) continue;
+      std::swap(layouts[t], *l);
+      // Kept only if the op then writes t without a fix and needs no more fixes than before.
+      const auto after = check_op_layouts(p, oid, layouts);
+      bool ok = after.size() <= before.size();
+      for (const LayoutIssue& is : after) ok = ok && is.tensor != t;
+      if (!ok) {
+        std::swap(layouts[t], *l);
+        continue;
+      }
+      x.dim_order = order;
+      changed.push_back(t);
+    }
+  }
+  return changed;
+}
+
 Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p) {
   std::vector<Layout> layouts;
   for (const auto& t : p.tensors) {

@@ -55,6 +55,7 @@ struct Options {
   bool eviction = true;            // dormant values may be evicted and reloaded when it pays
   bool reorder = true;             // move independent ops when it lowers HBM traffic
   bool coopt = true;               // co-optimize core splits with placement
+  bool infer_layouts = true;       // choose the layouts the program leaves open (layout::infer_open_layouts)
   int cores = 32;                  // cores available to work division
   double time_limit = 1.0;         // seconds for the whole plan (anytime)
   uint64_t seed = 1;               // for any randomized search
@@ -158,6 +159,11 @@ struct Plan {
   bool proven_optimal = false;  // placement matched its bound
   int evictions = 0, clones = 0, reorders = 0, coopt_changes = 0;
   std::vector<std::string> notes;  // decisions worth showing (co-opt moves, reorders)
+  struct InferredLayout {
+    std::string tensor;            // a tensor the program left without dim_order or layout
+    std::vector<int> dim_order;    // the layout the plan assumes for it (program format)
+  };
+  std::vector<InferredLayout> inferred_layouts;  // the compiler must lay these tensors out so
 };
 
 // Builds the planning graph of a program under the given per-op split choice (index into each

@@ -23,7 +23,8 @@ Json plan_to_json(const Plan& p, bool arrays) {
                      {"clone_outputs", p.options.clone_outputs},
                      {"eviction", p.options.eviction},
                      {"reorder", p.options.reorder},
-                     {"coopt", p.options.coopt}};
+                     {"coopt", p.options.coopt},
+                     {"infer_layouts", p.options.infer_layouts}};
   if (arrays) {
   Json ops = Json::array();
   for (std::size_t i = 0; i < p.graph.ops.size(); ++i) {
@@ -74,6 +75,9 @@ Json plan_to_json(const Plan& p, bool arrays) {
       fix_bytes += 2 * f.fixed_bytes;
     }
   j["layout_issues"] = issues;
+  Json inferred = Json::array();
+  for (const auto& l : p.inferred_layouts) inferred.push_back({{"tensor", l.tensor}, {"dim_order", l.dim_order}});
+  j["inferred_layouts"] = inferred;
   const Totals& t = p.totals;
   j["totals"] = {{"hbm_read_bytes", t.hbm_read},
                  {"hbm_write_bytes", t.hbm_write},
@@ -302,6 +306,15 @@ std::string plan_report(const Plan& p) {
     for (const GOp& op : p.graph.ops)
       for (const LayoutFix& f : op.layout_fixes)
         os << "  " << f.message << " (+" << 2 * f.fixed_bytes << " B HBM)\n";
+  }
+  if (!p.inferred_layouts.empty()) {
+    os << "layouts chosen for tensors the program left open (" << p.inferred_layouts.size() << "):";
+    for (const auto& l : p.inferred_layouts) {
+      os << " " << l.tensor << " [";
+      for (std::size_t i = 0; i < l.dim_order.size(); ++i) os << (i ? ", " : "") << l.dim_order[i];
+      os << "]";
+    }
+    os << "\n";
   }
   for (const auto& n : p.notes) os << "note: " << n << "\n";
   return os.str();

@@ -14,9 +14,10 @@ namespace {
 using program::Builder;
 using program::TensorId;
 
-Plan plan_of(const program::Program& p, int cores = 32) {
+Plan plan_of(const program::Program& p, int cores = 32, bool infer_layouts = true) {
   Options o;
   o.cores = cores;
+  o.infer_layouts = infer_layouts;
   o.time_limit = 2.0;
   auto r = plan_program(p, Hardware{}, o);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
@@ -161,9 +162,9 @@ TEST(LxCosts, TimeBoundHoldsForEveryPlanAtLeastAsFast) {
   EXPECT_GT(compared, 6);  // pairs beyond each plan with itself
 }
 
-TEST(LxCosts, LayoutIssuesAreReportedAndCosted) {
-  // A reduction along the stick writing a dense (non-sparse) output needs a restickify; a matmul
-  // whose B has K = 4 rows is padded to one stick of A (64 rows): 16x its bytes.
+// A reduction along the stick writing a dense (non-sparse) output needs a restickify; a matmul
+// whose B has K = 4 rows is padded to one stick of A (64 rows): 16x its bytes.
+program::Program layout_issues_program() {
   Builder b("layout_issues");
   TensorId x = b.input("x", {256, 1024}), mx = b.tensor("max", {256, 1}), y = b.tensor("y", {256, 1024});
   b.reduce("row_max", "max", x, {1}, mx);
@@ -173,9 +174,14 @@ TEST(LxCosts, LayoutIssuesAreReportedAndCosted) {
   b.matmul("mm", a, w, c);
   b.output(c);
   auto prog = b.build("test");
-  ASSERT_TRUE(prog.ok()) << prog.error().message;
-  Plan plan = plan_of(*prog);
+  EXPECT_TRUE(prog.ok()) << prog.error().message;
+  return *prog;
+}
+
+TEST(LxCosts, LayoutIssuesAreReportedAndCosted) {
+  Plan plan = plan_of(layout_issues_program(), 32, /*infer_layouts=*/false);
   ASSERT_TRUE(check_plan(plan).ok());
+  EXPECT_TRUE(plan.inferred_layouts.empty());
   Bytes fixes = 0;
   int restick = 0, pads = 0;
   for (const GOp& op : plan.graph.ops)
@@ -203,6 +209,40 @@ TEST(LxCosts, LayoutIssuesAreReportedAndCosted) {
   Plan bad = plan;
   for (GOp& op : bad.graph.ops) op.layout_fixes.clear();
   EXPECT_FALSE(check_plan(bad).ok());
+}
+
+// The reduction's output has no layout in the program: by default the planner gives it the
+// sparse layout the reduction writes, says so, and only the padding (of a graph input, whose
+// layout is the caller's) is left to fix.
+TEST(LxCosts, OpenLayoutsAreChosenAndReported) {
+  const program::Program prog = layout_issues_program();
+  Plan plan = plan_of(prog);
+  ASSERT_TRUE(check_plan(plan).ok());
+  ASSERT_EQ(plan.inferred_layouts.size(), 1u);
+  EXPECT_EQ(plan.inferred_layouts[0].tensor, "max");
+  EXPECT_EQ(plan.inferred_layouts[0].dim_order, (std::vector<int>{0, 1, -1}));
+  int fixes = 0;
+  for (const GOp& op : plan.graph.ops)
+    for (const LayoutFix& f : op.layout_fixes) {
+      ++fixes;
+      EXPECT_TRUE(f.padding);
+    }
+  EXPECT_EQ(fixes, 1);
+  Json j = plan_to_json(plan);
+  ASSERT_EQ(j["inferred_layouts"].size(), 1u);
+  EXPECT_EQ(j["inferred_layouts"][0]["tensor"], "max");
+  EXPECT_TRUE(j["techniques"]["infer_layouts"].get<bool>());
+  EXPECT_NE(plan_report(plan).find("layouts chosen for tensors the program left open (1): max [0, 1, -1]"),
+            std::string::npos);
+  // Planning the program with that layout given gives the same traffic.
+  program::Program given = prog;
+  for (auto& t : given.tensors)
+    if (t.name == "max") t.dim_order = {0, 1, -1};
+  Plan same = plan_of(given);
+  EXPECT_TRUE(same.inferred_layouts.empty());
+  EXPECT_EQ(same.totals.hbm_read + same.totals.hbm_write, plan.totals.hbm_read + plan.totals.hbm_write);
+  EXPECT_LT(plan.totals.hbm_read + plan.totals.hbm_write,
+            plan_of(prog, 32, false).totals.hbm_read + plan_of(prog, 32, false).totals.hbm_write);
 }
 
 TEST(LxCosts, SvgEscapesNamesMergesIdenticalCoresAndLabelsAxes) {

@@ -93,6 +93,7 @@ TEST(LxSoftmax, FourCoresKeepIntermediatesOnLx) {
   Options o;
   o.cores = 4;
   o.coopt = false;
+  o.infer_layouts = false;  // the reduction outputs stay dense (default layout): see the end
   // work division alone splits neighbours differently (rows vs sticks): core-div mismatches
   auto seed = plan_program(prog, Hardware{}, o);
   ASSERT_TRUE(seed.ok()) << seed.error().message;
@@ -118,6 +119,14 @@ TEST(LxSoftmax, FourCoresKeepIntermediatesOnLx) {
   auto one = plan_program(prog, Hardware{}, o);
   ASSERT_TRUE(one.ok());
   EXPECT_TRUE(value(*one, "shifted").lx.empty());
+  // with the open layouts chosen (the default), the two reduction outputs are sparse: no fix is
+  // left, only the input read and the output write
+  o.cores = 4;
+  o.infer_layouts = true;
+  auto inferred = plan_program(prog, Hardware{}, o);
+  ASSERT_TRUE(inferred.ok());
+  EXPECT_EQ(inferred->inferred_layouts.size(), 2u);
+  EXPECT_EQ(inferred->totals.hbm_read + inferred->totals.hbm_write, 2 * 1024 * 2048 * 2);
 }
 
 TEST(LxHardware, SpyreCapacityFollowsTheFormula) {
