@@ -97,33 +97,51 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
   return out;
 }
 
-std::vector<program::TensorId> infer_open_layouts(program::Program& p) {
-  std::vector<program::TensorId> changed;
+std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
+  std::vector<OpenLayout> chosen;
+  auto open = [&](program::TensorId t) {
+    const program::Tensor& x = p.tensors[t];
+    return !x.layout && x.dim_order.empty() && !x.graph_input && !x.graph_output;
+  };
+  // Most programs lay out what they reduce: then skip building every layout.
+  auto given_sparse = [&](program::TensorId t) {
+    const program::Tensor& x = p.tensors[t];
+    return x.layout || (!x.dim_order.empty() && x.dim_order.back() == -1);
+  };
+  bool any = false;
+  for (const program::Op& op : p.ops)
+    for (program::TensorId t : op.outputs)
+      if (open(t)) {
+        if (op.kind == program::OpKind::kReduction) any = true;
+        if (op.kind == program::OpKind::kPointwise)
+          for (program::TensorId in : op.inputs) any = any || given_sparse(in);
+      }
+  if (!any) return chosen;
   std::vector<Layout> layouts;
+  layouts.reserve(p.tensors.size());
   for (const auto& t : p.tensors) {
     auto l = program::tensor_layout(t);
-    if (!l) return changed;  // (finalize() checked every layout; nothing to infer from a bad one)
+    if (!l) return {};  // (finalize() checked every layout; nothing to infer from a bad one)
     layouts.push_back(std::move(*l));
   }
   for (std::size_t o = 0; o < p.ops.size(); ++o) {
     const program::Op& op = p.ops[o];
     const auto oid = static_cast<program::OpId>(o);
-    if (op.kind != program::OpKind::kReduction && op.kind != program::OpKind::kPointwise) continue;
-    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
-      const program::TensorId t = op.outputs[k];
-      program::Tensor& x = p.tensors[t];
-      if (x.layout || !x.dim_order.empty() || x.graph_input || x.graph_output) continue;
-      const auto before = check_op_layouts(p, oid, layouts);
+    for (program::TensorId t : op.outputs) {
+      if (!open(t)) continue;
+      const program::Tensor& x = p.tensors[t];
       bool wanted = false;  // the op writes t sparse natively
-      for (const LayoutIssue& is : before) wanted = wanted || (is.tensor == t && is.fix == FixKind::kRestickify);
-      if (op.kind == program::OpKind::kPointwise && !wanted) {  // every operand of t's shape is sparse
+      if (op.kind == program::OpKind::kPointwise) {  // every operand of t's shape is sparse
         int same = 0, sparse_in = 0;
-        for (std::size_t m = 0; m < op.inputs.size(); ++m)
-          if (p.tensors[op.inputs[m]].shape == x.shape) {
+        for (program::TensorId in : op.inputs)
+          if (p.tensors[in].shape == x.shape) {
             ++same;
-            sparse_in += stick_host_dim(layouts[op.inputs[m]]) < 0;
+            sparse_in += stick_host_dim(layouts[in]) < 0;
           }
         wanted = same > 0 && sparse_in == same;
+      } else if (op.kind == program::OpKind::kReduction) {  // along the stick: "must be sparse"
+        for (const LayoutIssue& is : check_op_layouts(p, oid, layouts))
+          wanted = wanted || (is.tensor == t && is.fix == FixKind::kRestickify);
       }
       if (!wanted) continue;
       std::vector<int> order;
@@ -131,6 +149,7 @@ std::vector<program::TensorId> infer_open_layouts(program::Program& p) {
       order.push_back(-1);
       auto l = layout_from_dim_order(x.shape, x.dtype, order);
       if (!l) continue;
+      const auto before = check_op_layouts(p, oid, layouts);
       std::swap(layouts[t], *l);
       // Kept only if the op then writes t without a fix and needs no more fixes than before.
       const auto after = check_op_layouts(p, oid, layouts);
@@ -140,11 +159,10 @@ std::vector<program::TensorId> infer_open_layouts(program::Program& p) {
         std::swap(layouts[t], *l);
         continue;
       }
-      x.dim_order = order;
-      changed.push_back(t);
+      chosen.push_back({t, std::move(order)});
     }
   }
-  return changed;
+  return chosen;
 }
 
 Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p) {

@@ -31,12 +31,16 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
 // All ops; layouts are program::tensor_layout of every tensor (the program must be finalized).
 Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p);
 
-// Chooses the layouts a program leaves open (finalized program, changed in place), in program
-// order: an intermediate tensor with neither dim_order nor layout, written by a reduction along
-// its input's stick dim or by a pointwise op on sparse operands, gets the sparse layout (its dims
-// in order, then -1) that op writes natively, if that removes the op's fix for it and adds none.
-// Every other tensor keeps the default layout; graph inputs and outputs keep theirs (the caller
-// provides or reads them). Returns the tensors given a layout.
-std::vector<program::TensorId> infer_open_layouts(program::Program& p);
+// Chooses the layouts a finalized program leaves open, in program order: an intermediate tensor
+// with neither dim_order nor layout, written by a reduction along its input's stick dim or by a
+// pointwise op whose operands of its shape are all sparse, gets the sparse layout (its dims in
+// order, then -1) that op writes natively, if the op then needs no fix for it and no more fixes
+// than before. Every other tensor keeps the default layout; graph inputs and outputs keep theirs
+// (the caller provides or reads them). The program is not changed: set each dim_order to apply.
+struct OpenLayout {
+  program::TensorId tensor = -1;  // an open tensor
+  std::vector<int> dim_order;     // the layout chosen for it
+};
+std::vector<OpenLayout> infer_open_layouts(const program::Program& p);
 
 }  // namespace sp::layout

@@ -618,15 +618,16 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   // generated transformer: 38.9 % above the bound over every split, 13.3 % with the layouts
   // chosen; docs/lx.md).
   if (o.infer_layouts) {
-    program::Program q = p;
-    const std::vector<program::TensorId> changed = layout::infer_open_layouts(q);
-    if (!changed.empty()) {
+    const std::vector<layout::OpenLayout> chosen = layout::infer_open_layouts(p);
+    if (!chosen.empty()) {
+      program::Program q = p;
+      for (const auto& c : chosen) q.tensors[c.tensor].dim_order = c.dim_order;
       Options inner = o;
       inner.infer_layouts = false;
       auto plan = plan_program(q, hw, inner);
       if (!plan) return plan;
       plan->options.infer_layouts = true;
-      for (program::TensorId t : changed) plan->inferred_layouts.push_back({q.tensors[t].name, q.tensors[t].dim_order});
+      for (const auto& c : chosen) plan->inferred_layouts.push_back({q.tensors[c.tensor].name, c.dim_order});
       return plan;
     }
   }
