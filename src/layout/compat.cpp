@@ -139,9 +139,15 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
             sparse_in += stick_host_dim(layouts[in]) < 0;
           }
         wanted = same > 0 && sparse_in == same;
-      } else if (op.kind == program::OpKind::kReduction) {  // along the stick: "must be sparse"
-        for (const LayoutIssue& is : check_op_layouts(p, oid, layouts))
-          wanted = wanted || (is.tensor == t && is.fix == FixKind::kRestickify);
+      } else if (op.kind == program::OpKind::kReduction && !op.inputs.empty()) {
+        // Along the stick: the data operand's stick dim is indexed by one reduction var alone
+        // (so a convolution, whose window sums index it, does not qualify), and the checker
+        // asks for a sparse output.
+        const int sv = stick_var(p, oid, 0, layouts[op.inputs[0]]);
+        if (sv >= 0 && static_cast<std::size_t>(sv) < op.iterators.size() &&
+            op.iterators[sv] == program::IteratorType::kReduction)
+          for (const LayoutIssue& is : check_op_layouts(p, oid, layouts))
+            wanted = wanted || (is.tensor == t && is.fix == FixKind::kRestickify);
       }
       if (!wanted) continue;
       std::vector<int> order;
@@ -149,6 +155,8 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
       order.push_back(-1);
       auto l = layout_from_dim_order(x.shape, x.dtype, order);
       if (!l) continue;
+      // No larger than the data it is computed from (a stick-dim reduction of S >= 64 elements).
+      if (device_bytes(*l) > device_bytes(layouts[op.inputs[0]])) continue;
       const auto before = check_op_layouts(p, oid, layouts);
       std::swap(layouts[t], *l);
       // Kept only if the op then writes t without a fix and needs no more fixes than before.

@@ -32,10 +32,11 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
 Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p);
 
 // Chooses the layouts a finalized program leaves open, in program order: an intermediate tensor
-// with neither dim_order nor layout, written by a reduction along its input's stick dim or by a
-// pointwise op whose operands of its shape are all sparse, gets the sparse layout (its dims in
-// order, then -1) that op writes natively, if the op then needs no fix for it and no more fixes
-// than before. Every other tensor keeps the default layout; graph inputs and outputs keep theirs
+// with neither dim_order nor layout, written by a reduction whose first input's stick dim is
+// indexed by one reduction var (reduced away) or by a pointwise op whose operands of its shape are
+// all sparse, gets the sparse layout (its dims in order, then -1) that op writes natively, if that
+// layout is no larger than the op's first input and the op then needs no fix for it and no more
+// fixes than before. Every other tensor keeps the default layout; graph inputs and outputs keep theirs
 // (the caller provides or reads them). The program is not changed: set each dim_order to apply.
 struct OpenLayout {
   program::TensorId tensor = -1;  // an open tensor
