@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "layout/compat.h"
+#include "core/json_reader.h"
 #include "program/builder.h"
 
 namespace sp::layout {
@@ -72,6 +73,35 @@ TEST(LayoutCompat, CompatibleProgramsKeepTheirLayouts) {
   b.output(y);
   auto prog = b.build("test");
   ASSERT_TRUE(prog.ok());
+  EXPECT_TRUE(infer_open_layouts(*prog).empty());
+}
+
+// A convolution is a reduction whose window sums index its input's stick dim (and whose weight is
+// sticked on a reduction var, so the checker asks for a sparse output): its output keeps the
+// default layout, which a sparse one would make 64 times larger.
+TEST(LayoutCompat, ConvolutionOutputsKeepTheDefault) {
+  const char* conv = R"J({"name": "conv", "tensors": [
+    {"name": "x", "shape": [1, 8, 17, 17], "dtype": "fp16", "graph_input": true},
+    {"name": "w", "shape": [16, 8, 3, 3], "dtype": "fp16", "graph_input": true},
+    {"name": "y", "shape": [1, 16, 8, 8], "dtype": "fp16"},
+    {"name": "r", "shape": [1, 16, 8, 8], "dtype": "fp16", "graph_output": true}],
+   "ops": [{"name": "conv", "kind": "reduction", "payload": "conv2d", "inputs": ["x", "w"], "outputs": ["y"],
+    "iterator_types": ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"],
+    "indexing_maps": ["(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, 2*d2 + d5, d3 * 2 + d6)",
+                      "(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)",
+                      "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)"]},
+    {"name": "relu", "kind": "pointwise", "payload": "relu", "inputs": ["y"], "outputs": ["r"],
+     "iterator_types": ["parallel", "parallel", "parallel", "parallel"],
+     "indexing_maps": ["(d0, d1, d2, d3) -> (d0, d1, d2, d3)", "(d0, d1, d2, d3) -> (d0, d1, d2, d3)"]}]})J";
+  auto j = parse_json_text(conv, "conv");
+  ASSERT_TRUE(j.ok());
+  auto prog = program::program_from_json(*j, "conv");
+  ASSERT_TRUE(prog.ok()) << prog.error().message;
+  auto issues = check_program_layouts(*prog);
+  ASSERT_TRUE(issues.ok());
+  bool asks_sparse = false;
+  for (const LayoutIssue& is : *issues) asks_sparse = asks_sparse || (is.op == 0 && prog->tensors[is.tensor].name == "y");
+  EXPECT_TRUE(asks_sparse);  // the rule that would misfire
   EXPECT_TRUE(infer_open_layouts(*prog).empty());
 }
 
