@@ -195,6 +195,22 @@ TEST(AllocLimits, SparseLargeChainIsPackedAtTheBoundByTheExactProbe) {
   EXPECT_LE(expect_packed_at_bound(q, "exact", 1, 20.0, false).nodes, 2 * static_cast<int64_t>(q.buffers.size()));
 }
 
+// A chain whose sizes halve or double from op to op, with a 4 MiB buffer live 40 ticks every 50
+// beside it: no canonical dive packs it at the bound, the exact probe behind them does.
+TEST(AllocLimits, ChainBesideLongerBuffersIsPackedAtTheBoundByTheProbe) {
+  Problem p;
+  Rng rng(1);
+  Size z = Size{1} << 20;
+  const int n = 9000;
+  for (int i = 0; i < n; ++i) {
+    z = std::clamp<Size>((rng.range(0, 1) ? z * 2 : z / 2) * rng.range(90, 110) / 100, Size{1} << 14, Size{1} << 28);
+    p.buffers.push_back(buf("c" + std::to_string(i), z, i, i + 2));
+  }
+  for (int t = 0; t < n; t += 50) p.buffers.push_back(buf("l" + std::to_string(t), Size{4} << 20, t, std::min(n + 1, t + 40)));
+  EXPECT_GT(height(p, dive_portfolio(p, max_load(p), Deadline(60.0))), max_load(p));
+  expect_packed_at_bound(p, "exact", 1, 30.0);
+}
+
 // With the canonical dives on (the default), a chain beyond the exact probe's reach (30,000
 // buffers) is packed at the bound too: before, 60,000 buffers ended 20-30 % above it.
 TEST(AllocLimits, SparseChainBeyondTheProbeIsPackedAtTheBoundByADive) {
