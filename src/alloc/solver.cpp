@@ -306,9 +306,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   // Exact search on `threads` workers with different restart seeds; the first to finish
   // (a plan for a fixed-capacity pack, or a completed search) stops the others.
   // The exact search at the max-load capacity from scratch, on one thread (sparse instances):
-  // a plan it finds is optimal.
-  // MiniMalloc's branching (the lowest buffer first, no fail-first holes) gets the first 40 %,
-  // then the default search the rest. Why: on a chain whose sizes halve or double, with a 4 MiB
+  // a plan it finds is optimal. MiniMalloc's branching (the lowest buffer first, no fail-first
+  // holes) gets the first 40 %, then the default search the rest. Why: on a chain whose sizes halve or double, with a 4 MiB
   // buffer live 40 ticks every 50 beside it (20,400 buffers, where the dives end 37 % above),
   // the lowest-first search packs it at the bound in 1.8 s and the fail-first one finds nothing
   // in 9 s; on other seeds of that kind fail-first takes 0.15 s and lowest-first 1.8 s, and both
