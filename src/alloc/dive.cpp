@@ -30,10 +30,13 @@ namespace {
 struct Dive {
   const Problem& p;
   const DiveOptions& o;
+  const Conflicts& g;                       // sections and co-live buffers (shared by the dives)
+  const std::vector<int>& s0 = g.s0;        // sections covered [s0, s1)
+  const std::vector<int>& s1 = g.s1;
+  const std::vector<std::vector<int>>& adj = g.adj;
   int n = 0, nsec = 0;
-  std::vector<int> s0, s1, rank;            // sections covered [s0, s1); tie rank (lower first)
+  std::vector<int> rank;                    // tie rank (lower first)
   std::vector<Offset> mino;                 // lowest offset each unplaced buffer can take
-  std::vector<std::vector<int>> adj;        // co-live buffers
   std::vector<char> placed;
   using Entry = std::pair<Offset, int>;     // (mino, rank)
   std::vector<std::set<Entry>> live;        // per section: its unplaced buffers
@@ -50,39 +53,13 @@ struct Dive {
   uint32_t now = 0;
   std::vector<int> touched;
 
-  Dive(const Problem& pr, const DiveOptions& opt) : p(pr), o(opt) {}
-
-  bool build(const Deadline* dl) {
+  Dive(const Problem& pr, const DiveOptions& opt, const Conflicts& conflicts) : p(pr), o(opt), g(conflicts) {
     n = static_cast<int>(p.buffers.size());
-    std::vector<Time> times;
-    times.reserve(2 * static_cast<std::size_t>(n));
-    for (const Buffer& b : p.buffers) times.push_back(b.start), times.push_back(b.end);
-    std::sort(times.begin(), times.end());
-    times.erase(std::unique(times.begin(), times.end()), times.end());
-    nsec = std::max<int>(0, static_cast<int>(times.size()) - 1);
-    s0.resize(n), s1.resize(n);
-    for (int k = 0; k < n; ++k) {
-      s0[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), p.buffers[k].start) - times.begin());
-      s1[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), p.buffers[k].end) - times.begin());
-    }
-    std::vector<int> by_start(static_cast<std::size_t>(n));
-    std::iota(by_start.begin(), by_start.end(), 0);
-    std::sort(by_start.begin(), by_start.end(), [&](int a, int c) { return s0[a] != s0[c] ? s0[a] < s0[c] : a < c; });
-    adj.assign(n, {});
-    int64_t pairs = 0;
-    for (std::size_t i = 0; i < by_start.size(); ++i) {
-      if ((i & 255) == 0 && dl && dl->expired()) return false;
-      const int a = by_start[i];
-      for (std::size_t j = i + 1; j < by_start.size() && s0[by_start[j]] < s1[a]; ++j) {
-        adj[a].push_back(by_start[j]);
-        adj[by_start[j]].push_back(a);
-        if (++pairs > o.max_pairs) return false;
-      }
-    }
+    nsec = g.sections;
     // Tie order among buffers at one level: earliest start, then larger (the exact search's
     // first static preorder), or MiniMalloc's TWA (largest load over the lifetime, then the
     // longest, then the largest area).
-    by_rank = by_start;
+    by_rank = g.by_start;
     if (o.twa_ties) {
       std::vector<Size> t = peak_load_over_lifetime(p);
       auto w = [&](int k) { return p.buffers[k].end - p.buffers[k].start; };
@@ -111,7 +88,6 @@ struct Dive {
     in_holes.assign(nsec, 0);
     stamp.assign(nsec, 0);
     for (int s = 0; s < nsec; ++s) rekey(s);
-    return true;
   }
 
   // Recomputes a section's hole key: its lowest offset, then (tight holes) zero slack first,
@@ -204,14 +180,22 @@ struct Dive {
   }
 };
 
-}  // namespace
-
-Placement canonical_dive(const Problem& p, const DiveOptions& o, const Deadline* dl) {
-  Placement pl;
+bool dive_can_place(const Problem& p) {
   for (const Buffer& b : p.buffers)
-    if (b.fixed_offset != kNoFixedOffset || !b.residency_reason.empty()) return pl;
-  Dive d(p, o);
-  if (!d.build(dl)) return pl;
+    if (b.fixed_offset != kNoFixedOffset || !b.residency_reason.empty()) return false;
+  return true;
+}
+
+bool all_conflicts(const Problem& p, Conflicts& g, const Deadline* dl, int64_t max_pairs) {
+  std::vector<int> ids(p.buffers.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  return build_conflicts(p, ids, g, dl, max_pairs);
+}
+
+// One dive over prebuilt conflicts (the caller checked dive_can_place).
+Placement dive_with(const Problem& p, const DiveOptions& o, const Conflicts& g, const Deadline* dl) {
+  Placement pl;
+  Dive d(p, o, g);
   pl.offsets.assign(p.buffers.size(), kSpilled);
   pl.spill_reasons.assign(p.buffers.size(), "");
   // Blocking (the exact search's second branch, taken once per buffer and never undone): a
@@ -240,6 +224,14 @@ Placement canonical_dive(const Problem& p, const DiveOptions& o, const Deadline*
   return pl;
 }
 
+}  // namespace
+
+Placement canonical_dive(const Problem& p, const DiveOptions& o, const Deadline* dl) {
+  Conflicts g;
+  if (!dive_can_place(p) || !all_conflicts(p, g, dl, o.max_pairs)) return {};
+  return dive_with(p, o, g, dl);
+}
+
 Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl) {
   // Each rule and tie order packs chains the others do not (measured on generated chains of
   // 20,000 buffers: tight holes in start order packs the ResNet-like family at the bound, the
@@ -249,6 +241,8 @@ Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl) {
       {DiveRule::kTightHoles, true},  {DiveRule::kLeastSlack, true}, {DiveRule::kLowest, true}};
   Placement best;
   Size best_h = kUnbounded;
+  Conflicts g;  // built once: the variants differ in order only
+  if (!dive_can_place(p) || !all_conflicts(p, g, &dl, INT64_MAX)) return best;
   for (auto [rule, twa] : kVariants) {
     if (dl.expired() || best_h <= target) break;
     DiveOptions o;
@@ -256,7 +250,7 @@ Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl) {
     o.twa_ties = twa;
     o.target = target;
     o.give_up_above = best_h - 1;
-    Placement pl = canonical_dive(p, o, &dl);
+    Placement pl = dive_with(p, o, g, &dl);
     if (pl.offsets.empty()) continue;
     best_h = height(p, pl);
     best = std::move(pl);

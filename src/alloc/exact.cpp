@@ -96,15 +96,19 @@ struct Search {
     ids = sub;
     n = static_cast<int>(ids.size());
     clock_mask = n > 512 ? 0 : 63;
-    std::vector<Time> times;
-    for (int i : ids) {
-      times.push_back(p.buffers[i].start);
-      times.push_back(p.buffers[i].end);
+    // Sections and conflict lists (shared with the dives); the lists by index, as the search
+    // expects. A build cut by the deadline is abandoned.
+    Conflicts c;
+    if (!build_conflicts(p, ids, c, &deadline)) {
+      build_cut = true;
+      return;
     }
-    std::sort(times.begin(), times.end());
-    times.erase(std::unique(times.begin(), times.end()), times.end());
-    nsec = std::max<int>(0, static_cast<int>(times.size()) - 1);
-    size.resize(n); align.resize(n); cost.resize(n); s0.resize(n); s1.resize(n); adj.assign(n, {}); twin.assign(n, -1);
+    nsec = c.sections;
+    s0 = std::move(c.s0);
+    s1 = std::move(c.s1);
+    adj = std::move(c.adj);
+    for (auto& list : adj) std::sort(list.begin(), list.end());
+    size.resize(n); align.resize(n); cost.resize(n); twin.assign(n, -1);
     tw.resize(n);
     for (int k = 0; k < n; ++k) {
       const Buffer& b = p.buffers[ids[k]];
@@ -112,30 +116,6 @@ struct Search {
       size[k] = b.size;
       align[k] = b.alignment;
       cost[k] = spill_cost(b);
-      s0[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), b.start) - times.begin());
-      s1[k] = static_cast<int>(std::lower_bound(times.begin(), times.end(), b.end) - times.begin());
-    }
-    // Conflict lists by a sweep in start order: each buffer meets the ones starting before it
-    // ends (O(n log n) plus the pairs; a pairwise test of every two buffers cost 2.5 s at
-    // 50,000 buffers). Lists end up by index, as the search expects. The deadline is checked
-    // per buffer (a cut build is abandoned).
-    {
-      std::vector<int> by_start(static_cast<std::size_t>(n));
-      std::iota(by_start.begin(), by_start.end(), 0);
-      std::sort(by_start.begin(), by_start.end(), [&](int a, int c) { return s0[a] != s0[c] ? s0[a] < s0[c] : a < c; });
-      for (std::size_t i = 0; i < by_start.size(); ++i) {
-        if ((i & 63) == 0 && deadline.expired()) {
-          build_cut = true;
-          return;
-        }
-        const int a = by_start[i];
-        for (std::size_t j = i + 1; j < by_start.size() && s0[by_start[j]] < s1[a]; ++j) {
-          const int c = by_start[j];
-          adj[a].push_back(c);
-          adj[c].push_back(a);
-        }
-      }
-      for (auto& list : adj) std::sort(list.begin(), list.end());
     }
     if (tg.symmetry) {  // twin: the nearest earlier buffer with the same size, sections, alignment and cost
       std::map<std::tuple<Size, int, int, Size, Cost>, int> last_seen;

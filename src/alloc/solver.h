@@ -156,6 +156,17 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 // on_improvement is called under a lock (one call at a time).
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement = {}, int threads = 1);
+// Time sections of buffers `ids` (the intervals between their consecutive distinct start and end
+// times) and their conflict lists; buffer k is ids[k]. Built by a sweep in start order, O(n log n)
+// plus the pairs. False (c incomplete) when the deadline expires or there are more than max_pairs.
+struct Conflicts {
+  int sections = 0;                   // number of time sections
+  std::vector<int> s0, s1;            // per buffer: the sections it covers, [s0, s1)
+  std::vector<int> by_start;          // buffers by first section, then by k
+  std::vector<std::vector<int>> adj;  // per buffer: the buffers live with it, in start order
+};
+bool build_conflicts(const Problem& p, const std::vector<int>& ids, Conflicts& c, const Deadline* dl = nullptr,
+                     int64_t max_pairs = INT64_MAX);
 // Canonical dive (dive.cpp): the exact search's first branch, no backtracking, O((n + pairs) log n).
 enum class DiveRule {
   kTightHoles,  // cover the hole at the lowest level: zero slack first, then the fewest candidates
