@@ -6,9 +6,7 @@
 // node scans every unplaced buffer, so 50,000 buffers did not finish in 10 s; here a placement
 // updates the sections and neighbours of the buffer placed, O((n + pairs) log n) in all.
 #include <algorithm>
-#include <functional>
 #include <numeric>
-#include <set>
 #include <tuple>
 
 #include "alloc/solver.h"
@@ -54,6 +52,63 @@ struct SectionLists {
   }
 };
 
+// Min-heap of ids 0..n-1 whose keys change in place; each id is in it at most once.
+template <class Key>
+class IndexedHeap {
+ public:
+  void reset(int n) {
+    key_.assign(static_cast<std::size_t>(n), Key{});
+    pos_.assign(static_cast<std::size_t>(n), -1);
+    heap_.clear();
+  }
+  int top() const { return heap_.front(); }
+  bool contains(int id) const { return pos_[id] >= 0; }
+  void set(int id, const Key& k) {
+    key_[id] = k;
+    if (pos_[id] < 0) {
+      pos_[id] = static_cast<int>(heap_.size());
+      heap_.push_back(id);
+    }
+    sift_down(sift_up(pos_[id]));
+  }
+  void erase(int id) {
+    const int i = pos_[id], last = heap_.back();
+    heap_.pop_back();
+    pos_[id] = -1;
+    if (last == id) return;
+    put(i, last);
+    sift_down(sift_up(i));
+  }
+
+ private:
+  void put(int i, int id) {
+    heap_[i] = id;
+    pos_[id] = i;
+  }
+  int sift_up(int i) {
+    const int id = heap_[i];
+    while (i > 0 && key_[id] < key_[heap_[(i - 1) / 2]]) {
+      put(i, heap_[(i - 1) / 2]);
+      i = (i - 1) / 2;
+    }
+    put(i, id);
+    return i;
+  }
+  void sift_down(int i) {
+    const int id = heap_[i], size = static_cast<int>(heap_.size());
+    for (int c = 2 * i + 1; c < size; c = 2 * i + 1) {
+      if (c + 1 < size && key_[heap_[c + 1]] < key_[heap_[c]]) ++c;
+      if (!(key_[heap_[c]] < key_[id])) break;
+      put(i, heap_[c]);
+      i = c;
+    }
+    put(i, id);
+  }
+  std::vector<Key> key_;
+  std::vector<int> pos_;   // per id: its index in heap_, or -1
+  std::vector<int> heap_;  // ids
+};
+
 struct Dive {
   const Problem& p;
   const DiveOptions& o;
@@ -66,16 +121,14 @@ struct Dive {
   std::vector<Offset> mino;                 // lowest offset each unplaced buffer can take
   std::vector<char> placed;
   SectionLists live;                        // per section: its unplaced buffers
-  std::set<Entry> all;                      // every unplaced buffer (kLowest)
+  IndexedHeap<Entry> lowest;                // every unplaced buffer by Entry (kLowest)
   std::vector<int> by_rank;                 // rank -> buffer
   std::vector<Size> rem;                    // per section: unplaced bytes
   using SecKey = std::tuple<Offset, int, Size, Size, int>;  // (low, class, first, second, section)
-  std::vector<SecKey> key;                  // per section: its current key (if in the heap)
-  // Sections with unplaced buffers in a heap indexed by section, best hole on top: a rekey moves
-  // the section's one entry (a heap of pushed keys, stale ones dropped when they surfaced, held
-  // millions of entries on a 1,000,000-buffer chain, and its sift-downs were a third of the dive).
-  std::vector<int> heap;                    // sections
-  std::vector<int> pos;                     // per section: its index in heap, or -1
+  // Sections with unplaced buffers, best hole on top. Indexed, so that a rekey moves the
+  // section's one entry: a heap of pushed keys (stale ones dropped when they surfaced) held
+  // millions of entries on a 1,000,000-buffer chain, and its sift-downs were a third of the dive.
+  IndexedHeap<SecKey> holes;
   std::vector<uint32_t> stamp;
   uint32_t now = 0;
   std::vector<int> touched;
@@ -109,16 +162,15 @@ struct Dive {
       for (int s = s0[k]; s < s1[k]; ++s) ++live.first[s + 1];
     for (int s = 0; s < nsec; ++s) live.first[s + 1] += live.first[s];
     live.e.resize(static_cast<std::size_t>(live.first[nsec]));
+    if (o.rule == DiveRule::kLowest) lowest.reset(n);
     for (int k : by_rank) {  // in rank order, so each slice starts sorted
       for (int s = s0[k]; s < s1[k]; ++s) {
         live.e[live.first[s] + live.count[s]++] = {0, rank[k]};
         rem[s] += p.buffers[k].size;
       }
-      if (o.rule == DiveRule::kLowest) all.insert({0, rank[k]});
+      if (o.rule == DiveRule::kLowest) lowest.set(k, {0, rank[k]});
     }
-    key.assign(nsec, {});
-    pos.assign(nsec, -1);
-    heap.reserve(nsec);
+    holes.reset(nsec);
     stamp.assign(nsec, 0);
     for (int s = 0; s < nsec; ++s) rekey(s);
   }
@@ -128,51 +180,15 @@ struct Dive {
   void rekey(int s) {
     if (o.rule == DiveRule::kLowest) return;
     if (live.empty(s)) {
-      if (pos[s] >= 0) remove(s);
+      if (holes.contains(s)) holes.erase(s);
       return;
     }
     const Offset low = live.begin(s)->first;
     Size cnt = 0;
     for (const Entry* it = live.begin(s); it != live.end(s) && it->first == low; ++it) ++cnt;
     const Size slack = o.target - low - rem[s];
-    key[s] = o.rule == DiveRule::kTightHoles ? SecKey{low, slack <= 0 ? 0 : 1, cnt, slack, s}
-                                             : SecKey{low, 0, slack, cnt, s};
-    if (pos[s] < 0) {
-      pos[s] = static_cast<int>(heap.size());
-      heap.push_back(s);
-    }
-    sift_down(sift_up(pos[s]));
-  }
-  void put(int i, int s) {
-    heap[i] = s;
-    pos[s] = i;
-  }
-  int sift_up(int i) {
-    const int s = heap[i];
-    while (i > 0 && key[s] < key[heap[(i - 1) / 2]]) {
-      put(i, heap[(i - 1) / 2]);
-      i = (i - 1) / 2;
-    }
-    put(i, s);
-    return i;
-  }
-  void sift_down(int i) {
-    const int s = heap[i], size = static_cast<int>(heap.size());
-    for (int c = 2 * i + 1; c < size; c = 2 * i + 1) {
-      if (c + 1 < size && key[heap[c + 1]] < key[heap[c]]) ++c;
-      if (!(key[heap[c]] < key[s])) break;
-      put(i, heap[c]);
-      i = c;
-    }
-    put(i, s);
-  }
-  void remove(int s) {
-    const int i = pos[s], last = heap.back();
-    heap.pop_back();
-    pos[s] = -1;
-    if (last == s) return;
-    put(i, last);
-    sift_down(sift_up(i));
+    holes.set(s, o.rule == DiveRule::kTightHoles ? SecKey{low, slack <= 0 ? 0 : 1, cnt, slack, s}
+                                                 : SecKey{low, 0, slack, cnt, s});
   }
   void touch(int s) {
     if (stamp[s] == now) return;
@@ -181,8 +197,8 @@ struct Dive {
   }
 
   int next() {
-    if (o.rule == DiveRule::kLowest) return by_rank[all.begin()->second];
-    const int s = heap.front();
+    if (o.rule == DiveRule::kLowest) return lowest.top();
+    const int s = holes.top();
     return by_rank[live.begin(s)->second];
   }
 
@@ -194,8 +210,7 @@ struct Dive {
       touch(s);
     }
     if (o.rule == DiveRule::kLowest) {
-      all.erase({mino[j], rank[j]});
-      all.insert({m, rank[j]});
+      lowest.set(j, {m, rank[j]});
     }
     mino[j] = m;
   }
@@ -216,7 +231,7 @@ struct Dive {
       rem[s] -= z;
       touch(s);
     }
-    if (o.rule == DiveRule::kLowest) all.erase({mino[c], rank[c]});
+    if (o.rule == DiveRule::kLowest) lowest.erase(c);
     for (int j : adj[c]) {
       if (placed[j]) continue;
       const Offset m = align_up(std::max(mino[j], top), p.buffers[j].alignment);
@@ -234,7 +249,7 @@ struct Dive {
       live.insert(s, {mino[c], rank[c]});
       rem[s] += p.buffers[c].size;
     }
-    if (o.rule == DiveRule::kLowest) all.insert({mino[c], rank[c]});
+    if (o.rule == DiveRule::kLowest) lowest.set(c, {mino[c], rank[c]});
     for (int s : touched) rekey(s);
   }
   // After place(c): does every bound still hold under the target? (c and the buffers it lifted
