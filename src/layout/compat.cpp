@@ -70,37 +70,20 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
     return out;
   }
   // Pointwise and reduction: the reference stick var is the first output's (or the first
-  // operand's) real stick var; a reduction along the stick must write a sparse output.
-  // A reduction whose data operand (input 0) is sticked on an affine sum, a convolution's window
-  // ow + s, slides that window along its stick dim: it does not reduce the stick away, whatever
-  // its filter operands are sticked on. Those are sticked on a reduction var like a matmul's A on
-  // K, which is their native layout, so only operands sticked on a parallel var are checked
-  // against the output. (Before, the filter's reduction var was taken as the op's, and every
-  // 3x3 convolution's output was reported as needing a sparse restickify.)
+  // operand's) real stick var; a reduction along the stick (its data operand, input 0, sticked on
+  // a reduction var) must write a sparse output.
   int ref = -1;
   for (int m = 0; m < nin; ++m)
     if (sv[m] >= 0) {
       ref = sv[m];
       break;
     }
+  // A reduction whose data operand is sticked on an affine sum, a convolution's window ow + s,
+  // slides that window along its stick dim instead of reducing it away.
   const int h0 = nin > 0 ? stick_host_dim(layouts[op.inputs[0]]) : -1;
   const bool window = op.kind == program::OpKind::kReduction && h0 >= 0 &&
                       static_cast<std::size_t>(h0) < op.indexing_maps[0].size() && op.indexing_maps[0][h0] == program::kSummed;
-  if (window) {
-    int out_ref = -1;
-    for (int m = nin; m < nops && out_ref < 0; ++m) out_ref = sv[m];
-    // The window must slide along the output's stick var (ow + s under an output sticked on ow).
-    bool slides = op.exprs.empty() || op.exprs[0].size() <= static_cast<std::size_t>(h0);  // (kSummed comes from exprs)
-    if (!slides)
-      for (const program::AffineTerm& t : op.exprs[0][h0].terms) slides = slides || t.var == out_ref;
-    if (out_ref >= 0 && !slides)
-      issue(0, FixKind::kRestickify, "sticked on " + var_name(program::kSummed) + " without the output's stick var " + var_name(out_ref));
-    for (int m = 1; m < nops; ++m)
-      if (sv[m] >= 0 && !is_red(sv[m]) && out_ref >= 0 && sv[m] != out_ref)
-        issue(m, FixKind::kRestickify, "sticked on " + var_name(sv[m]) + ", the op's output is sticked on " + var_name(out_ref));
-    return out;
-  }
-  if (op.kind == program::OpKind::kReduction && is_red(ref)) {
+  if (op.kind == program::OpKind::kReduction && !window && is_red(ref)) {
     for (int m = nin; m < nops; ++m)
       if (sv[m] >= 0)
         issue(m, FixKind::kRestickify, "the op reduces along the stick dim (" + var_name(ref) +
@@ -114,8 +97,30 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
       ref = sv[m];
       break;
     }
+  if (window && ref >= 0) {  // the window must slide along the output's stick var
+    bool slides = op.exprs.empty() || op.exprs[0].size() <= static_cast<std::size_t>(h0);  // (kSummed comes from exprs)
+    if (!slides)
+      for (const program::AffineTerm& t : op.exprs[0][h0].terms) slides = slides || t.var == ref;
+    if (!slides)
+      issue(0, FixKind::kRestickify, "sticked on " + var_name(program::kSummed) + " without the output's stick var " + var_name(ref));
+  }
+  // A contraction operand of a reduction (a convolution's filter, w of sum_j x[i, j] * w[j]):
+  // an input after the data operand, sticked on a reduction var and not indexed by the output's
+  // stick var, is read like a matmul's A sticked on K, its native layout. (Before, such a filter
+  // was reported for a restickify on every convolution, and its reduction var was even taken as
+  // the op's stick, asking for a sparse output.)
+  auto contraction = [&](int m) {
+    if (op.kind != program::OpKind::kReduction || m == 0 || m >= nin || !is_red(sv[m])) return false;
+    for (std::size_t h = 0; h < op.indexing_maps[m].size(); ++h) {
+      if (op.indexing_maps[m][h] == ref) return false;
+      if (op.indexing_maps[m][h] == program::kSummed && static_cast<std::size_t>(m) < op.exprs.size() && h < op.exprs[m].size())
+        for (const program::AffineTerm& t : op.exprs[m][h].terms)
+          if (t.var == ref) return false;
+    }
+    return true;
+  };
   for (int m = 0; m < nops; ++m)
-    if (sv[m] >= 0 && sv[m] != ref)
+    if (sv[m] >= 0 && sv[m] != ref && !contraction(m))
       issue(m, FixKind::kRestickify, "sticked on " + var_name(sv[m]) + ", the op's output is sticked on " + var_name(ref));
   return out;
 }

@@ -79,8 +79,9 @@ TEST(LayoutCompat, CompatibleProgramsKeepTheirLayouts) {
 // A convolution is a reduction whose window sums (2*oh + r, 2*ow + s) index its input's stick
 // dim and whose weight is sticked on a reduction var (s), like a matmul's A on K. It slides the
 // window along the stick instead of reducing it away, so its output keeps the default layout,
-// sticked on ow, with no fix (a sparse one would be 64 times larger); an output sticked on a var
-// the window does not contain needs the input restickified.
+// sticked on ow, with no fix (a sparse one would be 64 times larger). Sticked on the channel
+// instead, the output is like a matmul's C sticked on N = k: the weight, indexed by k, is then
+// its B and must be sticked on k, and the window does not contain k.
 constexpr const char* kConv = R"J({"name": "conv", "tensors": [
     {"name": "x", "shape": [1, 8, 17, 17], "dtype": "fp16", "graph_input": true},
     {"name": "w", "shape": [16, 8, 3, 3], "dtype": "fp16", "graph_input": true},
@@ -115,9 +116,57 @@ TEST(LayoutCompat, ConvolutionOutputsKeepTheDefault) {
   std::vector<LayoutIssue> at_conv;
   for (const LayoutIssue& is : conv_issues("[0, 2, 3, 1]"))
     if (is.op == 0) at_conv.push_back(is);
-  ASSERT_EQ(at_conv.size(), 1u);
+  ASSERT_EQ(at_conv.size(), 2u);
   EXPECT_EQ(at_conv[0].operand, 0);
   EXPECT_NE(at_conv[0].message.find("without the output's stick var d1"), std::string::npos) << at_conv[0].message;
+  EXPECT_EQ(at_conv[1].operand, 1);
+  EXPECT_NE(at_conv[1].message.find("sticked on d6, the op's output is sticked on d1"), std::string::npos)
+      << at_conv[1].message;
+}
+
+std::vector<LayoutIssue> issues_of(const std::string& text) {
+  auto j = parse_json_text(text, "t");
+  EXPECT_TRUE(j.ok());
+  auto prog = program::program_from_json(*j, "t");
+  EXPECT_TRUE(prog.ok()) << prog.error().message;
+  if (!prog.ok()) return {};
+  auto issues = check_program_layouts(*prog);
+  EXPECT_TRUE(issues.ok());
+  return issues.ok() ? *issues : std::vector<LayoutIssue>{};
+}
+
+// A 1x1 convolution's filter w[k, c] is sticked on c, the reduction var, and not indexed by the
+// output's stick var (w): a contraction operand, read like a matmul's A on K, needs no fix. An
+// operand of a reduction that the output's stick var indexes (a row-wise dot product's second
+// factor) must still share that var, and a pointwise op still needs a broadcast vector sparse.
+TEST(LayoutCompat, ContractionOperandsOfReductionsKeepTheirReductionStick) {
+  EXPECT_TRUE(issues_of(R"J({"name": "c1", "tensors": [
+    {"name": "x", "shape": [1, 16, 8, 8], "dtype": "fp16", "graph_input": true},
+    {"name": "w", "shape": [32, 16], "dtype": "fp16", "graph_input": true},
+    {"name": "y", "shape": [1, 32, 8, 8], "dtype": "fp16", "graph_output": true}],
+   "ops": [{"name": "conv", "kind": "reduction", "payload": "conv2d", "inputs": ["x", "w"], "outputs": ["y"],
+    "iterator_types": ["parallel", "parallel", "parallel", "reduction"],
+    "indexing_maps": ["(d0, d1, d2, d3) -> (0, d3, d1, d2)", "(d0, d1, d2, d3) -> (d0, d3)",
+                      "(d0, d1, d2, d3) -> (0, d0, d1, d2)"]}]})J")
+                  .empty());
+  const auto dot = issues_of(R"J({"name": "dot", "tensors": [
+    {"name": "x", "shape": [64, 128], "dtype": "fp16", "graph_input": true, "dim_order": [1, 0]},
+    {"name": "v", "shape": [64, 128], "dtype": "fp16", "graph_input": true},
+    {"name": "y", "shape": [64], "dtype": "fp16", "graph_output": true}],
+   "ops": [{"name": "dot", "kind": "reduction", "payload": "sum", "inputs": ["x", "v"], "outputs": ["y"],
+    "iterator_types": ["parallel", "reduction"],
+    "indexing_maps": ["(d0, d1) -> (d0, d1)", "(d0, d1) -> (d0, d1)", "(d0, d1) -> (d0)"]}]})J");
+  ASSERT_EQ(dot.size(), 1u);
+  EXPECT_EQ(dot[0].operand, 1);
+  const auto scale = issues_of(R"J({"name": "scale", "tensors": [
+    {"name": "x", "shape": [64, 128], "dtype": "fp16", "graph_input": true},
+    {"name": "g", "shape": [64], "dtype": "fp16", "graph_input": true},
+    {"name": "y", "shape": [64, 128], "dtype": "fp16", "graph_output": true}],
+   "ops": [{"name": "scale", "kind": "pointwise", "payload": "mul", "inputs": ["x", "g"], "outputs": ["y"],
+    "iterator_types": ["parallel", "parallel"],
+    "indexing_maps": ["(d0, d1) -> (d0, d1)", "(d0, d1) -> (d0)", "(d0, d1) -> (d0, d1)"]}]})J");
+  ASSERT_EQ(scale.size(), 1u);
+  EXPECT_EQ(scale[0].operand, 1);
 }
 
 }  // namespace
