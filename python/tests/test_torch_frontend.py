@@ -181,6 +181,20 @@ def test_conv_is_exact_affine_sum_and_divides_on_channels():
     assert cv["cores"] > 1
 
 
+def test_conv_filters_are_sticked_on_their_input_channels():
+    # A 3x3 filter with more input channels than its width is laid out channels last (the default
+    # would stick it on its width, 3 of 64 elements); a 1x1 and a depthwise filter keep the default.
+    m = nn.Sequential(nn.Conv2d(64, 32, 3, padding=1), nn.Conv2d(32, 32, 1), nn.Conv2d(32, 32, 3, padding=1, groups=32))
+    program, _ = spt.to_program(m, (torch.empty(1, 64, 16, 16),), dtype="fp16")
+    orders = {t["name"]: t.get("dim_order") for t in program["tensors"]}
+    assert orders["0.weight"] == [0, 2, 3, 1]
+    assert orders["1.weight"] is None and orders["2.weight"] is None
+    plan = sp.lx.plan(program, cores=32).to_dict()
+    assert not [i for i in plan["layout_issues"] if i["tensor"] == "0.weight"]
+    w = [b for b in plan["buffers"] if b["tensor"] == "0.weight"][0]
+    assert w["bytes"] == 32 * 3 * 3 * 64 * 2  # 64 channels fill a stick: no padding (default: 21 times)
+
+
 def test_views_fold_and_merges_write_through_the_producer():
     class M(nn.Module):
         def forward(self, x):

@@ -1062,6 +1062,15 @@ class _Run(_Converter):
             ops.append((v, exprs))
         self.emit_exprs("reduction" if "reduction" in iters else "pointwise", f"conv{nd}d", ops[:2], ops[2:], iters, ranges,
                         name=node.name + ("_conv" if isinstance(bias, _Val) else ""))
+        # A filter read only here (a graph input) is sticked on its input channels when they
+        # outnumber its kernel width: the default layout sticks a 3x3 filter on its width, 3 elements
+        # padded to a 64-element stick (21 times its bytes). Sticked on C it is a contraction operand
+        # the convolution reads like a matmul's A on K (docs/layout.md); weights are laid out once
+        # when loaded, as for nn.Linear above.
+        wp = w.pt
+        if (wp.graph_input and wp.reads == 1 and w.is_identity() and wp.dim_order is None and len(wp.shape) == nd + 2
+                and wp.shape[-1] > 1 and wp.shape[1] > wp.shape[-1]):
+            wp.dim_order = [0] + list(range(2, nd + 2)) + [1]
         if isinstance(bias, _Val):
             shape = [1] * len(out_shape)
             shape[1] = O
