@@ -23,7 +23,8 @@ int stick_var(const program::Program& p, program::OpId o, int m, const Layout& l
   return static_cast<std::size_t>(h) < map.size() ? map[h] : -1;
 }
 
-std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::OpId o, const std::vector<Layout>& layouts) {
+std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::OpId o, const std::vector<Layout>& layouts,
+                                         bool messages) {
   const program::Op& op = p.ops[o];
   std::vector<LayoutIssue> out;
   if (op.ranges.empty()) return out;  // opaque ops impose no layout rule
@@ -31,11 +32,13 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
   const int nops = nin + static_cast<int>(op.outputs.size());
   std::vector<int> sv(nops);
   for (int m = 0; m < nops; ++m) sv[m] = stick_var(p, o, m, layouts[operand_tensor(op, m)]);
-  auto issue = [&](int m, FixKind fix, const std::string& why) {
+  // The message is built only when asked for (the work division asks for the fixes of every op).
+  auto issue = [&](int m, FixKind fix, auto&& why) {
     const program::TensorId t = operand_tensor(op, m);
-    out.push_back({o, m, t, fix,
-                   "op '" + op.name + "': " + (fix == FixKind::kRestickify ? "restickify" : "pad") + " '" +
-                       p.tensors[t].name + "': " + why});
+    out.push_back({o, m, t, fix, {}});
+    if (messages)
+      out.back().message = "op '" + op.name + "': " + (fix == FixKind::kRestickify ? "restickify" : "pad") + " '" +
+                           p.tensors[t].name + "': " + why();
   };
   const auto is_red = [&](int v) { return v >= 0 && op.iterators[v] == program::IteratorType::kReduction; };
   if (op.kind == program::OpKind::kMatmul) {
@@ -45,9 +48,15 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
       return -1;
     }();
     const int n = op.indexing_maps[2].back();
-    if (sv[0] != k) issue(0, FixKind::kRestickify, "matmul A must be sticked on K (d" + std::to_string(k) + "), it is sticked on " + var_name(sv[0]));
-    if (sv[1] != n) issue(1, FixKind::kRestickify, "matmul B must be sticked on N (d" + std::to_string(n) + "), it is sticked on " + var_name(sv[1]));
-    if (sv[2] != n) issue(2, FixKind::kRestickify, "matmul C must be sticked on N (d" + std::to_string(n) + "), it is sticked on " + var_name(sv[2]));
+    if (sv[0] != k) issue(0, FixKind::kRestickify, [&] {
+      return "matmul A must be sticked on K (d" + std::to_string(k) + "), it is sticked on " + var_name(sv[0]);
+    });
+    if (sv[1] != n) issue(1, FixKind::kRestickify, [&] {
+      return "matmul B must be sticked on N (d" + std::to_string(n) + "), it is sticked on " + var_name(sv[1]);
+    });
+    if (sv[2] != n) issue(2, FixKind::kRestickify, [&] {
+      return "matmul C must be sticked on N (d" + std::to_string(n) + "), it is sticked on " + var_name(sv[2]);
+    });
     // B's K dim must hold whole sticks of A (zero padding so the reduction is not perturbed).
     const int eps_a = elems_per_stick(layouts[op.inputs[0]].dtype);
     const Dim kk = op.ranges[k];
@@ -61,8 +70,10 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
             if (b.stride_map[d] == b.host_strides[h] && b.host_size[h] > 1) extent = std::max(extent, b.device_size[d]);
       const Dim need = (kk + eps_a - 1) / eps_a * eps_a;
       if (extent < need) {
-        issue(1, FixKind::kPadding, "B's K (" + std::to_string(kk) + ") must be padded with zeros to " + std::to_string(need) +
-                                        " (" + std::to_string(need / eps_a) + " sticks of A)");
+        issue(1, FixKind::kPadding, [&] {
+          return "B's K (" + std::to_string(kk) + ") must be padded with zeros to " + std::to_string(need) + " (" +
+                 std::to_string(need / eps_a) + " sticks of A)";
+        });
         out.back().pad_from = std::max(kk, extent);  // device extent the bytes scale from
         out.back().pad_to = need;
       }
@@ -86,10 +97,14 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
   if (op.kind == program::OpKind::kReduction && !window && is_red(ref)) {
     for (int m = nin; m < nops; ++m)
       if (sv[m] >= 0)
-        issue(m, FixKind::kRestickify, "the op reduces along the stick dim (" + var_name(ref) +
-                                           "), so its output must be sparse (dim_order ending in -1); it is sticked on " + var_name(sv[m]));
+        issue(m, FixKind::kRestickify, [&] {
+          return "the op reduces along the stick dim (" + var_name(ref) +
+                 "), so its output must be sparse (dim_order ending in -1); it is sticked on " + var_name(sv[m]);
+        });
     for (int m = 0; m < nin; ++m)
-      if (sv[m] >= 0 && sv[m] != ref) issue(m, FixKind::kRestickify, "sticked on " + var_name(sv[m]) + ", the op's stick is " + var_name(ref));
+      if (sv[m] >= 0 && sv[m] != ref) issue(m, FixKind::kRestickify, [&] {
+        return "sticked on " + var_name(sv[m]) + ", the op's stick is " + var_name(ref);
+      });
     return out;
   }
   for (int m = nin; m < nops; ++m)
@@ -102,7 +117,9 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
     if (!slides)
       for (const program::AffineTerm& t : op.exprs[0][h0].terms) slides = slides || t.var == ref;
     if (!slides)
-      issue(0, FixKind::kRestickify, "sticked on " + var_name(program::kSummed) + " without the output's stick var " + var_name(ref));
+      issue(0, FixKind::kRestickify, [&] {
+        return "sticked on " + var_name(program::kSummed) + " without the output's stick var " + var_name(ref);
+      });
   }
   // A contraction operand of a reduction (a convolution's filter, w of sum_j x[i, j] * w[j]):
   // an input after the data operand, sticked on a reduction var and not indexed by the output's
@@ -121,7 +138,9 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
   };
   for (int m = 0; m < nops; ++m)
     if (sv[m] >= 0 && sv[m] != ref && !contraction(m))
-      issue(m, FixKind::kRestickify, "sticked on " + var_name(sv[m]) + ", the op's output is sticked on " + var_name(ref));
+      issue(m, FixKind::kRestickify, [&] {
+        return "sticked on " + var_name(sv[m]) + ", the op's output is sticked on " + var_name(ref);
+      });
   return out;
 }
 
@@ -174,7 +193,7 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
         const int sv = stick_var(p, oid, 0, layouts[op.inputs[0]]);
         if (sv >= 0 && static_cast<std::size_t>(sv) < op.iterators.size() &&
             op.iterators[sv] == program::IteratorType::kReduction)
-          for (const LayoutIssue& is : check_op_layouts(p, oid, layouts))
+          for (const LayoutIssue& is : check_op_layouts(p, oid, layouts, false))
             wanted = wanted || (is.tensor == t && is.fix == FixKind::kRestickify);
       }
       if (!wanted) continue;
@@ -185,10 +204,10 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
       if (!l) continue;
       // No larger than the data it is computed from (a stick-dim reduction of S >= 64 elements).
       if (device_bytes(*l) > device_bytes(layouts[op.inputs[0]])) continue;
-      const auto before = check_op_layouts(p, oid, layouts);
+      const auto before = check_op_layouts(p, oid, layouts, false);
       std::swap(layouts[t], *l);
       // Kept only if the op then writes t without a fix and needs no more fixes than before.
-      const auto after = check_op_layouts(p, oid, layouts);
+      const auto after = check_op_layouts(p, oid, layouts, false);
       bool ok = after.size() <= before.size();
       for (const LayoutIssue& is : after) ok = ok && is.tensor != t;
       if (!ok) {

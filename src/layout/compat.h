@@ -27,7 +27,9 @@ struct LayoutIssue {
 // broadcast or constant).
 int stick_var(const program::Program& p, program::OpId o, int m, const Layout& l);
 
-std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::OpId o, const std::vector<Layout>& layouts);
+// messages = false leaves LayoutIssue::message empty (cheaper, for callers that need the fixes only).
+std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::OpId o, const std::vector<Layout>& layouts,
+                                         bool messages = true);
 // All ops; layouts are program::tensor_layout of every tensor (the program must be finalized).
 Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p);
 

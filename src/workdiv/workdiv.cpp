@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "layout/compat.h"
+
 namespace sp::workdiv {
 namespace {
 
@@ -36,6 +38,19 @@ Split floor_of(const SplitSpace& s, int v) { return s.min_splits.empty() ? 1 : s
 std::string mib(Bytes b) { return std::to_string(b) + " bytes (" + std::to_string(b >> 20) + " MiB)"; }
 
 bool lone_var(const program::AffineExpr& e) { return e.terms.size() == 1 && e.terms[0].coeff == 1; }
+
+// Per operand (inputs then outputs): the op reads or writes it restickified (a layout fix of
+// layout::check_op_layouts), so its own sticks do not bind the op's splits. Why: a batch norm's
+// per-channel statistics, dense and sticked on C, would cap its channel split at C / 64 while
+// the op reads them broadcast (sparse) after the fix; it then split rows where the convolution
+// beside it split channels, and the activation between them crossed HBM.
+std::vector<char> restickified_operands(const program::Program& p, program::OpId o, const std::vector<layout::Layout>& layouts) {
+  std::vector<char> fixed(p.ops[o].inputs.size() + p.ops[o].outputs.size(), 0);
+  for (const layout::LayoutIssue& is : layout::check_op_layouts(p, o, layouts, false))
+    if (is.fix == layout::FixKind::kRestickify && is.operand >= 0 && static_cast<std::size_t>(is.operand) < fixed.size())
+      fixed[is.operand] = 1;
+  return fixed;
+}
 
 // The var of a non-plain result that slices its dim exactly, or -1: the var with the largest
 // coefficient c when the other terms tile [0, c) densely (mixed radix: coefficients 1, r1,
@@ -331,6 +346,7 @@ Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const st
   std::vector<std::pair<program::TensorId, std::vector<int>>> seen;
   const std::size_t noperands = op.inputs.size() + op.outputs.size();
   const SumSplits sums = sum_splits(p, o, layouts);
+  const std::vector<char> fixed = restickified_operands(p, o, layouts);
   for (std::size_t m = 0; m < noperands; ++m) {
     const program::TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
     // x * x reads x once; x read through two different maps (x[i, k] - x[i, j]) is two operands.
@@ -344,6 +360,8 @@ Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const st
     if (sh >= 0 && static_cast<std::size_t>(sh) < op.indexing_maps[m].size() && op.indexing_maps[m][sh] == program::kSummed &&
         !lone_var(op.exprs[m][sh]))
       st.stick_var = -1;
+    // An operand the op reads restickified (layout::check_op_layouts) does not bind its sticks.
+    if (fixed[m]) st.stick_var = -1;
     if (st.stick_var >= 0)
       vars[st.stick_var].elems_per_stick = std::max(vars[st.stick_var].elems_per_stick, st.elems_per_stick);
     s.tensors.push_back(std::move(st));
@@ -452,7 +470,9 @@ Status check_division(const program::Program& p, const std::vector<layout::Layou
     // Elements per stick of each var, recomputed from the operands' stick dims.
     std::vector<int64_t> eps(n, 0);
     const std::size_t noperands = op.inputs.size() + op.outputs.size();
+    const std::vector<char> fixed = restickified_operands(p, static_cast<program::OpId>(o), layouts);
     for (std::size_t m = 0; m < noperands; ++m) {
+      if (fixed[m]) continue;
       const program::TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
       const int sh = layout::stick_host_dim(layouts[t]);
       int sv = sh >= 0 ? op.indexing_maps[m][sh] : -1;

@@ -77,14 +77,16 @@ TEST(WorkdivSeed001, SpanReductionCommitsMinimumReductionSplit) {
 }
 
 TEST(WorkdivSeed001, StickVarThatIsAlsoASpanVarWithNoValidCountIsAnError) {
-  // d0 is the stick var of a [128] fp16 tensor (2 sticks: splits 1 or 2) and the outermost
-  // device dim of a [1024, 128, 4096] tensor, whose span needs d0 split by more than 2.
+  // d0 is the stick var of a [128] fp16 tensor (2 sticks: splits 1 or 2), the data operand of a
+  // reduction along it, and the outermost device dim of a [1024, 128, 4096] operand, whose span
+  // needs d0 split by more than 2. (That operand is read restickified, which frees its own stick
+  // var d1 but not its span.)
   Builder b("conflict");
-  auto big = b.input("big", {1024, 128, 4096});
   auto vec = b.input("vec", {128});
-  auto out = b.tensor("out", {1024, 128, 4096});
-  b.generic("add", OpKind::kPointwise, "add", {big, vec}, {out},
-            {IteratorType::kParallel, IteratorType::kParallel, IteratorType::kParallel}, {{2, 0, 1}, {0}, {2, 0, 1}});
+  auto big = b.input("big", {1024, 128, 4096});
+  auto out = b.tensor("out", {4096, 1024});
+  b.generic("dot", OpKind::kReduction, "sum", {vec, big}, {out},
+            {IteratorType::kReduction, IteratorType::kParallel, IteratorType::kParallel}, {{0}, {2, 0, 1}, {1, 2}});
   auto p = b.build();
   ASSERT_TRUE(p.ok()) << p.error().message;
   auto d = divide(*p, Options{});
@@ -310,7 +312,7 @@ TEST(WorkdivSummed, OuterVarOfDenseSumSplits) {
 }
 
 // One tensor read through two maps (swin's relative positions: x[i, k] - x[i, j]) counts as two
-// operands: both stick vars get their stick rounding (a division used to fail its own check).
+// operands, each with its own stick var (a division used to fail its own check).
 TEST(WorkdivSummed, SameTensorThroughTwoMaps) {
   const char* text = R"J({"name": "pairs", "tensors": [
     {"name": "x", "shape": [16, 49], "dtype": "fp16", "graph_input": true},
@@ -324,8 +326,12 @@ TEST(WorkdivSummed, SameTensorThroughTwoMaps) {
   ASSERT_TRUE(p.ok()) << p.error().message;
   auto d = divide(*p, Options{});
   ASSERT_TRUE(d.ok()) << d.error().message;
-  EXPECT_EQ(d->ops[0].vars[1].elems_per_stick, 64);
-  EXPECT_EQ(d->ops[0].splits[1], 1);  // 49 elements are one stick
+  // x[i, j] is sticked on j = d1 while the output is sticked on d2: the op reads that operand
+  // restickified (sparse), so only x[i, k] and y bind their stick var d2 (49 elements, one stick)
+  // and d1 splits freely.
+  EXPECT_EQ(d->ops[0].vars[2].elems_per_stick, 64);
+  EXPECT_EQ(d->ops[0].splits[2], 1);
+  EXPECT_EQ(d->ops[0].vars[1].elems_per_stick, 0);  // (divide returns only checked divisions)
 }
 
 }  // namespace
