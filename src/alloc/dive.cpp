@@ -109,6 +109,39 @@ class IndexedHeap {
   std::vector<int> heap_;  // ids
 };
 
+// What the dives of one portfolio share besides the conflicts: the tie orders (TWA needs the
+// peak load over every lifetime) and where each section's slice starts. Built once, not per dive.
+struct DiveShared {
+  const Problem& p;
+  const Conflicts& g;
+  std::vector<int> start_order;    // earliest start, then larger (the exact search's first preorder)
+  std::vector<int> twa_order;      // MiniMalloc's TWA: largest load over the lifetime, longest, largest area
+  std::vector<int64_t> slice_first;  // SectionLists::first: per section, the buffers covering the ones before
+
+  DiveShared(const Problem& pr, const Conflicts& conflicts) : p(pr), g(conflicts) {
+    start_order = g.by_start;
+    std::stable_sort(start_order.begin(), start_order.end(), [&](int a, int c) {
+      return g.s0[a] != g.s0[c] ? g.s0[a] < g.s0[c] : p.buffers[a].size > p.buffers[c].size;
+    });
+    slice_first.assign(static_cast<std::size_t>(g.sections) + 1, 0);
+    for (std::size_t k = 0; k < g.s0.size(); ++k)
+      for (int s = g.s0[k]; s < g.s1[k]; ++s) ++slice_first[s + 1];
+    for (int s = 0; s < g.sections; ++s) slice_first[s + 1] += slice_first[s];
+  }
+  const std::vector<int>& order(bool twa) {
+    if (!twa) return start_order;
+    if (twa_order.empty() && !p.buffers.empty()) {
+      const std::vector<Size> t = peak_load_over_lifetime(p);
+      auto w = [&](int k) { return p.buffers[k].end - p.buffers[k].start; };
+      twa_order = g.by_start;
+      std::stable_sort(twa_order.begin(), twa_order.end(), [&](int a, int c) {
+        return std::make_tuple(t[a], w(a), p.buffers[a].size * w(a)) > std::make_tuple(t[c], w(c), p.buffers[c].size * w(c));
+      });
+    }
+    return twa_order;
+  }
+};
+
 struct Dive {
   const Problem& p;
   const DiveOptions& o;
@@ -133,34 +166,17 @@ struct Dive {
   uint32_t now = 0;
   std::vector<int> touched;
 
-  Dive(const Problem& pr, const DiveOptions& opt, const Conflicts& conflicts) : p(pr), o(opt), g(conflicts) {
+  Dive(const Problem& pr, const DiveOptions& opt, DiveShared& shared) : p(pr), o(opt), g(shared.g) {
     n = static_cast<int>(p.buffers.size());
     nsec = g.sections;
-    // Tie order among buffers at one level: earliest start, then larger (the exact search's
-    // first static preorder), or MiniMalloc's TWA (largest load over the lifetime, then the
-    // longest, then the largest area).
-    by_rank = g.by_start;
-    if (o.twa_ties) {
-      std::vector<Size> t = peak_load_over_lifetime(p);
-      auto w = [&](int k) { return p.buffers[k].end - p.buffers[k].start; };
-      std::stable_sort(by_rank.begin(), by_rank.end(), [&](int a, int c) {
-        return std::make_tuple(t[a], w(a), p.buffers[a].size * w(a)) > std::make_tuple(t[c], w(c), p.buffers[c].size * w(c));
-      });
-    } else {
-      std::stable_sort(by_rank.begin(), by_rank.end(), [&](int a, int c) {
-        return s0[a] != s0[c] ? s0[a] < s0[c] : p.buffers[a].size > p.buffers[c].size;
-      });
-    }
+    by_rank = shared.order(o.twa_ties);  // tie order among buffers at one level
     rank.resize(n);
     for (int r = 0; r < n; ++r) rank[by_rank[r]] = r;
     mino.assign(n, 0);
     placed.assign(n, 0);
     rem.assign(nsec, 0);
-    live.first.assign(static_cast<std::size_t>(nsec) + 1, 0);
+    live.first = shared.slice_first;
     live.count.assign(nsec, 0);
-    for (int k = 0; k < n; ++k)
-      for (int s = s0[k]; s < s1[k]; ++s) ++live.first[s + 1];
-    for (int s = 0; s < nsec; ++s) live.first[s + 1] += live.first[s];
     live.e.resize(static_cast<std::size_t>(live.first[nsec]));
     if (o.rule == DiveRule::kLowest) lowest.reset(n);
     for (int k : by_rank) {  // in rank order, so each slice starts sorted
@@ -277,9 +293,9 @@ bool all_conflicts(const Problem& p, Conflicts& g, const Deadline* dl, int64_t m
 }
 
 // One dive over prebuilt conflicts (the caller checked dive_can_place).
-Placement dive_with(const Problem& p, const DiveOptions& o, const Conflicts& g, const Deadline* dl) {
+Placement dive_with(const Problem& p, const DiveOptions& o, DiveShared& shared, const Deadline* dl) {
   Placement pl;
-  Dive d(p, o, g);
+  Dive d(p, o, shared);
   pl.offsets.assign(p.buffers.size(), kSpilled);
   pl.spill_reasons.assign(p.buffers.size(), "");
   // Blocking (the exact search's second branch, taken once per buffer and never undone): a
@@ -313,7 +329,8 @@ Placement dive_with(const Problem& p, const DiveOptions& o, const Conflicts& g, 
 Placement canonical_dive(const Problem& p, const DiveOptions& o, const Deadline* dl) {
   Conflicts g;
   if (!dive_can_place(p) || !all_conflicts(p, g, dl, o.max_pairs)) return {};
-  return dive_with(p, o, g, dl);
+  DiveShared shared(p, g);
+  return dive_with(p, o, shared, dl);
 }
 
 Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl) {
@@ -327,6 +344,7 @@ Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl) {
   Size best_h = kUnbounded;
   Conflicts g;  // built once: the variants differ in order only
   if (!dive_can_place(p) || !all_conflicts(p, g, &dl, INT64_MAX)) return best;
+  DiveShared shared(p, g);
   for (auto [rule, twa] : kVariants) {
     if (dl.expired() || best_h <= target) break;
     DiveOptions o;
@@ -334,7 +352,7 @@ Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl) {
     o.twa_ties = twa;
     o.target = target;
     o.give_up_above = best_h - 1;
-    Placement pl = dive_with(p, o, g, &dl);
+    Placement pl = dive_with(p, o, shared, &dl);
     if (pl.offsets.empty()) continue;
     best_h = height(p, pl);
     best = std::move(pl);

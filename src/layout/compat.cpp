@@ -14,6 +14,16 @@ std::string var_name(int v) {
   return v < 0 ? std::string("nothing (sparse)") : "d" + std::to_string(v);
 }
 
+// Host dim h of operand m is indexed by `var`, alone or as a term of an affine sum.
+bool dim_uses_var(const program::Op& op, int m, std::size_t h, int var) {
+  if (op.indexing_maps[m][h] == var) return true;
+  if (op.indexing_maps[m][h] != program::kSummed || static_cast<std::size_t>(m) >= op.exprs.size() || h >= op.exprs[m].size())
+    return false;
+  for (const program::AffineTerm& t : op.exprs[m][h].terms)
+    if (t.var == var) return true;
+  return false;
+}
+
 }  // namespace
 
 int stick_var(const program::Program& p, program::OpId o, int m, const Layout& l) {
@@ -113,10 +123,8 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
       break;
     }
   if (window && ref >= 0) {  // the window must slide along the output's stick var
-    bool slides = op.exprs.empty() || op.exprs[0].size() <= static_cast<std::size_t>(h0);  // (kSummed comes from exprs)
-    if (!slides)
-      for (const program::AffineTerm& t : op.exprs[0][h0].terms) slides = slides || t.var == ref;
-    if (!slides)
+    const bool no_sum = op.exprs.empty() || op.exprs[0].size() <= static_cast<std::size_t>(h0);  // (kSummed comes from exprs)
+    if (!no_sum && !dim_uses_var(op, 0, static_cast<std::size_t>(h0), ref))
       issue(0, FixKind::kRestickify, [&] {
         return "sticked on " + var_name(program::kSummed) + " without the output's stick var " + var_name(ref);
       });
@@ -128,12 +136,8 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
   // the op's stick, asking for a sparse output.)
   auto contraction = [&](int m) {
     if (op.kind != program::OpKind::kReduction || m == 0 || m >= nin || !is_red(sv[m])) return false;
-    for (std::size_t h = 0; h < op.indexing_maps[m].size(); ++h) {
-      if (op.indexing_maps[m][h] == ref) return false;
-      if (op.indexing_maps[m][h] == program::kSummed && static_cast<std::size_t>(m) < op.exprs.size() && h < op.exprs[m].size())
-        for (const program::AffineTerm& t : op.exprs[m][h].terms)
-          if (t.var == ref) return false;
-    }
+    for (std::size_t h = 0; h < op.indexing_maps[m].size(); ++h)
+      if (dim_uses_var(op, m, h, ref)) return false;
     return true;
   };
   for (int m = 0; m < nops; ++m)
