@@ -252,6 +252,90 @@ def test_clone_then_in_place_keeps_the_source():
     assert mul["inputs"][0] == program["ops"][0]["outputs"][0]  # y is the relu output, not the mutated copy
 
 
+def test_in_place_on_disjoint_views_writes_new_tensors():
+    class M(nn.Module):
+        def forward(self, x):
+            a, b = (x * 2).chunk(2, 1)
+            a.sigmoid_()
+            b.tanh_()
+            return a * b
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8),))
+    assert report.counts["opaque"] == 0
+    assert [op["payload"] for op in program["ops"]] == ["mul", "sigmoid", "tanh", "mul"]
+    ops = {op["payload"]: op for op in program["ops"][:3]}
+    last = program["ops"][-1]
+    assert last["inputs"] == [ops["sigmoid"]["outputs"][0], ops["tanh"]["outputs"][0]]  # the updated halves
+    assert ops["sigmoid"]["indexing_maps"][0] == "(d0, d1) -> (d0, d1)"
+    assert ops["tanh"]["indexing_maps"][0] == "(d0, d1) -> (d0, d1 + 4)"
+    sp.program.load(program)
+
+
+def test_in_place_on_a_view_that_is_read_again_stays_opaque():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y[:, :3].add_(1)  # y is read below: a partial update of it
+            return y + 1
+
+    program, report = spt.to_program(M(), (torch.empty(4, 8),))
+    add = [r for r in report.rows if r.target.startswith("aten.add_")]
+    assert len(add) == 1 and add[0].decision == "opaque" and "partial update" in add[0].reason
+    sp.program.load(program)
+
+
+def test_unrolled_lstm_and_gru_cells_map_every_op():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTMCell(16, 32)
+            self.gru = nn.GRUCell(32, 32)
+
+        def forward(self, x):
+            h, c, g = torch.zeros(2, 32), torch.zeros(2, 32), torch.zeros(2, 32)  # created on no device
+            for t in range(x.shape[1]):
+                h, c = self.lstm(x[:, t], (h, c))
+                g = self.gru(h, g)
+            return g
+
+    program, report = spt.to_program(M(), (torch.empty(2, 3, 16),))
+    assert report.counts["opaque"] == 0, [(r.target, r.reason) for r in report.rows if r.decision == "opaque"]
+    assert sum(1 for op in program["ops"] if op["payload"] == "sigmoid") == 3 * 3 + 3 * 2  # 3 gates, 2 gates a step
+    sp.lx.plan(program, cores=4)
+
+
+def test_recurrent_modules_are_named_in_the_error():
+    with pytest.raises(spt.UnsupportedModel, match=r"module 'rnn' \(LSTM\): recurrent modules"):
+        spt.to_program(_Seq(rnn=nn.LSTM(8, 8)), (torch.empty(2, 3, 8),))
+
+
+class _Seq(nn.Module):
+    def __init__(self, **mods):
+        super().__init__()
+        for k, m in mods.items():
+            self.add_module(k, m)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+def test_padding_a_size_one_dim_keeps_an_iteration_variable():
+    # A 3-D convolution whose time dim is 1 before padding (r3d_18's last stage), and F.pad of a
+    # size-1 dim: the padded output dim is iterated, not indexed by a constant.
+    conv = nn.Conv3d(8, 8, 3, padding=1)
+    program, report = spt.to_program(conv, (torch.empty(1, 8, 1, 6, 6),))
+    pad = [op for op in program["ops"] if op["payload"] == "pad"][0]
+    assert pad["ranges"] == [8, 1, 6, 6] and pad["indexing_maps"][1] == "(d0, d1, d2, d3) -> (0, d0, d1 + 1, d2 + 1, d3 + 1)"
+    sp.lx.plan(program, cores=4)
+
+    class P(nn.Module):
+        def forward(self, x):
+            return F.pad(x, (1, 1, 1, 1)) * 2
+
+    program, report = spt.to_program(P(), (torch.empty(3, 1, 1),))
+    sp.lx.plan(program, cores=2)
+
+
 def test_binary_max_where_and_two_inputs_are_pointwise():
     class M(nn.Module):
         def forward(self, x, y):

@@ -159,6 +159,27 @@ def _expr(val: _Val, vars_of_view: Sequence[Optional[int]]) -> List[Tuple[Dict[i
     return out
 
 
+def _same_view(a: _Val, b: _Val) -> bool:
+    return a.shape == b.shape and a.terms == b.terms and a.off == b.off
+
+
+def _index_box(v: _Val) -> List[Tuple[int, int]]:
+    """Per base dim, the lowest and highest index the view touches."""
+    box = []
+    for j, t in enumerate(v.terms):
+        lo = hi = v.off[j]
+        for i, c in t.items():
+            ext = c * (v.shape[i] - 1)
+            lo, hi = lo + min(0, ext), hi + max(0, ext)
+        box.append((lo, hi))
+    return box
+
+
+def _disjoint_views(a: _Val, b: _Val) -> bool:
+    """The two views of one tensor touch no common element (their boxes miss in some dim)."""
+    return any(x[1] < y[0] or y[1] < x[0] for x, y in zip(_index_box(a), _index_box(b)))
+
+
 def _fmt(nvars: int, exprs: List[Tuple[Dict[int, int], int]]) -> str:
     res = []
     for e, off in exprs:
@@ -234,6 +255,7 @@ class _Converter:
         self.node = None
         # With in-place ops in the graph a clone must stay a copy (the mutation would reach both).
         self.has_inplace = False
+        self.pos: Dict[Any, int] = {}  # FX node -> its place in the graph (which readers come later)
 
     # -- names and tensors
     def uniq(self, base: str) -> str:
@@ -651,6 +673,8 @@ class _Run(_Converter):
         t = node.target
         full = _target_name(t)
         name = full.split(".")[1] if full.startswith("aten.") else full
+        # unsafe_split / unsafe_chunk (nn.LSTMCell's gates) differ from split / chunk only in autograd.
+        name = name[len("unsafe_"):] if name in ("unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk") else name
         self.row = Row(node.name, full, node.meta.get("sp_module", ""), "mapped", "")
         handled = True
         if t is operator.getitem:
@@ -916,15 +940,24 @@ class _Run(_Converter):
                 self.bind(node, _Val.whole(pt))
                 self.set_row("folded", "computes on constants only: a graph input of the program", compute=False)
                 return True
+            partial = False  # in place on a view that no later reader sees through another view
             if inplace:
                 tgt = ins[0]
                 if not tgt.is_identity():
-                    self.do_opaque(node, "in-place op on a view (partial update of a tensor)")
-                    return True
+                    if not self.view_update_is_private(node, tgt):
+                        self.do_opaque(node, "in-place op on a view (partial update of a tensor)")
+                        return True
+                    partial = True
             if name == "copy_":
                 ins = [self.tensor(node.args[1])]  # x.copy_(src) overwrites x: it does not read x
             out = self.pointwise(base, ins, list(m.shape), self.dtype_of(m.dtype), name=node.name)
-            if inplace:
+            if partial:
+                # Later readers of this very view read the new tensor; the others are disjoint or dead.
+                tgt = ins[0]
+                for n, v in list(self.env.items()):
+                    if isinstance(v, _Val) and v.pt is tgt.pt and _same_view(v, tgt):
+                        self.env[n] = _Val.whole(out.pt)
+            elif inplace:
                 # The op writes a new program tensor; later readers of the mutated tensor read it.
                 old = ins[0].pt
                 for n, v in list(self.env.items()):
@@ -947,15 +980,17 @@ class _Run(_Converter):
             raise self.error("negative padding (a crop) is not supported")
         shape = [s + a + b for s, a, b in zip(x.shape, lo, hi)]
         out = _Val.whole(self.new_pt(name, shape, x.pt.dtype))
-        # Iterate over the input; the output map adds the low padding.
+        # Iterate over the input; the output map adds the low padding. A size-1 dim that is
+        # padded keeps a var of range 1: the output dim is larger than 1, and a constant may only
+        # index a size-1 output dim (the program checker's rule: every written dim is iterated).
         outv = _Val(out.pt, x.shape, [{j: 1} for j in range(r)], lo)
         var_of = {}
         for d in range(r):
-            if x.shape[d] > 1:
+            if x.shape[d] > 1 or shape[d] > 1:
                 var_of[d] = len(var_of)
-        m = [var_of.get(d) for d in range(r)]
-        self.emit("pointwise", payload, [(x, m)], [(outv, m)], ["parallel"] * len(var_of),
-                  name=name, ranges=[x.shape[d] for d in sorted(var_of)])
+        exprs = [{var_of[d]: 1} if d in var_of else {} for d in range(r)]
+        self.emit_exprs("pointwise", payload, [(x, exprs)], [(outv, exprs)], ["parallel"] * len(var_of),
+                        [x.shape[d] for d in sorted(var_of)], name=name)
         return out
 
     def do_matmul(self, node: Any, name: str) -> bool:
@@ -1080,6 +1115,24 @@ class _Run(_Converter):
                      + (", explicit pad op" if any(p > 0 for p in padding) else "") + (", bias add" if isinstance(bias, _Val) else ""))
         return True
 
+    def view_update_is_private(self, node: Any, tgt: _Val) -> bool:
+        """True when no node after ``node`` reads ``tgt``'s tensor through a view that may overlap
+        ``tgt`` other than ``tgt`` itself: then an in-place op on the view can write a new tensor
+        (nn.LSTMCell updates its four gate chunks in place: disjoint slices of one tensor)."""
+        here = self.pos.get(node, -1)
+        for n, v in self.env.items():
+            later = any(self.pos.get(u, here + 1) > here for u in getattr(n, "users", ()))
+            if not later:
+                continue
+            for x in (v if isinstance(v, (list, tuple)) else [v]):
+                if not isinstance(x, _Val) or x.pt is not tgt.pt:
+                    continue
+                if isinstance(v, _Val) and _same_view(x, tgt):
+                    continue
+                if not _disjoint_views(x, tgt):
+                    return False
+        return True
+
     def emit_exprs(self, kind, payload, ins, outs, iters, ranges, name):
         """Emits an op whose operand maps are given as expressions over the operand's view dims."""
         n = len(iters)
@@ -1102,7 +1155,8 @@ class _Run(_Converter):
         for v, _ in outs:
             v.pt.producer = op
         self.ops.append(op)
-        self.row.ops.append(op["name"])
+        if self.row is not None:
+            self.row.ops.append(op["name"])
         return op
 
     def do_pool(self, node: Any, name: str) -> bool:
@@ -1183,6 +1237,22 @@ def _module_paths(model: torch.nn.Module) -> Dict[int, str]:
     return {id(m): name for name, m in model.named_modules()}
 
 
+_FACTORIES = {torch.zeros, torch.ones, torch.empty, torch.full, torch.arange, torch.eye, torch.linspace,
+              torch.rand, torch.randn, torch.randint, torch.tensor, torch.as_tensor, torch.scalar_tensor}
+
+
+class _FactoriesOnMeta(torch.overrides.TorchFunctionMode):
+    """Tensors a forward creates without a device (``torch.zeros(2, 64)``, ``torch.arange(n)``) are
+    made on meta like everything else traced; on the CPU they met meta tensors in the first op and
+    the trace failed (a state initialized in forward, position ids)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in _FACTORIES and kwargs.get("device") is None:
+            kwargs["device"] = "meta"
+        return func(*args, **kwargs)
+
+
 def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     """make_fx on meta tensors; every node gets meta["sp_module"], the module path it ran in."""
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -1196,6 +1266,12 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     for i, x in enumerate(inputs):
         if not isinstance(x, torch.Tensor):
             raise BadInput(f"to_program: example_inputs[{i}]: expected a tensor, got {type(x).__name__}")
+    # Recurrent modules run one fused kernel over weights cached at construction (_flat_weights),
+    # which the meta-tensor swap below does not reach: name them instead of a device error.
+    for path, mod in model.named_modules():
+        if isinstance(mod, torch.nn.RNNBase):
+            raise UnsupportedModel(f"module '{path or type(model).__name__}' ({type(mod).__name__}): recurrent modules "
+                                   "(RNN, LSTM, GRU) are not supported; unroll the cell (nn.LSTMCell etc.) over time steps")
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
     names = list(state)
@@ -1221,7 +1297,8 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
         return n
 
     def f(*flat):
-        return stateless.functional_call(model, dict(zip(names, flat[:len(names)])), tuple(flat[len(names):]))
+        with _FactoriesOnMeta():
+            return stateless.functional_call(model, dict(zip(names, flat[:len(names)])), tuple(flat[len(names):]))
 
     torch.fx.Graph.create_node = create_node
     was_training = model.training
@@ -1256,6 +1333,7 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
     t1 = time.perf_counter()
     c = _Run(name or type(model).__name__, dtype)
     placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
+    c.pos = {n: k for k, n in enumerate(g.graph.nodes)}
     c.has_inplace = any(n.op == "call_function" and _target_name(n.target).startswith("aten.")
                         and _target_name(n.target).split(".")[1].endswith("_") for n in g.graph.nodes)
     for k, n in enumerate(placeholders):
