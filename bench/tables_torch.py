@@ -97,14 +97,23 @@ def tables(ctx):
             "compute ops; the last column lists the ATen ops that stayed opaque (with the reason in the report).", "",
             "| model | ATen ops | mapped | folded | opaque | compute mapped | program ops | trace + convert s | opaque ATen ops |",
             "|---|---|---|---|---|---|---|---|---|"]
-    for name in ["efficientnet_b0", "densenet121", "convnext_tiny", "shufflenet_v2_x1_0", "squeezenet1_0",
-                 "regnet_y_400mf", "googlenet", "inception_v3", "mnasnet0_5", "resnext50_32x4d", "swin_t", "maxvit_t"]:
+    # (name, constructor, input shape): classification models at 224 (inception 299), a video model
+    # (3-D convolutions over an 8-frame 112 x 112 clip) and a segmentation model.
+    def square(n):
+        return (1, 3) + (299 if n == "inception_v3" else 224,) * 2
+    models = [(n, lambda n=n: getattr(torchvision.models, n)(weights=None), square(n))
+              for n in ["efficientnet_b0", "densenet121", "convnext_tiny", "shufflenet_v2_x1_0", "squeezenet1_0",
+                        "regnet_y_400mf", "googlenet", "inception_v3", "mnasnet0_5", "resnext50_32x4d", "swin_t", "maxvit_t"]]
+    models += [("video.r3d_18", lambda: torchvision.models.video.r3d_18(weights=None), (1, 3, 8, 112, 112)),
+               ("segmentation.fcn_resnet50",
+                lambda: torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None, aux_loss=False),
+                (1, 3, 224, 224))]
+    for name, ctor, shape in models:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = getattr(torchvision.models, name)(weights=None)
-            size = 299 if name == "inception_v3" else 224
+            model = ctor()
             t = time.perf_counter()
-            program, report = spt.to_program(model, (torch.empty(1, 3, size, size),), dtype="fp16", name=name)
+            program, report = spt.to_program(model, (torch.empty(*shape),), dtype="fp16", name=name.replace(".", "_"))
             secs = time.perf_counter() - t
         sp.program.load(program)
         c = report.counts
