@@ -553,3 +553,93 @@ def test_mutated_kernels_fail_only_with_located_errors(tmp_path):
                 while tb is not None:
                     last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
                 assert not last.endswith("tracer.py"), f"tracer bug on mutant {n}: {type(c).__name__}: {c}"
+
+
+# ---- more of the API surface real kernels use ---------------------------------------------------
+
+def test_new_api_instructions_write_their_dst(tmp_path):
+    # New API (nki 0.2+): nisa calls take dst first or as dst= and return nothing; nc_matmul's
+    # default accumulate=None overwrites dst the first time and adds into it afterwards.
+    src = '''import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(2):
+        at = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=at, src=a[k * 128:(k + 1) * 128, :])
+        bt = nl.ndarray((128, 256), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(bt, b[k * 128:(k + 1) * 128, :])
+        nisa.nc_matmul(acc, at, bt)
+    zero = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=zero, value=0.0)
+    e = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=acc, bias=zero)
+    s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(s, nl.add, e, 1)
+    y = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(y, e, nl.multiply, s)
+    nisa.dma_copy(dst=out, src=y)
+    return out
+'''
+    k = nki.trace(write(tmp_path, "dst.py", src), a=((256, 128), "bf16"), b=((256, 256), "bf16"))
+    names = [n["name"] for n in k["body"]]
+    assert names == ["dma_copy", "dma_copy", "nc_matmul"] * 2 + ["memset", "activation", "tensor_reduce",
+                                                                 "tensor_scalar", "dma_copy"], names
+    mm = [n for n in k["body"] if n["name"] == "nc_matmul"]
+    assert [w.get("accumulate", False) for n in mm for w in n["writes"]] == [False, True]
+    assert all(n["writes"] for n in k["body"]), "every instruction writes its dst"
+    assert [t["name"] for t in k["tensors"] if t.get("implicit")] == []  # no hidden result tensors
+    assert nki.check(k).clean
+
+
+def test_zeros_of_a_block_tensor_fills_every_block(tmp_path):
+    src = OLD + '''
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((2, 3, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((2, 3, par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(2):
+        for j in nl.affine_range(3):
+            acc[i, j, :, :] += nl.load(x[i, j])
+            nl.store(out[i, j], value=acc[i, j, :, :])
+    return out
+'''
+    k = nki.trace(write(tmp_path, "blocks.py", src), x=((2, 3, 128, 64), "fp32"))
+    outer = k["body"][0]
+    inner = outer["body"][0]
+    assert (outer["trip"], inner["trip"]) == (2, 3)
+    fill = inner["body"][0]
+    assert fill["name"] == "memset"
+    assert fill["writes"][0]["block"] == [outer["loop"], inner["loop"]]
+    report = nki.check(k)
+    assert report.clean
+
+
+def test_tile_broadcasts_comparisons_and_iota(tmp_path):
+    src = OLD + '''
+@nki.jit
+def kernel(x, g):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    gt = nl.load(g.expand_dims(0))
+    gb = gt.broadcast_to((128, 64))
+    hb = nl.load(g.expand_dims(0).broadcast_to((128, 64)))
+    pos = nl.where(t > 0.0, t * gb, hb)
+    idx = nisa.iota(nl.arange(64)[None, :], dtype=nl.int32)
+    y = nl.multiply(pos, (idx <= 31) | (idx >= 48))
+    nl.store(out, value=y)
+    return out
+'''
+    k = nki.trace(write(tmp_path, "bcast.py", src), x=((128, 64), "fp32"), g=((64,), "fp32"))
+    shapes = {t["name"]: [t["partitions"]] + t["free"] for t in k["tensors"]}
+    assert shapes["gt"] == [1, 64] and shapes["gb"] == [128, 64] and shapes["hb"] == [128, 64]
+    assert shapes["idx"] == [1, 64]
+    names = [n["name"] for n in k["body"]]
+    assert names.count("greater") + names.count("less_equal") + names.count("greater_equal") == 3, names
+    assert "logical_or" in names and "broadcast_to" in names
+    assert nki.check(k).clean

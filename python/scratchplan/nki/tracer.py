@@ -18,6 +18,7 @@ runs. Semantics follow the NKI API subset (docs/nki.md, "Tracing Python kernels"
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import json
 import math
@@ -485,6 +486,36 @@ class _Arithmetic:
     def __neg__(self):
         return self._op(-1, "multiply")
 
+    # Comparisons of tiles are nl.greater & co (a 0/1 tile, e.g. for nl.where). == and != keep
+    # Python's identity meaning: tensors are compared and hashed as objects by the tracer itself.
+    def __gt__(self, o):
+        return self._op(o, "greater")
+
+    def __ge__(self, o):
+        return self._op(o, "greater_equal")
+
+    def __lt__(self, o):
+        return self._op(o, "less")
+
+    def __le__(self, o):
+        return self._op(o, "less_equal")
+
+    def __pow__(self, o):
+        return self._op(o, "power")
+
+    def __rpow__(self, o):
+        return self._op(o, "power", True)
+
+    def __and__(self, o):
+        return self._op(o, "logical_and")
+
+    def __or__(self, o):
+        return self._op(o, "logical_or")
+
+    def broadcast_to(self, shape):
+        """`tile.broadcast_to(shape)` (the mamba tutorial's `B_i.broadcast_to((128, n))`): nl.broadcast_to."""
+        return _alu("nl.broadcast_to", self, shape=tuple(int(s) for s in shape))
+
 
 class Tensor(_Arithmetic):
     def __init__(self, name, shape, dtype, alloc, role="internal", implicit=False, source="", pdim_at=None):
@@ -547,6 +578,25 @@ class Tensor(_Arithmetic):
         shape = tuple(int(s) for s in shape)
         if math.prod(shape) != math.prod(self.shape):
             _fail(f"cannot reshape {self.shape} to {shape}")
+        return self._hbm_alias(shape)
+
+    def broadcast_to(self, shape):
+        """On an HBM tensor a view with the larger shape (loads read its rows again); on chip an
+        instruction, as nl.broadcast_to."""
+        if self.buffer != "hbm":
+            return super().broadcast_to(shape)
+        shape = tuple(int(s) for s in shape)
+        if len(shape) < len(self.shape) or any(a not in (1, b) for a, b in zip(self.shape[::-1], shape[::-1])):
+            _fail(f"cannot broadcast {list(self.shape)} to {list(shape)}")
+        return self._hbm_alias(shape)
+
+    def expand_dims(self, axis):
+        shape = list(self.shape)
+        axis = int(axis)
+        shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, 1)
+        return self.reshape(shape)
+
+    def _hbm_alias(self, shape):
         t = Tensor(self.name, shape, self.dtype, self.alloc, self.role, source=self.source)
         t._alias = getattr(self, "_alias", self)
         return t
@@ -1087,14 +1137,47 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
     _register(t)
     _ST.decls.append((t, line, col, api))
     if fill is not None:
-        ins, _ = _new_instr(f"memset", "Vector", "memset")
-        acc, p, b = t.view().access(write=True)
-        if t.nb:
-            _fail(f"nl.{api} of a tensor with block dims is outside the supported subset (declare, then fill tiles)")
-        ins["writes"].append(acc)
-        ins["_isz"] = t.itemsize
-        _finish_cost(ins, p, b)
+        # A tensor with block dims is filled one block at a time: a loop per block dim around one
+        # memset (the matmul tutorial zeroes its (M tiles, N tiles, P, F) result block this way).
+        with _over_blocks(t, line) as idx:
+            ins, _ = _new_instr(f"memset", "Vector", "memset")
+            acc, p, b = (t[tuple(idx)] if idx else t.view()).access(write=True)
+            ins["writes"].append(acc)
+            ins["_isz"] = t.itemsize
+            _finish_cost(ins, p, b)
     return t
+
+
+@contextlib.contextmanager
+def _over_blocks(t, line):
+    """Opens one affine loop per block dim of `t` and yields their indices (none: no loop)."""
+    opened, idx = 0, []
+    try:
+        for d in range(t.nb):
+            lid = len(_ST.loops)
+            name = _free_loop_name(f"{t.name}_block{d}")
+            _ST.loops.append((name, t.shape[d], "affine"))
+            node = {"loop": name, "trip": t.shape[d], "body": [], "source": f"{_ST.label}:{line}"}
+            _ST.stack[-1].append(node)
+            _ST.stack.append(node["body"])
+            _ST.loop_scope.append(lid)
+            opened += 1
+            idx.append(Sym(0, {("L", lid): 1}))
+        yield idx
+    finally:
+        for _ in range(opened):
+            _ST.stack.pop()
+            _ST.loop_scope.pop()
+
+
+def _free_loop_name(base):
+    """`base`, or `base_2`, ...: not the name of an open loop."""
+    used = {_ST.loops[l][0] for l in _ST.loop_scope}
+    name, n = base, 1
+    while name in used:
+        n += 1
+        name = f"{base}_{n}"
+    return name
 
 
 def _target_name(line):
@@ -1234,12 +1317,7 @@ def _symbolic_loop(api, kind, args):
         return
     line, _ = _site()
     m = re.match(r"\s*for\s+([A-Za-z_]\w*)\s+in\b", _line_text(line))
-    name = m.group(1) if m else f"i{len(_ST.loops)}"
-    used = {_ST.loops[l][0] for l in _ST.loop_scope}
-    base, n = name, 1
-    while name in used:
-        n += 1
-        name = f"{base}_{n}"
+    name = _free_loop_name(m.group(1) if m else f"i{len(_ST.loops)}")
     lid = len(_ST.loops)
     _ST.loops.append((name, trip, kind))
     node = {"loop": name, "trip": trip, "body": []}
@@ -1335,6 +1413,48 @@ def _hidden(api, why):
     ins2["reads"].append(dict(acc))
     ins2["_isz"] = 4
     _finish_cost(ins2, p, b)
+
+
+def _split_dst(args, kw):
+    """(dst or None, the other positional args): dst= anywhere, or first under the new namespace."""
+    dst = kw.pop("dst", None)
+    if dst is None and _ST is not None and _ST.uses_new_api and args and _is_tile(args[0]):
+        dst, args = args[0], args[1:]
+    return dst, args
+
+
+def _writes_dst(f):
+    """The new-API form of an ISA call: the result goes into dst. accumulate=True adds into it (PSUM
+    accumulation, as `dst += ...` in the old API); None, the default of nc_matmul, overwrites the
+    first write of dst and accumulates into it after that (ranges are unrolled in the new API)."""
+    @functools.wraps(f)
+    def call(*args, **kw):
+        dst, args = _split_dst(args, kw)
+        accumulate = kw.pop("accumulate", False if dst is None else None)
+        r = f(*args, **kw)
+        if dst is None:
+            return r
+        target = _as_view(dst, "dst")
+        if accumulate or (accumulate is None and f.__name__ == "nc_matmul" and getattr(target.tensor, "written", False)):
+            _accumulate_into(target, r)
+        else:
+            _write_into(target, r)
+        target.tensor.written = True
+        return None
+    return call
+
+
+def _memset_dst(f):
+    """nisa.memset(dst, value) in the new API; memset(shape, value, dtype) returns a tile in the old."""
+    @functools.wraps(f)
+    def call(*args, **kw):
+        dst, args = _split_dst(args, kw)
+        if dst is None:
+            return f(*args, **kw)
+        value = args[0] if args else kw.get("value", 0)
+        _write_into(_as_view(dst, "dst"), value)
+        return None
+    return call
 
 
 def _build_modules():
@@ -1664,7 +1784,8 @@ def _build_modules():
             for k in s.t:
                 if k[0] == "A":
                     axes[_ST_AR[k[1]]["axis"]] = _ST_AR[k[1]]["n"]
-            shape = tuple(axes[a] for a in sorted(axes)) if axes else None
+            # An axis no arange spans has size 1: arange(n)[None, :] is one partition of n elements.
+            shape = tuple(axes.get(a, 1) for a in range(max(axes) + 1)) if axes else None
         if not shape:
             _fail("nisa.iota expects an expression of nl.arange vectors")
         if len(shape) < 2:
@@ -1710,6 +1831,12 @@ def _build_modules():
                  ("tensor_tensor_scan", tensor_tensor_scan), ("tensor_partition_reduce", tensor_partition_reduce),
                  ("activation", activation)):
         setattr(nisa, n, f)
+    # New API (API.md §10): every instruction takes dst first (or dst=), writes it and returns nothing.
+    for n in ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
+              "tensor_reduce", "tensor_copy", "iota", "affine_select", "bn_stats", "bn_aggr", "reciprocal",
+              "tensor_scalar_reduce", "scalar_tensor_tensor", "tensor_tensor_scan", "tensor_partition_reduce"):
+        setattr(nisa, n, _writes_dst(getattr(nisa, n)))
+    nisa.memset = _memset_dst(nisa.memset)
     for n in ("tensor", "vector", "scalar", "gpsimd", "dma", "unknown"):
         setattr(nisa, f"{n}_engine", _Engine(n))
     nisa.engine = types.SimpleNamespace(tensor=nisa.tensor_engine, vector=nisa.vector_engine,
