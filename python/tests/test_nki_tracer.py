@@ -643,3 +643,46 @@ def kernel(x, g):
     assert names.count("greater") + names.count("less_equal") + names.count("greater_equal") == 3, names
     assert "logical_or" in names and "broadcast_to" in names
     assert nki.check(k).clean
+
+
+def test_dataclass_configs_sub_kernels_and_more_calls(tmp_path):
+    # Real kernel files define @dataclass configs (the flash-attention kernel's FlashConfig) and
+    # helper kernels decorated @nki.jit(mode="trace"); the entry point is the other kernel.
+    src = OLD + '''from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Config:
+    tile: int = 128
+
+
+@nki.jit(mode="trace")
+def helper(t, s):
+    return nl.multiply(t, s)
+
+
+@nki.jit
+def kernel(x, acc_out, cfg=Config()):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // cfg.tile):
+        t = nl.load(x[i * cfg.tile:(i + 1) * cfg.tile, :])
+        g = helper(t, 2.0)
+        nl.device_print("g", g)
+        r = nl.loop_reduce(g, op=np.add, loop_indices=[i], dtype=nl.float32)
+        d = nisa.dropout(g, 0.1)
+        tt = nisa.dma_transpose(x[0:128, 0:128])
+        nl.atomic_rmw(acc_out[0:128, 0:128], value=tt, op=np.add)
+        nl.store(out[i * cfg.tile:(i + 1) * cfg.tile, :], value=d)
+    return out
+'''
+    k = nki.trace(write(tmp_path, "cfg.py", src), x=((256, 128), "fp32"), acc_out=((128, 128), "fp32"))
+    loop = k["body"][0]
+    assert loop["trip"] == 2
+    names = [n["name"] for n in loop["body"]]
+    assert names == ["load", "multiply", "loop_reduce", "dropout", "dma_transpose", "atomic_rmw", "store"], names
+    rmw = loop["body"][5]
+    assert [r["tensor"] for r in rmw["reads"]] == ["tt", "acc_out"] and rmw["writes"][0]["tensor"] == "acc_out"
+    assert nki.check(k).clean
+    with pytest.raises(nki.TraceError, match="several @nki.jit kernels"):
+        nki.trace(write(tmp_path, "two.py", src.replace('@nki.jit(mode="trace")', "@nki.jit")),
+                  x=((256, 128), "fp32"), acc_out=((128, 128), "fp32"))

@@ -1611,6 +1611,28 @@ def _build_modules():
 
     nisa.dma_copy = dma_copy
 
+    def dma_transpose(src, *, axes=None, mask=None, dtype=None, **kw):
+        ins, line = _new_instr("dma_transpose", "DMA", "dma")
+        _guard(ins, mask)
+        v, _, _ = _read(ins, src, "source", allow_hbm=True)
+        s = tuple(v.shape)
+        out = tuple(s[a] for a in axes) if axes is not None else s[::-1]
+        return _result(ins, line, "nisa.dma_transpose", out, _dtype_name(dtype) if dtype else v.dtype)
+
+    def atomic_rmw(dst, value, op=None, *, mask=None, **kw):
+        # A read-modify-write of an HBM slice by DMA: reads the value tile and the destination.
+        ins, line = _new_instr("atomic_rmw", "DMA", "dma")
+        _guard(ins, mask)
+        _, p, b = _read(ins, value)
+        d = _as_view(dst, "atomic_rmw destination")
+        _read(ins, d, allow_hbm=True)
+        acc, _, _ = d.access(write=True)
+        ins["writes"].append(acc)
+        ins["_isz"] = 1
+        _finish_cost(ins, p, b)
+
+    nisa.dma_transpose, nl.atomic_rmw = dma_transpose, atomic_rmw
+
     # Tensor engine
     def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
                   mask=None, **kw):
@@ -1748,6 +1770,18 @@ def _build_modules():
 
     nl.softmax, nl.rms_norm, nl.transpose, nl.broadcast_to = softmax, rms_norm, transpose, broadcast_to
 
+    def loop_reduce(x, op=None, loop_indices=(), *, dtype=None, mask=None, **kw):
+        # Reduces x over iterations of the given loops into one tile (the loop body runs once here:
+        # one instruction reading x and writing the result each iteration).
+        return _alu("nl.loop_reduce", x, dtype=dtype, mask=mask)
+
+    def rand(shape, dtype=None, **kw):
+        ins, line = _new_instr("rand", "GpSimd", "gpsimd")
+        return _result(ins, line, "nl.rand", tuple(shape), _dtype_name(dtype) if dtype is not None else "float32")
+
+    nl.loop_reduce, nl.rand = loop_reduce, rand
+    nl.device_print = lambda *a, **kw: None  # a debug print: no instruction of the kernel's own
+
     # Vector / GpSimd ISA
     def tensor_tensor(data1, data2, op=None, *, dtype=None, mask=None, engine=None, **kw):
         return _alu("nisa.tensor_tensor", data1, data2, engine=_kw_engine({"engine": engine}, "Vector"), dtype=dtype,
@@ -1818,6 +1852,20 @@ def _build_modules():
 
     def tensor_tensor_scan(data0, data1, initial, op0=None, op1=None, *, dtype=None, **kw):
         return _alu("nisa.tensor_tensor_scan", data0, data1, initial, dtype=dtype, kind="scan", shape=_shape_of(data0))
+
+    def dropout(data, prob, *, mask=None, dtype=None, **kw):
+        return _alu("nisa.dropout", data, prob, dtype=dtype, mask=mask, shape=_shape_of(data))
+
+    def nc_stream_shuffle(src, dst, shuffle_mask=None, *, dtype=None, mask=None, **kw):
+        r = _alu("nisa.nc_stream_shuffle", src, dtype=dtype, mask=mask)
+        _write_into(_as_view(dst, "dst"), r)
+
+    def tensor_copy_predicated(*, src, dst, predicate, mask=None, dtype=None, reverse_pred=False, **kw):
+        # Writes src where predicate holds: reads the predicate and the destination's old values too.
+        r = _alu("nisa.tensor_copy_predicated", src, predicate, dst, dtype=dtype, mask=mask, shape=_shape_of(dst))
+        _write_into(_as_view(dst, "dst"), r)
+
+    nisa.dropout, nisa.nc_stream_shuffle, nisa.tensor_copy_predicated = dropout, nc_stream_shuffle, tensor_copy_predicated
 
     def tensor_partition_reduce(op, data, *, dtype=None, **kw):
         v = _as_view(data, "data")
@@ -1911,9 +1959,11 @@ def _build_modules():
 
     # nki root
     def jit(func=None, mode="auto", **kw):
-        if func is None or isinstance(func, str):
-            return lambda f: _Kernel(f)
-        return _Kernel(func)
+        if isinstance(func, str):  # @nki.jit("trace")
+            func, mode = None, func
+        if func is None:
+            return lambda f: _Kernel(f, mode == "trace")
+        return _Kernel(func, mode == "trace")
 
     nki.jit = jit
     nki.trace = jit
@@ -1946,13 +1996,14 @@ class _NullCtx:
 class _Kernel:
     """What @nki.jit returns: the function, callable, with kernel[grid] giving an SPMD launch."""
 
-    def __init__(self, func):
+    def __init__(self, func, sub=False):
         self.func = func
         self.grid = ()
+        self.sub = sub  # @nki.jit(mode="trace"): a sub-kernel another kernel calls
         functools.update_wrapper(self, func)
 
     def __getitem__(self, grid):
-        k = _Kernel(self.func)
+        k = _Kernel(self.func, self.sub)
         k.grid = tuple(int(g) for g in (grid if isinstance(grid, tuple) else (grid,)))
         return k
 
@@ -1997,14 +2048,17 @@ _MODULE_NAMES = ["neuronxcc", "neuronxcc.nki", "neuronxcc.nki.language", "neuron
 class _Installed:
     """Stand-ins in sys.modules for the duration of a trace; whatever was there is restored."""
 
-    def __init__(self, mods):
+    def __init__(self, mods, kernel_module=None):
         self.mods = mods
+        self.kernel_module = kernel_module
         self.saved = {}
 
     def __enter__(self):
         root_old = _Module("neuronxcc")
         root_old.nki = self.mods[""]
         table = {"neuronxcc": root_old}
+        if self.kernel_module is not None:  # @dataclass looks its class's module up in sys.modules
+            table[self.kernel_module.__name__] = self.kernel_module
         for ns in ("neuronxcc.nki", "nki"):
             for k, m in self.mods.items():
                 table[ns + ("." + k if k else "")] = _NsProxy(m, ns) if ns == "nki" else m
@@ -2156,9 +2210,10 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
     _ST = st
     _ST_AR.clear()
     try:
-        with _Installed(mods):
-            g = {"__name__": "__sp_kernel__", "__file__": path, "__sp_range__": _sp_range,
-                 "__builtins__": __builtins__}
+        kmod = types.ModuleType("__sp_kernel__")
+        with _Installed(mods, kmod):
+            g = kmod.__dict__
+            g.update({"__file__": path, "__sp_range__": _sp_range, "__builtins__": __builtins__})
             try:
                 exec(code, g)
             except TraceError:
@@ -2166,6 +2221,8 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
             except Exception as e:
                 raise TraceError(_located(e, label, path, "while loading the kernel file")) from None
             cands = {k: v for k, v in g.items() if isinstance(v, _Kernel)}
+            if any(not v.sub for v in cands.values()):  # sub-kernels (mode="trace") are not entry points
+                cands = {k: v for k, v in cands.items() if not v.sub}
             if fname is None:
                 if len(cands) != 1:
                     raise TraceError(f"{label}: {'no' if not cands else 'several'} @nki.jit kernels "
