@@ -373,8 +373,12 @@ BAD = {  # kernel source, line of the error (lines 1-7 are the imports), what th
     "partition_dim": (OLD + "@nki.jit\ndef kernel(x):\n    t = nl.ndarray((256, 512), dtype=nl.float32, buffer=nl.sbuf)\n",
                       10, "partition dim 256"),
     "out_of_range": (OLD + "@nki.jit\ndef kernel(x):\n    t = nl.load(x[0:256, :])\n", 10, "out of range"),
-    "branch": (OLD + "@nki.jit\ndef kernel(x):\n    for i in nl.affine_range(4):\n        if i == 0:\n"
+    "branch": (OLD + "@nki.jit\ndef kernel(x):\n    for i in nl.affine_range(4):\n        if i:\n"
                "            t = nl.load(x)\n", 11, "branch on a symbolic index"),
+    "else_of_compound": (OLD + "@nki.jit\ndef kernel(x):\n    for i in nl.affine_range(4):\n"
+                         "        for j in nl.affine_range(4):\n            if (i >= 1) & (j >= 1):\n"
+                         "                t = nl.load(x)\n            else:\n                u = nl.load(x)\n",
+                         12, "else branch of a compound symbolic condition"),
 }
 
 
@@ -686,3 +690,38 @@ def kernel(x, acc_out, cfg=Config()):
     with pytest.raises(nki.TraceError, match="several @nki.jit kernels"):
         nki.trace(write(tmp_path, "two.py", src.replace('@nki.jit(mode="trace")', "@nki.jit")),
                   x=((256, 128), "fp32"), acc_out=((128, 128), "fp32"))
+
+
+def test_if_on_loop_indices_guards_each_branch(tmp_path):
+    # `if i == 0` inside a traced loop (pipelined_attention) and a causal test of two tile indices
+    # (flash attention): both branches are traced once, each instruction guarded by its branch.
+    src = OLD + """
+@nki.jit
+def kernel(x, causal=True):
+    out = nl.ndarray((4, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.sequential_range(4):
+        t = nl.load(x[i])
+        if i == 0:
+            acc[...] = nl.copy(t)
+        else:
+            acc[...] = nl.add(acc, t)
+        for j in nl.affine_range(4):
+            if causal:
+                if i >= j:
+                    nl.store(out[j], value=acc)
+    return out
+"""
+    path = write(tmp_path, "branch.py", src)
+    k = nki.trace(path, x=((4, 128, 512), "fp32"))
+    body = k["body"][0]["body"]
+    assert [n.get("name") or n["loop"] for n in body] == ["load", "copy", "add", "j"]
+    assert body[0].get("when") is None
+    assert body[1]["when"] == ["-1*i"] and body[2]["when"] == ["i - 1"]  # i <= 0, i >= 1
+    assert body[3]["body"][0]["when"] == ["i - 1*j"]
+    report = nki.check(k)
+    # 4 loads, the copy once, the add 3 times, a store for each i >= j (1 + 2 + 3 + 4).
+    assert report.clean and report.to_dict()["executions"] == 4 + 1 + 3 + 10
+    # A plain value takes one branch only: no store at all without `causal`.
+    k2 = nki.trace(path, x=((4, 128, 512), "fp32"), causal=False)
+    assert "store" not in json.dumps(k2["body"])

@@ -76,6 +76,7 @@ class _State:
         self.stack = [self.body]          # bodies being filled
         self.loop_scope = []              # open loop ids
         self.unroll_all = False           # new namespace: ranges are Python ranges
+        self.guards = []                  # conditions (lists of affine g >= 0) of the open symbolic ifs
         self.last_pending = None          # the pending result of the last instruction, if unused
         self.instr_count = 0
         self.decls = []                   # (tensor, line, col) for --rewrite
@@ -911,6 +912,9 @@ def _new_instr(api, engine, cost_kind):
     ins = {"name": api.split(".")[-1], "engine": engine, "cost": 1, "reads": [], "writes": [],
            "source": f"{_ST.label}:{line}", "_cost": cost_kind}
     _ST.last_pending = None  # a result is stored "right away" only if no instruction came between
+    for cons in _ST.guards:  # inside the branches of symbolic ifs
+        for g in cons:
+            ins.setdefault("when", []).append(_affine_text(g))
     _ST.stack[-1].append(ins)
     _ST.instr_count += 1
     if _ST.instr_count > MAX_INSTRUCTIONS:
@@ -1349,6 +1353,51 @@ def _static_range(*args, **kw):
     return range(start, start + step * trip, step)
 
 
+class _Branch:
+    """An `if` of the kernel file. A plain value takes one branch, as Python would. An affine
+    condition on loop indices (`if i == 0`, `if q_tile * 128 >= k_tile * 512`: the pipelined and
+    causal attention kernels) traces both branches once, each instruction guarded (`when`) by the
+    branch's condition, so it executes only in the iterations where that branch is taken. The else
+    branch of a conjunction is affine only when one constraint can fail over the loops' ranges."""
+
+    def __init__(self, test):
+        self.pred = test if isinstance(test, Pred) else None
+        self.value = None if self.pred is not None else bool(test)  # a bare Sym fails here, naming the line
+
+    def take(self, side):
+        return True if self.pred is not None else self.value == side
+
+    @contextlib.contextmanager
+    def guard(self, side):
+        if self.pred is None:
+            yield
+            return
+        cons = []
+        for g in self.pred.cons:
+            g = Sym.of(g)
+            if any(k[0] != "L" for k in g.t):
+                _fail("an `if` on an index vector (nl.arange): use mask= for partial tiles")
+            if _min_over_loops(g) < 0:  # can fail: it matters
+                cons.append(g)
+        if not side:
+            if len(cons) > 1:
+                _fail("the else branch of a compound symbolic condition is not affine; split the condition")
+            cons = [-cons[0] - 1] if cons else [Sym.of(-1)]
+        _ST.guards.append(cons)
+        try:
+            yield
+        finally:
+            _ST.guards.pop()
+
+
+def _min_over_loops(g):
+    best = g.c
+    for k, c in g.t.items():
+        lo, hi = _var_range(k)
+        best += min(c * lo, c * hi)
+    return best
+
+
 def _sp_range(*args):
     """A plain `range` in a `for` statement of the kernel file: sequential_range in old-API
     kernels (API.md §6); a Python range otherwise or when its bounds are not plain ints."""
@@ -1360,6 +1409,33 @@ def _sp_range(*args):
 
 
 class _RangeRewriter(ast.NodeTransformer):
+    """`for x in range(...)` -> `__sp_range__`; `if TEST: A else: B` -> both branches under
+    `__sp_if__` (see _Branch): run as Python for a plain value, guarded for an affine condition."""
+
+    def __init__(self):
+        self.n_if = 0
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        self.n_if += 1
+        var = f"__sp_if_{self.n_if}"
+
+        def branch(side, body):
+            call = lambda meth: ast.Call(func=ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr=meth,
+                                                            ctx=ast.Load()),
+                                         args=[ast.Constant(value=side)], keywords=[])
+            inner = ast.With(items=[ast.withitem(context_expr=call("guard"))], body=body)
+            return ast.If(test=call("take"), body=[inner], orelse=[])
+
+        out = [ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
+                          value=ast.Call(func=ast.Name(id="__sp_if__", ctx=ast.Load()), args=[node.test], keywords=[])),
+               branch(True, node.body)]
+        if node.orelse:
+            out.append(branch(False, node.orelse))
+        for x in out:
+            ast.copy_location(x, node)
+        return out
+
     def visit_For(self, node):
         self.generic_visit(node)
         it = node.iter
@@ -2213,7 +2289,8 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
         kmod = types.ModuleType("__sp_kernel__")
         with _Installed(mods, kmod):
             g = kmod.__dict__
-            g.update({"__file__": path, "__sp_range__": _sp_range, "__builtins__": __builtins__})
+            g.update({"__file__": path, "__sp_range__": _sp_range, "__sp_if__": _Branch,
+                      "__builtins__": __builtins__})
             try:
                 exec(code, g)
             except TraceError:
