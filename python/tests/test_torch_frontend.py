@@ -336,6 +336,37 @@ def test_padding_a_size_one_dim_keeps_an_iteration_variable():
     sp.lx.plan(program, cores=2)
 
 
+def test_group_norm_glu_and_prelu_are_mapped():
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(4, 8), nn.PReLU(8), nn.Conv2d(8, 8, 1))
+
+    class Glu(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = m
+
+        def forward(self, x):
+            return F.glu(self.body(x), dim=1)
+
+    program, report = spt.to_program(Glu(), (torch.empty(2, 3, 8, 8),))
+    assert report.counts["opaque"] == 0, [(r.target, r.reason) for r in report.opaque()]
+    payloads = [op["payload"] for op in program["ops"]]
+    assert payloads.count("mean") == 1 and "mean_square" in payloads and "prelu" in payloads
+    gn = [op for op in program["ops"] if op["payload"] == "mean"][0]
+    assert gn["ranges"] == [2, 4, 2, 8, 8]  # [N, G, C / G, H, W]: statistics per (n, group)
+    glu = [op for op in program["ops"] if op["payload"] == "mul_sigmoid"][0]
+    assert glu["indexing_maps"][:2] == ["(d0, d1, d2, d3) -> (d0, d1, d2, d3)", "(d0, d1, d2, d3) -> (d0, d1 + 4, d2, d3)"]
+    sp.lx.plan(program, cores=4)
+
+
+def test_tensors_without_elements():
+    # An input without elements is bad input naming it; an op's empty side output is dropped.
+    with pytest.raises(sp.BadInput, match=r"example_inputs\[0\]: shape \[0, 4\] has no elements"):
+        spt.to_program(nn.ReLU(), (torch.empty(0, 4),))
+    program, report = spt.to_program(nn.EmbeddingBag(100, 16, mode="mean"), (torch.zeros(2, 5, dtype=torch.long),))
+    assert all(all(d > 0 for d in t["shape"]) for t in program["tensors"])
+    sp.lx.plan(program, cores=2)
+
+
 def test_binary_max_where_and_two_inputs_are_pointwise():
     class M(nn.Module):
         def forward(self, x, y):

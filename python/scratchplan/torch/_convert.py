@@ -776,7 +776,8 @@ class _Run(_Converter):
         metas = m if isinstance(m, (list, tuple)) else [m]
         outs = []
         for k, mm in enumerate(metas):
-            if isinstance(mm, _TM):
+            # An output without elements (embedding_bag's empty offset2bag) moves no bytes: none.
+            if isinstance(mm, _TM) and 0 not in list(mm.shape):
                 outs.append(self.fresh(node.name if k == 0 else f"{node.name}_{k}", mm))
             else:
                 outs.append(None)
@@ -819,6 +820,47 @@ class _Run(_Converter):
             y = self.pointwise("mul_affine", ins, x.shape, dt, name=node.name)
             self.bind(node, [y, mean, rstd] if name == "native_layer_norm" else y)
             self.set_row("mapped", "layer norm: mean, centre, mean of squares, rsqrt, scale+shift (5 ops)")
+            return True
+        if name == "native_group_norm":
+            # Layer norm over each group: x viewed as [N, G, C / G, *spatial], normalized over all
+            # but the first two dims, the per-channel weight and bias viewed as [1, G, C / G, 1...].
+            x = self.tensor(node.args[0])
+            w, b = self.val(node.args[1]), self.val(node.args[2])
+            G = int(node.args[6])
+            N, C, rest = x.shape[0], x.shape[1], list(x.shape[2:])
+            if G < 1 or C % G:
+                return False
+            gshape = [N, G, C // G] + rest
+            xg = self.view_reshape(x, gshape, node)
+            dims = list(range(2, len(gshape)))
+            dt = self.out_dtype(node)
+            mean = self.reduce("mean", xg, dims, True, dt, name=node.name + "_mean")
+            xc = self.pointwise("sub", [xg, mean], gshape, dt, name=node.name + "_centered")
+            var = self.reduce("mean_square", xc, dims, True, dt, name=node.name + "_var")
+            rstd = self.pointwise("add_eps_rsqrt", [var], var.shape, dt, name=node.name + "_rstd")
+            cshape = [1, G, C // G] + [1] * len(rest)
+            ins = [xc, rstd] + [self.view_reshape(v, cshape, node) for v in (w, b) if isinstance(v, _Val)]
+            y = self.pointwise("mul_affine", ins, gshape, dt, name=node.name)
+            self.bind(node, [self.view_reshape(y, list(x.shape), node), self.view_reshape(mean, [N, G], node),
+                             self.view_reshape(rstd, [N, G], node)])
+            self.set_row("mapped", "group norm: layer norm over [N, G, C/G, ...] (5 ops; the outputs are views)")
+            return True
+        if name == "glu":
+            x = self.tensor(node.args[0])
+            dim = _arg(node, 1, "dim", -1) % len(x.shape)
+            half = x.shape[dim] // 2
+            a, g = self.view_slice(x, dim, 0, half, 1), self.view_slice(x, dim, half, 2 * half, 1)
+            self.bind(node, self.pointwise("mul_sigmoid", [a, g], list(m.shape), self.out_dtype(node), name=node.name))
+            self.set_row("mapped", "glu: a * sigmoid(b) over the two halves (views)")
+            return True
+        if name == "prelu":
+            x, w = self.tensor(node.args[0]), self.tensor(node.args[1])
+            if len(w.shape) == 1 and w.shape[0] > 1 and len(x.shape) >= 2:
+                shape = [1] * len(x.shape)
+                shape[1] = w.shape[0]
+                w = self.view_reshape(w, shape, node)
+            self.bind(node, self.pointwise("prelu", [x, w], x.shape, self.out_dtype(node), name=node.name))
+            self.set_row("mapped", "prelu: one pointwise op, the slope per channel")
             return True
         if name in ("native_batch_norm", "_native_batch_norm_legit_no_training", "batch_norm",
                     "_native_batch_norm_legit"):
@@ -1339,6 +1381,10 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
     for k, n in enumerate(placeholders):
         m = flat_metas[k] if k < len(flat_metas) else _meta(n)
         label = names[k] if k < len(names) else (f"input{k - len(names)}" if nin > 1 else "input")
+        if isinstance(m, (torch.Tensor, _TM)) and 0 in list(m.shape):
+            what = f"example_inputs[{k - len(names)}]" if k >= len(names) else f"parameter '{label}'"
+            raise BadInput(f"to_program: {what}: shape {list(m.shape)} has no elements; the program format needs "
+                           "positive sizes")
         if isinstance(m, (torch.Tensor, _TM)):
             pt = c.new_pt(label, list(m.shape), c.dtype_of(m.dtype), graph_input=True)
             c.bind(n, _Val.whole(pt))
@@ -1398,6 +1444,10 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
     for pt in c.pts:
         if pt.name not in used:
             continue
+        if 0 in list(pt.shape):  # the program format (and any plan) needs positive sizes
+            op = next(o["name"] for o in c.ops if pt.name in o["inputs"] + o["outputs"])
+            raise UnsupportedModel(f"to_program: tensor '{pt.name}' of shape {list(pt.shape)} (used by op '{op}') has "
+                                   "no elements; the program format needs positive sizes")
         t = {"name": pt.name, "shape": pt.shape, "dtype": pt.dtype}
         if pt.dim_order is not None and (pt.reads == 1 or not pt.graph_input) and len(pt.shape) == len(
                 [d for d in pt.dim_order if d >= 0]):
