@@ -180,4 +180,5 @@ def generate_stream(n: int, seed: int = 1, per_tick: int = 4):
     """A deterministic synthetic instance (the scale benchmarks' generator, alloc/generate.h):
     ``n`` tensors produced one after another, about ``per_tick`` per tick, mostly short-lived,
     sizes multiples of 64 in [64, 256 KiB]. Returns ``(sizes, starts, ends)`` int64 arrays."""
-    return _core.alloc_generate_stream(int(n), int(seed), int(per_tick))
+    return _core.alloc_generate_stream(flag("n", "count", n, 1, 100_000_000), flag("seed", "count", seed, 0, 2 ** 63 - 1),
+                                       flag("per_tick", "count", per_tick, 1, 2 ** 31 - 1))

@@ -5,7 +5,7 @@ import json
 from typing import Any, List
 
 from . import _core
-from ._common import doc
+from ._common import doc, flag
 
 __all__ = ["Program", "load", "example", "example_names", "synthetic"]
 
@@ -61,4 +61,5 @@ def example(name: str) -> Program:
 
 def synthetic(num_ops: int, seed: int = 1) -> Program:
     """A synthetic program of ``num_ops`` ops (deterministic for a seed)."""
-    return Program(_core.program_synthetic(int(num_ops), int(seed)))
+    return Program(_core.program_synthetic(flag("num_ops", "count", num_ops, 1, 100000),
+                                           flag("seed", "count", seed, 0, 2 ** 63 - 1)))

@@ -130,3 +130,9 @@ def test_bad_python_values():
         sp.layout.layout(["a"])
     with pytest.raises(sp.BadInput, match="no capacity"):
         sp.alloc.select([1], [0], [1], None)
+    # The generators' arguments take the flags' rule (they raised ValueError / OverflowError).
+    for bad in ("x", float("nan"), float("inf"), 0, 2 ** 63):
+        with pytest.raises(sp.BadInput, match="num_ops: expected an integer 1..100000"):
+            sp.program.synthetic(bad)
+        with pytest.raises(sp.BadInput, match="n: expected an integer 1..100000000"):
+            sp.alloc.generate_stream(bad)
