@@ -375,6 +375,8 @@ BAD = {  # kernel source, line of the error (lines 1-7 are the imports), what th
     "out_of_range": (OLD + "@nki.jit\ndef kernel(x):\n    t = nl.load(x[0:256, :])\n", 10, "out of range"),
     "branch": (OLD + "@nki.jit\ndef kernel(x):\n    for i in nl.affine_range(4):\n        if i:\n"
                "            t = nl.load(x)\n", 11, "branch on a symbolic index"),
+    "mixed_indexing": (OLD + "@nki.jit\ndef kernel(x):\n    t = nl.load(x)\n"
+                       "    u = nl.exp(t[nl.arange(128)[:, None], 0:64])\n", 11, "vectors and slices in one subscript"),
     "else_of_compound": (OLD + "@nki.jit\ndef kernel(x):\n    for i in nl.affine_range(4):\n"
                          "        for j in nl.affine_range(4):\n            if (i >= 1) & (j >= 1):\n"
                          "                t = nl.load(x)\n            else:\n                u = nl.load(x)\n",

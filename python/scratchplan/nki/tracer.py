@@ -685,6 +685,10 @@ class View(_Arithmetic):
         dims = list(self.dims)
         for d, k in zip(open_dims, key):
             dims[d] = self._index_dim(d, dims[d], k)
+        vec = any(x is not None and x.vec is not None for x in dims)
+        if vec and any(x is not None and x.vec is None and not x.scalar for x in dims):
+            _fail(f"tensor {t.name} is indexed with nl.arange vectors and slices in one subscript; NKI does not mix "
+                  "advanced and basic indexing (use vectors on every indexed dim, or slices)")
         return View(t, dims, self.mask)
 
     def _index_dim(self, d, cur, k):
