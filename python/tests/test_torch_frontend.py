@@ -304,6 +304,17 @@ def test_unrolled_lstm_and_gru_cells_map_every_op():
     sp.lx.plan(program, cores=4)
 
 
+def test_values_of_tensors_made_in_forward_can_be_read():
+    # The factories go to meta only on a second trace, after a device clash: values read in
+    # Python (a CPU tensor's .tolist()) still work when nothing clashes.
+    class M(nn.Module):
+        def forward(self, x):
+            return x * len(torch.arange(3).tolist())
+
+    program, report = spt.to_program(M(), (torch.empty(2, 4),))
+    assert [op["payload"] for op in program["ops"]] == ["mul"]
+
+
 def test_recurrent_modules_are_named_in_the_error():
     with pytest.raises(spt.UnsupportedModel, match=r"module 'rnn' \(LSTM\): recurrent modules"):
         spt.to_program(_Seq(rnn=nn.LSTM(8, 8)), (torch.empty(2, 3, 8),))

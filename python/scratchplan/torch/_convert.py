@@ -12,6 +12,7 @@ ATen op.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import re
@@ -1286,7 +1287,8 @@ _FACTORIES = {torch.zeros, torch.ones, torch.empty, torch.full, torch.arange, to
 class _FactoriesOnMeta(torch.overrides.TorchFunctionMode):
     """Tensors a forward creates without a device (``torch.zeros(2, 64)``, ``torch.arange(n)``) are
     made on meta like everything else traced; on the CPU they met meta tensors in the first op and
-    the trace failed (a state initialized in forward, position ids)."""
+    the trace failed (a state initialized in forward, position ids). Used for a second trace only
+    when the first one failed so (see trace)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
@@ -1338,8 +1340,10 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
         n.meta["sp_module"] = stack[-1] if stack else ""
         return n
 
+    on_meta = [False]  # second attempt: factories without a device make meta tensors
+
     def f(*flat):
-        with _FactoriesOnMeta():
+        with _FactoriesOnMeta() if on_meta[0] else contextlib.nullcontext():
             return stateless.functional_call(model, dict(zip(names, flat[:len(names)])), tuple(flat[len(names):]))
 
     torch.fx.Graph.create_node = create_node
@@ -1347,7 +1351,17 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     try:
         model.eval()
         with torch.no_grad():
-            g = make_fx(f, tracing_mode="real")(*metas, *in_metas)
+            try:
+                g = make_fx(f, tracing_mode="real")(*metas, *in_metas)
+            except RuntimeError as e:
+                # A tensor made in forward on the CPU met the meta tensors: trace again with the
+                # factories on meta. Only then, so that a model reading such a tensor's values
+                # (`.tolist()`, `.item()`) traces as before.
+                if "meta" not in str(e) or "device" not in str(e):
+                    raise
+                stack.clear()
+                on_meta[0] = True
+                g = make_fx(f, tracing_mode="real")(*metas, *in_metas)
     except BadInput:
         raise
     except Exception as e:  # noqa: BLE001 - any trace failure becomes one clear line
