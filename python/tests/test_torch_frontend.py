@@ -369,6 +369,24 @@ def test_group_norm_glu_and_prelu_are_mapped():
     sp.lx.plan(program, cores=4)
 
 
+def test_nearest_upsampling_and_pixel_shuffle_are_copies_with_summed_output_maps():
+    class M(nn.Module):
+        def forward(self, x):
+            up = F.interpolate(x, scale_factor=(2, 3), mode="nearest")
+            frac = F.interpolate(x, size=(7, 7), mode="nearest")  # a fractional factor: opaque
+            return up.sum(), frac.sum(), F.pixel_shuffle(x, 2) + 1
+
+    program, report = spt.to_program(M(), (torch.empty(1, 8, 5, 6),))
+    copies = [op for op in program["ops"] if op["payload"] == "copy"]
+    assert copies[0]["indexing_maps"][1] == "(d0, d1, d2, d3, d4) -> (0, d0, d1 * 2 + d3, d2 * 3 + d4)"
+    assert copies[0]["ranges"] == [8, 5, 6, 2, 3]
+    # pixel shuffle: out[c, 2h + i, 2w + j] = in[4c + 2i + j, h, w]
+    assert copies[1]["indexing_maps"] == ["(d0, d1, d2, d3, d4) -> (0, d0 * 4 + d1 * 2 + d2, d3, d4)",
+                                          "(d0, d1, d2, d3, d4) -> (0, d0, d1 + d3 * 2, d2 + d4 * 2)"]
+    assert [r.decision for r in report.rows if "upsample" in r.target] == ["mapped", "opaque"]
+    sp.lx.plan(program, cores=4)
+
+
 def test_tensors_without_elements():
     # An input without elements is bad input naming it; an op's empty side output is dropped.
     with pytest.raises(sp.BadInput, match=r"example_inputs\[0\]: shape \[0, 4\] has no elements"):

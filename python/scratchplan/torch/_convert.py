@@ -231,7 +231,9 @@ _OPAQUE_REASONS = {
     "sort": "sort: data-dependent permutation",
     "topk": "topk: data-dependent selection",
     "nonzero": "nonzero: data-dependent output size",
-    "upsample_nearest2d": "nearest upsampling reads floor(h / scale): division is not affine",
+    "upsample_nearest1d": "nearest upsampling by a fractional factor reads floor(h / scale): not affine",
+    "upsample_nearest2d": "nearest upsampling by a fractional factor reads floor(h / scale): not affine",
+    "upsample_nearest3d": "nearest upsampling by a fractional factor reads floor(h / scale): not affine",
     "upsample_bilinear2d": "bilinear upsampling: fractional, weighted reads",
     "grid_sampler_2d": "grid sampling: data-dependent reads",
     "cumsum": "cumsum: a prefix scan (each output reads a growing window)",
@@ -886,6 +888,8 @@ class _Run(_Converter):
             self.bind(node, outs if isinstance(m, (list, tuple)) else y)
             self.set_row("mapped", "batch norm (inference): one pointwise op with per-channel statistics")
             return True
+        if name in ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "pixel_shuffle"):
+            return self.do_spread(node, name)
         if name in ("max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "_adaptive_avg_pool2d"):
             return self.do_pool(node, name)
         if name in ("max", "min") and len(node.args) > 1 and isinstance(node.args[1], torch.fx.Node):
@@ -1201,6 +1205,53 @@ class _Run(_Converter):
         if self.row is not None:
             self.row.ops.append(op["name"])
         return op
+
+    def do_spread(self, node: Any, name: str) -> bool:
+        """Nearest upsampling by integer factors and pixel shuffle: a copy whose output map is an
+        affine sum. Iterating the input index h and the offset r within a factor f, the output
+        index is f * h + r, so no division appears (out[f*h + r] = in[h]; pixel shuffle reads
+        channel c*f*f + i*f + j into out[c, f*h + i, f*w + j])."""
+        x = self.tensor(node.args[0])
+        out_shape = list(_meta(node).shape)
+        iters: List[str] = []
+        ranges: List[int] = []
+
+        def var(ext: int) -> Optional[int]:
+            if ext == 1:
+                return None
+            iters.append("parallel")
+            ranges.append(ext)
+            return len(iters) - 1
+
+        def e(*terms):
+            return {v: c for v, c in terms if v is not None}
+        if name == "pixel_shuffle":
+            f = int(node.args[1])
+            if len(x.shape) < 3 or x.shape[-3] % (f * f):
+                return False
+            lead = [var(d) for d in x.shape[:-3]]
+            vc, vi, vj = var(x.shape[-3] // (f * f)), var(f), var(f)
+            vh, vw = var(x.shape[-2]), var(x.shape[-1])
+            xin = [e((v, 1)) for v in lead] + [e((vc, f * f), (vi, f), (vj, 1)), e((vh, 1)), e((vw, 1))]
+            yout = [e((v, 1)) for v in lead] + [e((vc, 1)), e((vh, f), (vi, 1)), e((vw, f), (vj, 1))]
+            why = f"pixel shuffle by {f}: a copy, channel c*{f * f} + i*{f} + j to (c, {f}h + i, {f}w + j)"
+        else:
+            k = len(x.shape) - 2
+            if k < 1 or any(o % i for o, i in zip(out_shape[2:], x.shape[2:])):
+                self.do_opaque(node, _OPAQUE_REASONS[name])
+                return True
+            facs = [o // i for o, i in zip(out_shape[2:], x.shape[2:])]
+            lead = [var(d) for d in x.shape[:2]]
+            vs = [var(d) for d in x.shape[2:]]
+            vr = [var(f) for f in facs]
+            xin = [e((v, 1)) for v in lead] + [e((v, 1)) for v in vs]
+            yout = [e((v, 1)) for v in lead] + [e((v, f), (r, 1)) for v, r, f in zip(vs, vr, facs)]
+            why = f"nearest upsampling by {facs}: a copy, out[f*h + r] = in[h]"
+        y = _Val.whole(self.new_pt(node.name, out_shape, self.out_dtype(node)))
+        self.emit_exprs("pointwise", "copy", [(x, xin)], [(y, yout)], iters, ranges, name=node.name)
+        self.bind(node, y)
+        self.set_row("mapped", why)
+        return True
 
     def do_pool(self, node: Any, name: str) -> bool:
         x = self.tensor(node.args[0])
