@@ -387,6 +387,26 @@ def test_nearest_upsampling_and_pixel_shuffle_are_copies_with_summed_output_maps
     sp.lx.plan(program, cores=4)
 
 
+def test_constants_made_in_forward_are_folded():
+    # swin's shifted-window mask: a zeros tensor whose slices are set to region numbers, then
+    # differences and a masked_fill, all on constants: one graph input, no op, nothing opaque.
+    class M(nn.Module):
+        def forward(self, x):
+            mask = x.new_zeros((1, 8, 8))
+            mask[:, :4, :] = 1
+            mask[:, 4:, 4:] = 2
+            diff = mask.reshape(1, 64).unsqueeze(1) - mask.reshape(1, 64).unsqueeze(2)
+            bias = diff.masked_fill(diff != 0, -100.0)
+            return (x + bias).softmax(-1)
+
+    program, report = spt.to_program(M(), (torch.empty(2, 64, 64),))
+    assert report.counts["opaque"] == 0, [(r.target, r.reason) for r in report.opaque()]
+    assert [op["payload"] for op in program["ops"]][:1] == ["add"]
+    consts = [t for t in program["tensors"] if t.get("graph_input") and t["name"] != "input"]
+    assert len(consts) == 1 and consts[0]["shape"] == [1, 64, 64]
+    sp.lx.plan(program, cores=4)
+
+
 def test_tensors_without_elements():
     # An input without elements is bad input naming it; an op's empty side output is dropped.
     with pytest.raises(sp.BadInput, match=r"example_inputs\[0\]: shape \[0, 4\] has no elements"):

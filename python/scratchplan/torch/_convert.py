@@ -102,7 +102,7 @@ class Report:
 
 class _PT:
     """A program tensor."""
-    __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads", "dim_order")
+    __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads", "dim_order", "const")
 
     def __init__(self, name: str, shape: Sequence[int], dtype: str, graph_input: bool = False) -> None:
         self.name = name
@@ -113,6 +113,7 @@ class _PT:
         self.producer: Optional[dict] = None  # the op dict writing it
         self.reads = 0
         self.dim_order: Optional[List[int]] = None  # device layout when not the default
+        self.const = False  # made in forward from no tensor of the model (torch.zeros, arange): a constant
 
 
 class _Val:
@@ -209,7 +210,7 @@ _UNARY = {"relu", "relu_", "gelu", "silu", "silu_", "sigmoid", "tanh", "exp", "l
           "erf", "reciprocal", "hardswish", "hardswish_", "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_",
           "clamp", "clamp_", "clamp_min", "clamp_max", "leaky_relu", "elu", "sin", "cos", "pow", "mish", "softplus",
           "log1p", "expm1", "square", "threshold", "gelu_", "relu6", "sign", "floor", "ceil", "round", "trunc",
-          "logical_not", "bitwise_not", "isnan", "_to_copy", "to", "clone", "contiguous", "copy", "fill", "zeros_like",
+          "logical_not", "bitwise_not", "isnan", "_to_copy", "to", "clone", "contiguous", "copy", "fill", "zero", "zeros_like",
           "ones_like", "full_like", "masked_fill", "dropout", "native_dropout", "rsub", "pow_"}
 _BINARY = {"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "maximum", "minimum", "where", "eq", "ne",
            "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "remainder", "fmod",
@@ -413,6 +414,10 @@ class _Converter:
         return [vars_of_dims[r - k + i] if v.shape[i] > 1 else None for i in range(k)]
 
     def copy(self, v: _Val, payload: str = "copy", name: Optional[str] = None, dtype: Optional[str] = None) -> _Val:
+        if v.pt.const:  # a copy of a constant is another constant: no op
+            pt = self.new_pt(name or self.node.name, v.shape, dtype or v.pt.dtype, graph_input=True)
+            pt.const = True
+            return _Val.whole(pt)
         return self.pointwise(payload, [v], v.shape, dtype or v.pt.dtype, name=name)
 
     # -- views
@@ -694,6 +699,7 @@ class _Run(_Converter):
         elif name in _CREATE:
             m = _meta(node)
             pt = self.new_pt(node.name, list(m.shape), self.dtype_of(m.dtype), graph_input=True)
+            pt.const = True
             self.bind(node, _Val.whole(pt))
             self.set_row("folded", "creates a tensor without reading one: a graph input (constant) of the program",
                          compute=False)
@@ -977,13 +983,21 @@ class _Run(_Converter):
                 self.set_row("folded", f"{name}: a copy op materializes the view (pointwise, view maps on the input)",
                              compute=False)
                 return True
-            if base in ("zeros_like", "ones_like", "full_like", "fill", "empty_like"):
+            if base in ("zeros_like", "ones_like", "full_like", "fill", "zero", "empty_like"):
                 pt = self.new_pt(node.name, list(m.shape), self.dtype_of(m.dtype), graph_input=True)
+                pt.const = True
                 self.bind(node, _Val.whole(pt))
                 self.set_row("folded", "creates a constant tensor: a graph input of the program", compute=False)
                 return True
-            if not ins:
+            if inplace and all(v.pt.const for v in ins):
+                # Constant folding of an update of a constant (swin's attention mask: slices of a
+                # zeros tensor set to region numbers): it stays a constant, with no op.
+                self.bind(node, ins[0])
+                self.set_row("folded", "updates a constant with constants: still a constant", compute=False)
+                return True
+            if all(v.pt.const for v in ins):
                 pt = self.new_pt(node.name, list(m.shape), self.dtype_of(m.dtype), graph_input=True)
+                pt.const = True
                 self.bind(node, _Val.whole(pt))
                 self.set_row("folded", "computes on constants only: a graph input of the program", compute=False)
                 return True
