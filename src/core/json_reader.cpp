@@ -14,6 +14,14 @@ namespace sp {
 
 std::string input_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
+namespace {
+// A UTF-8 byte-order mark (Windows tools write one before CSV and JSON text) is not content.
+std::string without_bom(std::string text) {
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  return text;
+}
+}  // namespace
+
 Result<std::string> read_text_file(const std::string& path) {
   if (path.empty()) return bad_input("empty file name, expected a path or - for standard input");
   std::ostringstream ss;
@@ -22,7 +30,7 @@ Result<std::string> read_text_file(const std::string& path) {
     static std::atomic<bool> used{false};
     if (used.exchange(true)) return bad_input("<stdin>: standard input was already read by another argument");
     ss << std::cin.rdbuf();
-    return ss.str();
+    return without_bom(ss.str());
   }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return bad_input(path + ": is a directory, expected a file");
@@ -34,7 +42,7 @@ Result<std::string> read_text_file(const std::string& path) {
   }
   ss << in.rdbuf();
   if (in.bad()) return bad_input(path + ": read error");
-  return ss.str();
+  return without_bom(ss.str());
 }
 
 bool is_extension_key(const std::string& key) { return !key.empty() && key[0] == '_'; }

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 namespace sp {
 namespace {
 
@@ -53,6 +56,19 @@ TEST(JsonReader, MissingFileIsBadInput) {
   auto r = read_json_file("/nonexistent/dir/file.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(exit_code(r.error()), kExitBadInput);
+}
+
+TEST(JsonReader, ByteOrderMarkIsNotContent) {
+  // Windows tools write a UTF-8 BOM before CSV and JSON text; the CSV header check saw it.
+  const std::string path = ::testing::TempDir() + "bom.txt";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "\xEF\xBB\xBFid,lower,upper,size\n";
+  }
+  auto r = read_text_file(path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, "id,lower,upper,size\n");
+  std::remove(path.c_str());
 }
 
 }  // namespace
