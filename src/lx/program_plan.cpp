@@ -480,8 +480,19 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
       if (allowed(static_cast<int>(op), c)) admitted[op].push_back(c);
   }
   std::vector<Bytes> partial_bytes(p.ops.size(), 0);  // per producer: bytes of its outputs (partials if split)
-  // star of op u: (tensor, set of slicings under which it can stay on LX, cost if it cannot)
-  struct Member { program::TensorId t; std::set<std::string> ok; Bytes cost, own_read; };
+  // Slicings by number: sets of strings were a third of the fixed part at 20,000 ops (allocations).
+  std::unordered_map<std::string, int> slicing_id;
+  auto id_of = [&](const std::string& sl) { return slicing_id.try_emplace(sl, static_cast<int>(slicing_id.size())).first->second; };
+  auto known_id = [&](const std::string& sl) {
+    auto it = slicing_id.find(sl);
+    return it == slicing_id.end() ? -1 : it->second;
+  };
+  auto sort_unique = [](std::vector<int>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  // star of op u: (tensor, sorted slicing ids under which it can stay on LX, cost if it cannot)
+  struct Member { program::TensorId t; std::vector<int> ok; Bytes cost, own_read; };
   std::vector<std::vector<Member>> stars(p.ops.size());
   for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
     const auto t = static_cast<program::TensorId>(ti);
@@ -501,7 +512,7 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
       continue;
     }
     // slicings the producer can hand over
-    std::set<std::string> ok;
+    std::vector<int> ok;
     const program::Op& op = p.ops[prod];
     std::size_t slot = op.inputs.size();
     for (std::size_t k = 0; k < op.outputs.size(); ++k)
@@ -513,16 +524,22 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
       int64_t cores = 1;
       for (auto k : s) cores *= k;
       GOperand w = operand(m, op, m.div.ops[prod], s, static_cast<int>(cores), slot, t);
-      if (w.per_core <= capacity) ok.insert(w.slicing);
+      if (w.per_core <= capacity) ok.push_back(id_of(w.slicing));
     }
+    sort_unique(ok);
     const program::OpId first = *std::min_element(p.consumers[t].begin(), p.consumers[t].end());
+    std::vector<int> reads, both;
     for (program::OpId u : p.consumers[t]) {
       if (u == first || ok.empty()) continue;
-      std::set<std::string> reads;
-      for (int c : admitted[u]) reads.insert(slicing_of(m, u, c, t, false));
-      std::set<std::string> both;
-      std::set_intersection(ok.begin(), ok.end(), reads.begin(), reads.end(), std::inserter(both, both.begin()));
-      ok = std::move(both);
+      reads.clear();
+      for (int c : admitted[u]) {
+        const int id = known_id(slicing_of(m, u, c, t, false));  // unknown: the producer cannot write it
+        if (id >= 0) reads.push_back(id);
+      }
+      sort_unique(reads);
+      both.clear();
+      std::set_intersection(ok.begin(), ok.end(), reads.begin(), reads.end(), std::back_inserter(both));
+      ok.swap(both);
     }
     int first_reads = 0;
     for (program::TensorId x : p.ops[first].inputs) first_reads += x == t;
@@ -552,8 +569,10 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     for (const Entry& en : order) {
       const int c = adm[static_cast<std::size_t>(en.k)];
       Bytes cost = en.r > 1 ? 2 * en.r * partial_bytes[u] : 0, own = 0;
-      for (const Member& x : stars[u])
-        if (!x.ok.count(slicing_of(m, static_cast<int>(u), c, x.t, false))) cost += x.cost, own += x.own_read;
+      for (const Member& x : stars[u]) {
+        const int id = x.ok.empty() ? -1 : known_id(slicing_of(m, static_cast<int>(u), c, x.t, false));
+        if (id < 0 || !std::binary_search(x.ok.begin(), x.ok.end(), id)) cost += x.cost, own += x.own_read;
+      }
       cheapest = cheapest < 0 ? cost : std::min(cheapest, cost);
       if (timer) pts.emplace_back(static_cast<double>(cost), own > 0 ? timer->seconds(*timed, en.cores, en.r, own) : en.seconds);
       if (cost == 0) break;
