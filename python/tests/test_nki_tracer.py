@@ -377,6 +377,9 @@ BAD = {  # kernel source, line of the error (lines 1-7 are the imports), what th
                "            t = nl.load(x)\n", 11, "branch on a symbolic index"),
     "mixed_indexing": (OLD + "@nki.jit\ndef kernel(x):\n    t = nl.load(x)\n"
                        "    u = nl.exp(t[nl.arange(128)[:, None], 0:64])\n", 11, "vectors and slices in one subscript"),
+    "return_in_branch": (OLD + "def helper(x, i):\n    if i == 0:\n        return nl.exp(x)\n    return nl.log(x)\n\n\n"
+                         "@nki.jit\ndef kernel(x):\n    for i in nl.affine_range(4):\n        t = helper(nl.load(x), i)\n",
+                         9, "return, break or continue inside a branch on a loop index"),
     "else_of_compound": (OLD + "@nki.jit\ndef kernel(x):\n    for i in nl.affine_range(4):\n"
                          "        for j in nl.affine_range(4):\n            if (i >= 1) & (j >= 1):\n"
                          "                t = nl.load(x)\n            else:\n                u = nl.load(x)\n",

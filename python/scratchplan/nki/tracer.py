@@ -1364,9 +1364,12 @@ class _Branch:
     branch's condition, so it executes only in the iterations where that branch is taken. The else
     branch of a conjunction is affine only when one constraint can fail over the loops' ranges."""
 
-    def __init__(self, test):
+    def __init__(self, test, exits=False):
         self.pred = test if isinstance(test, Pred) else None
         self.value = None if self.pred is not None else bool(test)  # a bare Sym fails here, naming the line
+        if self.pred is not None and exits:
+            _fail("return, break or continue inside a branch on a loop index: both branches are traced once, "
+                  "so the path after it has no single meaning")
 
     def take(self, side):
         return True if self.pred is not None else self.value == side
@@ -1412,6 +1415,17 @@ def _sp_range(*args):
     return _symbolic_loop("range", "sequential", args)
 
 
+def _walk_same_function(node):
+    """ast.walk without descending into nested functions, lambdas and classes."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for c in ast.iter_child_nodes(n):
+            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                todo.append(c)
+
+
 class _RangeRewriter(ast.NodeTransformer):
     """`for x in range(...)` -> `__sp_range__`; `if TEST: A else: B` -> both branches under
     `__sp_if__` (see _Branch): run as Python for a plain value, guarded for an affine condition."""
@@ -1431,8 +1445,11 @@ class _RangeRewriter(ast.NodeTransformer):
             inner = ast.With(items=[ast.withitem(context_expr=call("guard"))], body=body)
             return ast.If(test=call("take"), body=[inner], orelse=[])
 
+        exits = any(isinstance(n, (ast.Return, ast.Break, ast.Continue))
+                    for stmt in node.body + node.orelse for n in _walk_same_function(stmt))
         out = [ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
-                          value=ast.Call(func=ast.Name(id="__sp_if__", ctx=ast.Load()), args=[node.test], keywords=[])),
+                          value=ast.Call(func=ast.Name(id="__sp_if__", ctx=ast.Load()),
+                                         args=[node.test, ast.Constant(value=exits)], keywords=[])),
                branch(True, node.body)]
         if node.orelse:
             out.append(branch(False, node.orelse))
