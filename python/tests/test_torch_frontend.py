@@ -407,6 +407,32 @@ def test_constants_made_in_forward_are_folded():
     sp.lx.plan(program, cores=4)
 
 
+def test_weight_only_subgraphs_are_folded():
+    # swin's relative position bias: a parameter table gathered by a constant index buffer (v2
+    # first runs an MLP over a constant coordinate table). Computed once when the model is loaded:
+    # constant graph inputs, no op. Ops that read an activation stay ops.
+    class Bias(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.zeros(9, 2))
+            self.register_buffer("index", torch.zeros(16, dtype=torch.long))
+            self.register_buffer("coords", torch.zeros(9, 2))
+            self.mlp = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2))
+
+        def forward(self, attn):
+            t = self.table + self.mlp(self.coords)
+            bias = t[self.index].view(4, 4, 2).permute(2, 0, 1).contiguous()
+            return (attn + bias.unsqueeze(0)).softmax(-1)
+
+    program, report = spt.to_program(Bias(), (torch.empty(3, 2, 4, 4),))
+    assert report.counts["opaque"] == 0, [(r.target, r.reason) for r in report.opaque()]
+    assert [op["payload"] for op in program["ops"]][0] == "add"  # the first op reads the activation
+    assert all("matmul" != op["kind"] for op in program["ops"])
+    folded = [r for r in report.rows if "computed once when the model is loaded" in r.reason]
+    assert {r.target.split(".")[1] for r in folded} >= {"index", "addmm", "relu", "add"}
+    sp.lx.plan(program, cores=4)
+
+
 def test_tensors_without_elements():
     # An input without elements is bad input naming it; an op's empty side output is dropped.
     with pytest.raises(sp.BadInput, match=r"example_inputs\[0\]: shape \[0, 4\] has no elements"):

@@ -102,7 +102,8 @@ class Report:
 
 class _PT:
     """A program tensor."""
-    __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads", "dim_order", "const")
+    __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads", "dim_order", "const",
+                 "weight")
 
     def __init__(self, name: str, shape: Sequence[int], dtype: str, graph_input: bool = False) -> None:
         self.name = name
@@ -114,6 +115,7 @@ class _PT:
         self.reads = 0
         self.dim_order: Optional[List[int]] = None  # device layout when not the default
         self.const = False  # made in forward from no tensor of the model (torch.zeros, arange): a constant
+        self.weight = False  # a parameter or buffer of the model
 
 
 class _Val:
@@ -779,7 +781,34 @@ class _Run(_Converter):
         raise self.error("unhandled view")
 
     # -- compute
+    def fold_constant(self, node: Any, name: str, why: str = "") -> bool:
+        """An op (not in place) whose tensor inputs are all weights and constants: a compiler
+        computes it once when it loads the model (swin's relative position bias, a table gathered
+        by a constant index and, in swin v2, an MLP over a constant coordinate table), so its
+        results are constant graph inputs and no op runs. True when folded."""
+        ins = [self.env[a] for a in node.all_input_nodes if isinstance(self.env.get(a), _Val)]
+        if not ins or name.endswith("_") or not all(v.pt.const or v.pt.weight for v in ins):
+            return False
+        m = _meta(node)
+        metas = m if isinstance(m, (list, tuple)) else [m]
+        outs: List[Optional[_Val]] = []
+        for k, mm in enumerate(metas):
+            if isinstance(mm, _TM) and 0 not in list(mm.shape):
+                outs.append(self.fresh(node.name if k == 0 else f"{node.name}_{k}", mm))
+                outs[-1].pt.graph_input = outs[-1].pt.const = True
+            else:
+                outs.append(None)
+        if not any(o is not None for o in outs):
+            return False
+        self.bind(node, outs if isinstance(m, (list, tuple)) else outs[0])
+        self.set_row("folded", (why + "; " if why else "") + "on weights and constants only: computed once when "
+                     "the model is loaded, a constant graph input", compute=False)
+        return True
+
     def do_opaque(self, node: Any, reason: str, payload: Optional[str] = None) -> None:
+        full = _target_name(node.target)
+        if self.fold_constant(node, full.split(".")[1] if full.startswith("aten.") else full, reason):
+            return
         ins = [self.env[a] for a in node.all_input_nodes if isinstance(self.env.get(a), _Val)]
         m = _meta(node)
         metas = m if isinstance(m, (list, tuple)) else [m]
@@ -799,6 +828,8 @@ class _Run(_Converter):
 
     def do_compute(self, node: Any, name: str) -> bool:
         m = _meta(node)
+        if self.fold_constant(node, name):
+            return True
         if name in ("addmm", "mm", "bmm", "baddbmm", "matmul", "linear"):
             return self.do_matmul(node, name)
         if name == "convolution" or name == "_convolution":
@@ -1466,6 +1497,7 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
                            "positive sizes")
         if isinstance(m, (torch.Tensor, _TM)):
             pt = c.new_pt(label, list(m.shape), c.dtype_of(m.dtype), graph_input=True)
+            pt.weight = k < len(names)
             c.bind(n, _Val.whole(pt))
         else:
             c.env[n] = m
