@@ -730,3 +730,36 @@ def kernel(x, causal=True):
     # A plain value takes one branch only: no store at all without `causal`.
     k2 = nki.trace(path, x=((4, 128, 512), "fp32"), causal=False)
     assert "store" not in json.dumps(k2["body"])
+
+
+def test_selection_gather_and_dynamic_copies_are_recorded(tmp_path):
+    src = OLD + '''
+@nki.jit
+def kernel(x, idx):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    lo = nl.zeros((128, 1), dtype=nl.float32)
+    hi = nl.full((128, 1), 100.0, dtype=nl.float32)
+    mx = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    r = nisa.range_select(on_true_tile=t, comp_op0=np.greater_equal, comp_op1=np.less, bound0=lo, bound1=hi,
+                          reduce_res=mx, reduce_op=np.max, on_false_value=-1e9)
+    sel = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.select_reduce(dst=sel, predicate=nl.greater(t, 0.0), on_true=r, on_false=0.0)
+    sh = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_stream_shuffle(sel, sh, shuffle_mask=list(range(32)))
+    it = nl.load(idx)
+    g = nisa.local_gather(sh, it, num_elem_per_idx=2)
+    dd = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy_dynamic_dst(dst=dd, src=sh)
+    nl.store(out, value=nl.add(dd, mx))
+    return out
+'''
+    k = nki.trace(write(tmp_path, "sel.py", src), x=((128, 512), "fp32"), idx=((128, 256), "int32"))
+    by = {n["name"]: n for n in k["body"]}
+    assert [w["tensor"] for w in by["range_select"]["writes"]] == ["mx", "r"]
+    assert [r["tensor"] for r in by["select_reduce"]["reads"]][1:] == ["r"] and by["select_reduce"]["writes"][0]["tensor"] == "sel"
+    assert [r["tensor"] for r in by["nc_stream_shuffle"]["reads"]] == ["sel"]  # old API: (src, dst)
+    assert by["local_gather"]["engine"] == "GpSimd"
+    assert {t["name"]: t["free"] for t in k["tensors"]}["g"] == [512]
+    assert by["tensor_copy_dynamic_dst"]["writes"][0]["tensor"] == "dd"
+    assert nki.check(k).clean

@@ -1953,9 +1953,49 @@ def _build_modules():
     def dropout(data, prob, *, mask=None, dtype=None, **kw):
         return _alu("nisa.dropout", data, prob, dtype=dtype, mask=mask, shape=_shape_of(data))
 
-    def nc_stream_shuffle(src, dst, shuffle_mask=None, *, dtype=None, mask=None, **kw):
+    def nc_stream_shuffle(*args, src=None, dst=None, shuffle_mask=None, dtype=None, mask=None, **kw):
+        # Old API (src, dst, shuffle_mask); the new API puts dst first, as for every instruction.
+        pos = list(args) + [None] * 2
+        if pos[0] is not None:
+            a, b = (pos[0], pos[1]) if not _ST.uses_new_api else (pos[1], pos[0])
+            src, dst = src if src is not None else a, dst if dst is not None else b
+        if src is None or dst is None:
+            _fail("nisa.nc_stream_shuffle needs src and dst")
         r = _alu("nisa.nc_stream_shuffle", src, dtype=dtype, mask=mask)
         _write_into(_as_view(dst, "dst"), r)
+
+    def range_select(*, on_true_tile, bound0=None, bound1=None, reduce_res=None, mask=None, dtype=None, **kw):
+        # Keeps the elements whose free index lies within [bound0, bound1] (per-partition bounds).
+        p = _alu("nisa.range_select", on_true_tile, bound0, bound1, dtype=dtype, mask=mask, shape=_shape_of(on_true_tile))
+        if reduce_res is not None:
+            acc, _, _ = _as_view(reduce_res, "reduce_res").access(write=True)
+            p.instr["writes"].append(acc)
+        return p
+
+    def select_reduce(*, dst, predicate, on_true, on_false=None, reduce_res=None, mask=None, dtype=None, **kw):
+        r = _alu("nisa.select_reduce", predicate, on_true, on_false, dtype=dtype, mask=mask, shape=_shape_of(dst))
+        if reduce_res is not None:
+            acc, _, _ = _as_view(reduce_res, "reduce_res").access(write=True)
+            r.instr["writes"].append(acc)
+        _write_into(_as_view(dst, "dst"), r)
+
+    def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, *, mask=None, **kw):
+        # Gathers elements of each partition's data by runtime indices (GpSimd): reads all of both.
+        idx = _as_view(index, "index")
+        shape = tuple(idx.shape[:-1]) + (idx.shape[-1] * int(num_elem_per_idx),)
+        return _alu("nisa.local_gather", src_buffer, index, engine="GpSimd", kind="gpsimd", mask=mask,
+                    dtype=_dtype_of(src_buffer), shape=shape)
+
+    def copy_dynamic(api):
+        def f(*, dst, src, mask=None, dtype=None, **kw):
+            # The runtime offset is unknown when tracing: the whole source and destination views.
+            r = _alu(api, src, dtype=dtype, mask=mask, shape=_shape_of(dst))
+            _write_into(_as_view(dst, "dst"), r)
+        return f
+
+    nisa.range_select, nisa.select_reduce, nisa.local_gather = range_select, select_reduce, local_gather
+    nisa.tensor_copy_dynamic_src = copy_dynamic("nisa.tensor_copy_dynamic_src")
+    nisa.tensor_copy_dynamic_dst = copy_dynamic("nisa.tensor_copy_dynamic_dst")
 
     def tensor_copy_predicated(*, src, dst, predicate, mask=None, dtype=None, reverse_pred=False, **kw):
         # Writes src where predicate holds: reads the predicate and the destination's old values too.
