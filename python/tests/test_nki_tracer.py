@@ -530,7 +530,7 @@ def test_mutated_kernels_fail_only_with_located_errors(tmp_path):
     import random
     from scratchplan.nki import tracer
     rng = random.Random(7)
-    words = ["i", "0", "128", "nl.sbuf", "nl.psum", "(128, 512)", "x", "-1", "None", "nl.arange(128)[:, None]",
+    words = ["if i == 0:", "if i >= 1:", "else:", "return", "t > 0", "i", "0", "128", "nl.sbuf", "nl.psum", "(128, 512)", "x", "-1", "None", "nl.arange(128)[:, None]",
              "[...]", "t", "2", "nl.ds(i, 128)"]
     for n in range(150):
         name = rng.choice(sorted(K.KERNELS))

@@ -706,6 +706,9 @@ class View(_Arithmetic):
                 _fail("slice step must be positive")
             st = 0 if k.start is None else k.start
             sp = size if k.stop is None else k.stop
+            for b in (st, sp):
+                if not (_is_int(b) or isinstance(b, Sym)):
+                    _fail(f"slice bound {b!r} of tensor {t.name} is not an integer or an affine loop index")
             if isinstance(st, int) and st < 0:
                 st += size
             if isinstance(sp, int) and sp < 0:
@@ -2271,7 +2274,11 @@ def _load_source(path):
         raise TraceError(f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}") from None
     tree = _RangeRewriter().visit(tree)
     ast.fix_missing_locations(tree)
-    return src, compile(tree, path, "exec")
+    try:
+        return src, compile(tree, path, "exec")
+    except SyntaxError as e:  # what the parser lets through and the compiler does not ('return' outside a function)
+        msg = f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}"
+    raise TraceError(msg)
 
 
 def _input_spec(x, name):
