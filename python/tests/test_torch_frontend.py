@@ -433,9 +433,22 @@ def test_weight_only_subgraphs_are_folded():
     sp.lx.plan(program, cores=4)
 
 
+def test_arguments_nest_tensors_and_pass_plain_values():
+    class M(nn.Module):
+        def forward(self, d, pair, steps: int, mode="scale"):
+            y = d["a"] + pair[0] * pair[1]
+            return y * steps if mode == "scale" else y
+
+    program, report = spt.to_program(M(), ({"a": torch.empty(2, 3)}, (torch.empty(2, 3), torch.empty(1, 3)), 4))
+    assert [op["payload"] for op in program["ops"]] == ["mul", "add", "mul"]
+    assert sorted(t["name"] for t in program["tensors"] if t.get("graph_input")) == ["input0", "input1", "input2"]
+    with pytest.raises(sp.BadInput, match="argument leaf 1 is a object"):
+        spt.to_program(M(), (torch.empty(2), object()))
+
+
 def test_tensors_without_elements():
     # An input without elements is bad input naming it; an op's empty side output is dropped.
-    with pytest.raises(sp.BadInput, match=r"example_inputs\[0\]: shape \[0, 4\] has no elements"):
+    with pytest.raises(sp.BadInput, match=r"example input tensor 0: shape \[0, 4\] has no elements"):
         spt.to_program(nn.ReLU(), (torch.empty(0, 4),))
     program, report = spt.to_program(nn.EmbeddingBag(100, 16, mode="mean"), (torch.zeros(2, 5, dtype=torch.long),))
     assert all(all(d > 0 for d in t["shape"]) for t in program["tensors"])

@@ -1402,10 +1402,18 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
         raise BadInput(f"to_program: expected a torch.nn.Module, got {type(model).__name__}")
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
-    inputs = list(example_inputs)
-    for i, x in enumerate(inputs):
-        if not isinstance(x, torch.Tensor):
-            raise BadInput(f"to_program: example_inputs[{i}]: expected a tensor, got {type(x).__name__}")
+    if not isinstance(example_inputs, (tuple, list)):
+        raise BadInput(f"to_program: example_inputs: expected a tuple of arguments, got {type(example_inputs).__name__}")
+    # Arguments may nest tensors in tuples, lists and dicts; other leaves (ints, floats, strings,
+    # None: a step count, a flag) are passed as they are, so the trace is specialized to them.
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+    leaves, spec = tree_flatten(list(example_inputs))
+    for i, x in enumerate(leaves):
+        if not isinstance(x, (torch.Tensor, bool, int, float, str, type(None))):
+            raise BadInput(f"to_program: example_inputs: argument leaf {i} is a {type(x).__name__}; expected tensors "
+                           "(in tuples, lists or dicts) and plain values (int, float, bool, str, None)")
+    tensor_at = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
+    inputs = [leaves[i] for i in tensor_at]
     # Recurrent modules run one fused kernel over weights cached at construction (_flat_weights),
     # which the meta-tensor swap below does not reach: name them instead of a device error.
     for path, mod in model.named_modules():
@@ -1439,8 +1447,11 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     on_meta = [False]  # second attempt: factories without a device make meta tensors
 
     def f(*flat):
+        args = list(leaves)
+        for i, x in zip(tensor_at, flat[len(names):]):
+            args[i] = x
         with _FactoriesOnMeta() if on_meta[0] else contextlib.nullcontext():
-            return stateless.functional_call(model, dict(zip(names, flat[:len(names)])), tuple(flat[len(names):]))
+            return stateless.functional_call(model, dict(zip(names, flat[:len(names)])), tuple(tree_unflatten(args, spec)))
 
     torch.fx.Graph.create_node = create_node
     was_training = model.training
@@ -1492,7 +1503,7 @@ def convert(model: torch.nn.Module, example_inputs: Sequence[Any], dtype: Option
         m = flat_metas[k] if k < len(flat_metas) else _meta(n)
         label = names[k] if k < len(names) else (f"input{k - len(names)}" if nin > 1 else "input")
         if isinstance(m, (torch.Tensor, _TM)) and 0 in list(m.shape):
-            what = f"example_inputs[{k - len(names)}]" if k >= len(names) else f"parameter '{label}'"
+            what = f"example input tensor {k - len(names)}" if k >= len(names) else f"parameter '{label}'"
             raise BadInput(f"to_program: {what}: shape {list(m.shape)} has no elements; the program format needs "
                            "positive sizes")
         if isinstance(m, (torch.Tensor, _TM)):
