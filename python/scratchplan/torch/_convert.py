@@ -781,6 +781,14 @@ class _Run(_Converter):
         raise self.error("unhandled view")
 
     # -- compute
+    def normalize(self, x: _Val, dims: List[int], dt: str, name: str) -> Tuple[_Val, _Val, _Val]:
+        """The statistics ops of layer and group norm over `dims`: (mean, x - mean, rsqrt(var + eps))."""
+        mean = self.reduce("mean", x, dims, True, dt, name=name + "_mean")
+        xc = self.pointwise("sub", [x, mean], x.shape, dt, name=name + "_centered")
+        var = self.reduce("mean_square", xc, dims, True, dt, name=name + "_var")
+        rstd = self.pointwise("add_eps_rsqrt", [var], var.shape, dt, name=name + "_rstd")
+        return mean, xc, rstd
+
     def fold_constant(self, node: Any, name: str, why: str = "") -> bool:
         """An op (not in place) whose tensor inputs are all weights and constants: a compiler
         computes it once when it loads the model (swin's relative position bias, a table gathered
@@ -852,10 +860,7 @@ class _Run(_Converter):
             w, b = self.val(_arg(node, 2, "weight")), self.val(_arg(node, 3, "bias"))
             dt = self.out_dtype(node)
             dims = list(range(len(x.shape) - len(shape), len(x.shape)))
-            mean = self.reduce("mean", x, dims, True, dt, name=node.name + "_mean")
-            xc = self.pointwise("sub", [x, mean], x.shape, dt, name=node.name + "_centered")
-            var = self.reduce("mean_square", xc, dims, True, dt, name=node.name + "_var")
-            rstd = self.pointwise("add_eps_rsqrt", [var], var.shape, dt, name=node.name + "_rstd")
+            mean, xc, rstd = self.normalize(x, dims, dt, node.name)
             ins = [xc, rstd] + [v for v in (w, b) if isinstance(v, _Val)]
             y = self.pointwise("mul_affine", ins, x.shape, dt, name=node.name)
             self.bind(node, [y, mean, rstd] if name == "native_layer_norm" else y)
@@ -874,10 +879,7 @@ class _Run(_Converter):
             xg = self.view_reshape(x, gshape, node)
             dims = list(range(2, len(gshape)))
             dt = self.out_dtype(node)
-            mean = self.reduce("mean", xg, dims, True, dt, name=node.name + "_mean")
-            xc = self.pointwise("sub", [xg, mean], gshape, dt, name=node.name + "_centered")
-            var = self.reduce("mean_square", xc, dims, True, dt, name=node.name + "_var")
-            rstd = self.pointwise("add_eps_rsqrt", [var], var.shape, dt, name=node.name + "_rstd")
+            mean, xc, rstd = self.normalize(xg, dims, dt, node.name)
             cshape = [1, G, C // G] + [1] * len(rest)
             ins = [xc, rstd] + [self.view_reshape(v, cshape, node) for v in (w, b) if isinstance(v, _Val)]
             y = self.pointwise("mul_affine", ins, gshape, dt, name=node.name)
@@ -1026,7 +1028,7 @@ class _Run(_Converter):
                 self.bind(node, ins[0])
                 self.set_row("folded", "updates a constant with constants: still a constant", compute=False)
                 return True
-            if all(v.pt.const for v in ins):
+            if not ins:  # (ops on constants and weights were folded by fold_constant already)
                 pt = self.new_pt(node.name, list(m.shape), self.dtype_of(m.dtype), graph_input=True)
                 pt.const = True
                 self.bind(node, _Val.whole(pt))
