@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -148,8 +149,12 @@ RepairStats repair_height(const Problem& p, Placement& pl, Size lower_bound, con
 std::vector<Size> peak_load_over_lifetime(const Problem& p);
 // Buffers in classes of `key` a factor `ratio` apart (class boundaries shifted by `offset` in
 // [0, 1)), highest class first, by start time within a class: for buffers of one size, lowest
-// fit in this order is interval-graph colouring (it reaches the max load).
-std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset);
+// fit in this order is interval-graph colouring (it reaches the max load). With a `pivot` tick,
+// a class runs outwards from it instead: the buffers live at the pivot first (by start), then
+// by distance from it (those starting after it by start, those ending before it by end, latest
+// first), which is still interval-graph colouring on either side but packs the pivot first.
+std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset,
+                               std::optional<Time> pivot = std::nullopt);
 // Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
 // lifetime / max load)^e, e = 8 first, then random e in [1, 32]; plain, or grouped into classes
 // and by start time within a class) until the deadline, on `threads` workers; the best plan.
