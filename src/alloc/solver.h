@@ -157,7 +157,8 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
                                std::optional<Time> pivot = std::nullopt);
 // Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
 // lifetime / max load)^e, e = 8 first, then random e in [1, 32]; plain, or grouped into classes
-// and by start time within a class) until the deadline, on `threads` workers; the best plan.
+// and by start time within a class, or outwards from a pivot near the peak) until the deadline,
+// on `threads` workers; the best plan.
 // on_improvement is called under a lock (one call at a time).
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement = {}, int threads = 1);
