@@ -145,58 +145,6 @@ void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<
   std::copy(head.begin(), head.end(), order.begin());
 }
 
-// Exact prefix: the first k buffers of the order are packed alone by the exact search (lowest
-// height it finds within `seconds`), and lead the order in the offsets it gave them, so the
-// sweep that follows rebuilds that packing and places the rest around it. Why: the holes at
-// the peak that the small buffers cannot fill are left between the largest ones (docs/alloc.md:
-// on XLA 50k the largest hole at the peak is the slot of a 302 MB buffer that ends 146 ticks
-// before it); the exact search packs those few hundred buffers tighter than any draft of the
-// prefix search. Measured, one sweep each (e = 8, prefix 0.5 % of the buffers, 1.5 s): XLA 50k
-// 0.994 -> 0.382 %, seed 2 1.094 -> 0.416 %, XLA 30k seed 7 1.286 -> 0.181 %; from 1.5 % of
-// the buffers on, the exact search no longer beats the sweep's prefix in that time and the
-// whole plan ends higher (XLA 50k 1.053 %).
-void exact_prefix(const Problem& p, std::vector<int>& order, int k, double seconds, uint64_t seed) {
-  const Problem sub = prefix_problem(p, order, k);
-  const ExactResult r = exact_search(sub, Objective::kPack, true, ExactToggles{}, seconds, nullptr, seed);
-  if (!r.found) return;  // (fixed offsets: the exact search does not take them)
-  std::vector<int> by_offset(static_cast<std::size_t>(k));
-  std::iota(by_offset.begin(), by_offset.end(), 0);
-  std::stable_sort(by_offset.begin(), by_offset.end(),
-                   [&](int a, int b) { return r.placement.offsets[a] < r.placement.offsets[b]; });
-  std::vector<int> head(static_cast<std::size_t>(k));
-  for (int j = 0; j < k; ++j) head[j] = order[by_offset[j]];
-  std::copy(head.begin(), head.end(), order.begin());
-}
-
-// Pivot search: the pivot of a classed order drawn `drafts` times from `candidates`; each
-// draft's first tenth of the order is placed alone (stopping once it reaches the best draft's
-// height) and the lowest wins, as the prefix search does for plain orders. Returns the winning
-// order (empty if no draft finished). Measured in the whole search (10 s, one run each of XLA
-// 50k seeds 1-3, stretched somas_tiny_bert 20k seeds 1-3, 50k and 100k, at two run seeds): mean
-// 0.214 -> 0.197 % above the bound with 16 drafts, better on ten of sixteen runs and worse on
-// four; 6 drafts 0.221 %, 40 drafts 0.202 % (one run seed, against 0.238 % without the search
-// and 0.203 % with 16).
-std::vector<int> search_pivot(const Problem& p, const std::vector<double>& key, double ratio, double class_offset,
-                              const std::vector<Time>& candidates, int drafts, Rng& rng, const Deadline& dl) {
-  std::vector<int> best;
-  if (candidates.empty()) return best;
-  const int n = static_cast<int>(p.buffers.size());
-  const int k = std::min(n, std::max(64, n / 10));
-  Size best_h = kUnbounded;
-  std::vector<int> ids(static_cast<std::size_t>(k));
-  std::iota(ids.begin(), ids.end(), 0);
-  for (int d = 0; d < drafts && !dl.expired(); ++d) {
-    const Time pivot = candidates[static_cast<std::size_t>(rng.uniform() * static_cast<double>(candidates.size()))];
-    std::vector<int> order = classed_order(p, key, ratio, class_offset, pivot);
-    const Problem sub = prefix_problem(p, order, k);
-    const Placement pl = place_sweep_in_order(sub, best_h == kUnbounded ? kUnbounded : best_h - 1, ids, false, &dl, true);
-    if (dl.expired()) break;
-    if (!all_placed(sub, pl)) continue;
-    best_h = height(sub, pl), best = std::move(order);
-  }
-  return best;
-}
-
 }  // namespace
 
 namespace {
@@ -289,6 +237,22 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
   return order;
 }
 
+namespace {
+
+// What makes a multi-start round's order, its key noise aside; kept for the worker's best plan.
+struct Recipe {
+  double e = 8.0;             // exponent of (peak load over the lifetime / max load) in the key
+  double beta = 0.0;          // exponent of the lifetime in the key
+  double noise = 0.0;         // relative amplitude of the key's noise
+  bool classed = false;       // keys in classes (else plain key order)
+  double ratio = 4.0;         // classed: the factor between classes
+  double class_offset = 0.0;  // classed: the shift of the class boundaries, in [0, 1)
+  std::optional<Time> pivot;  // classed: the tick the classes run outwards from
+  int k_exact = 0;            // plain: buffers of the prefix packed by the exact search (0: none)
+};
+
+}  // namespace
+
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement, int threads) {
   const auto& bs = p.buffers;
@@ -317,16 +281,24 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   int best_worker = -1;
   std::atomic<int64_t> bound_key{best_h <= max_load_bound ? -1 : std::numeric_limits<int64_t>::max()};
 
+  // Exploit rounds (below) start halfway through the budget.
+  const double exploit_from = dl.elapsed_seconds() + 0.5 * dl.remaining_seconds();
+  // Pivot candidates: the sections within 0.1-2 % of the max load, nearest first (a round
+  // takes a prefix of this list and a random pivot in it).
+  std::vector<std::size_t> near_peak;
+  const Size floor_load = max_load_bound - static_cast<Size>(0.02 * static_cast<double>(max_load_bound));
+  for (std::size_t k = 0; k < sections.load.size(); ++k)
+    if (sections.load[k] >= floor_load) near_peak.push_back(k);
+  std::stable_sort(near_peak.begin(), near_peak.end(),
+                   [&](std::size_t a, std::size_t b) { return sections.load[a] > sections.load[b]; });
+
   auto worker = [&](int w) {
     Rng rng((seed ^ 0x5eedULL) + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(w));
     std::vector<int> order(n);
     std::vector<double> key(n);
     Size my_best = kUnbounded;
-    bool best_is_classed = false;  // which kind of order made this worker's best plan
-    double best_e = 8.0;           // and with which exponent
-    double best_beta = 0.0;        // and lifetime exponent
-    bool best_is_exact = false;    // and whether its prefix was packed by the exact search
-    bool best_is_pivoted = false;  // and whether its classes ran outwards from a pivot
+    Recipe best_recipe;            // the recipe of this worker's best plan
+    bool best_has_recipe = false;  // (false while that plan is a two-sided one, or none)
     // Publishes a finished plan (below this worker's best: it was placed under that height).
     auto publish = [&](Placement& cand, int64_t key_now) {
       const Size h = height(p, cand);
@@ -352,93 +324,88 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         Placement cand = two.attempt(my_best, dl);
         if (!cand.offsets.empty() && !dl.expired() && all_placed(p, cand)) {
           publish(cand, key_now);
-          best_is_classed = false, best_is_exact = false, best_is_pivoted = false;
+          best_has_recipe = false;
           if (my_best <= max_load_bound) break;
         }
         if (dl.expired()) break;
       }
-      // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
-      // live at the peak go first among equals and the peak is packed before the slack regions.
-      // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
-      // every family: measured on XLA traces, e = 8 gave 0.44 % above the bound where plain size
-      // order gave 2.1 %; on random instances the best e differs).
-      // From round 3 on, half the rounds draw e near the exponent of the worker's best plan
-      // (log2 e +- 0.7): the good exponents differ by family (measured in docs/alloc.md), so the
-      // search keeps to the neighbourhood that works on this instance without tuning one in.
-      // Lifetime exponent beta (key x lifetime^beta): from round 2 on, half the rounds draw it
-      // in [0, 0.3]. Why: on the XLA traces the plans' tops are thousands of small buffers live
-      // across the peak for hundreds of ticks, stacked over holes that only shorter buffers
-      // could use; a slight preference for long lifetimes puts them lower (measured in
-      // docs/alloc.md: XLA 50k, six random orders each, best sweep 0.86 -> 0.44 % at beta
-      // 0.15), while on other families beta = 0 stays best, so the search adapts it as e.
-      double e = round <= 1 ? 8.0 : std::exp2(5.0 * rng.uniform());
-      double beta = round <= 1 || rng.uniform() < 0.5 ? 0.0 : 0.3 * rng.uniform();
-      if (round >= 3 && rng.uniform() < 0.5) {
-        double g = -2.0;  // about normal, deviation 0.58
-        for (int k = 0; k < 4; ++k) g += rng.uniform();
-        e = std::clamp(best_e * std::exp2(1.2 * g), 1.0, 64.0);
-        beta = best_beta == 0.0 ? 0.0 : std::clamp(best_beta * std::exp2(g), 0.0, 0.5);
+      // Exploit rounds: in the second half of the budget, three rounds in four redraw only the
+      // noise of the worker's best recipe (exponents, kind of order, classes and pivot), with an
+      // amplitude of at least 10 %. Why: orders made the same way land close together, so the
+      // best of many draws says which recipe suits the instance; measured with a harness (one
+      // thread, 10 s, stretched somas_tiny_bert 20k, three seeds), redrawing the noise of the
+      // best of 180 random orders ended 0.12-0.17 % above the bound where the random orders
+      // went on to 0.28-0.39 % (from the best of 30: 0.32-0.50 %, so exploration comes first).
+      const bool exploit = best_has_recipe && round >= 2 && dl.elapsed_seconds() >= exploit_from && rng.uniform() < 0.75;
+      Recipe r;
+      if (exploit) {
+        r = best_recipe;
+        r.noise = std::max(r.noise, 0.1);
+      } else {
+        // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
+        // live at the peak go first among equals and the peak is packed before the slack regions.
+        // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
+        // every family: measured on XLA traces, e = 8 gave 0.44 % above the bound where plain size
+        // order gave 2.1 %; on random instances the best e differs).
+        // From round 3 on, half the rounds draw e near the exponent of the worker's best plan
+        // (log2 e +- 0.7): the good exponents differ by family (measured in docs/alloc.md), so the
+        // search keeps to the neighbourhood that works on this instance without tuning one in.
+        // Lifetime exponent beta (key x lifetime^beta): from round 2 on, half the rounds draw it
+        // in [0, 0.3]. Why: on the XLA traces the plans' tops are thousands of small buffers live
+        // across the peak for hundreds of ticks, stacked over holes that only shorter buffers
+        // could use; a slight preference for long lifetimes puts them lower (measured in
+        // docs/alloc.md: XLA 50k, six random orders each, best sweep 0.86 -> 0.44 % at beta
+        // 0.15), while on other families beta = 0 stays best, so the search adapts it as e.
+        r.e = round <= 1 ? 8.0 : std::exp2(5.0 * rng.uniform());
+        r.beta = round <= 1 || rng.uniform() < 0.5 ? 0.0 : 0.3 * rng.uniform();
+        if (round >= 3 && rng.uniform() < 0.5) {
+          double g = -2.0;  // about normal, deviation 0.58
+          for (int k = 0; k < 4; ++k) g += rng.uniform();
+          r.e = std::clamp(best_recipe.e * std::exp2(1.2 * g), 1.0, 64.0);
+          r.beta = best_recipe.beta == 0.0 ? 0.0 : std::clamp(best_recipe.beta * std::exp2(g), 0.0, 0.5);
+        }
+        r.noise = round <= 1 ? 0.0 : 0.1 * rng.uniform();
+        // Classed orders: the keys grouped into classes a factor `ratio` apart, by start time
+        // within a class. For buffers of one size, lowest fit in start order is interval-graph
+        // colouring, which never needs more slots than the most that overlap; in key order the
+        // copies of a size take their slots out of time order and leave gaps that only another
+        // copy could fill. The first two rounds try one order of each kind (worker 1 starts with
+        // the classed one), later ones are all classed.
+        r.classed = round <= 1 ? (round == 1) != (w % 2 == 1) : true;
+        if (r.classed) {
+          r.ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng.uniform() * std::log(5.0 / 3.0));
+          r.class_offset = rng.uniform();
+          // Pivots: from round 2 on (and in worker 0's round 1, at the first max-load section)
+          // the classes run outwards from a pivot tick, a random section whose load is within
+          // 0.1-2 % of the max load. Why: lowest fit in start order settles the lanes of a
+          // class's copies by what came before, so at the peak some lanes are empty (between two
+          // copies) under buffers that live across it; from the pivot outwards the copies live
+          // there are stacked first. Measured with a harness, 15 one-sweep orders each (e = 8),
+          // best and median above the bound, start order -> pivoted (load within 1 %): stretched
+          // somas_tiny_bert 20k seed 1 0.629 / 0.928 -> 0.469 / 0.747 %, seed 3 0.328 / 0.565 ->
+          // 0.325 / 0.544 %; XLA 50k seed 3 0.521 / 0.620 -> 0.289 / 0.514 %.
+          if (round == 1 && w == 0) {
+            r.pivot = peak_time;
+          } else if (round >= 2 && !near_peak.empty()) {
+            const double within = std::pow(10.0, -3.0 + 1.3 * rng.uniform());
+            const Size floor_now = max_load_bound - static_cast<Size>(within * static_cast<double>(max_load_bound));
+            std::size_t m = 1;  // the candidates at or above floor_now lead near_peak
+            while (m < near_peak.size() && sections.load[near_peak[m]] >= floor_now) ++m;
+            r.pivot = sections.times[near_peak[static_cast<std::size_t>(rng.uniform() * static_cast<double>(m))]];
+          }
+        }
       }
-      const double noise = round <= 1 ? 0.0 : 0.1 * rng.uniform();
       for (int i = 0; i < n; ++i) {
         const double frac = static_cast<double>(peak[i]) / lb;
-        const double life = beta == 0.0 ? 1.0 : std::pow(static_cast<double>(bs[i].end - bs[i].start), beta);
-        key[i] = static_cast<double>(bs[i].size) * std::pow(frac, e) * life * (1.0 + noise * (rng.uniform() - 0.5));
+        const double life = r.beta == 0.0 ? 1.0 : std::pow(static_cast<double>(bs[i].end - bs[i].start), r.beta);
+        key[i] = static_cast<double>(bs[i].size) * std::pow(frac, r.e) * life * (1.0 + r.noise * (rng.uniform() - 0.5));
       }
-      // Classed orders: the keys grouped into classes a factor `ratio` apart, by start time
-      // within a class. For buffers of one size, lowest fit in start order is interval-graph
-      // colouring, which never needs more slots than the most that overlap; in key order the
-      // copies of a size take their slots out of time order and leave gaps that only another
-      // copy could fill. The first two rounds try one order of each kind (worker 1 starts
-      // with the classed one); later rounds draw the kind of the worker's best plan with
-      // probability 2/3 (measured in docs/alloc.md).
-      // Round 3 is an exact-prefix round (plain order; see exact_prefix); later rounds are with
-      // probability 1/2 when one made the worker's best plan, 1/8 otherwise (on the stretched
-      // SOMAS dumps they do not help and cost rounds; from round 2 on tiny_bert lost its classed
-      // round 2, so the first three rounds stay as they were).
-      const double exact_draw = rng.uniform();
-      const bool exact_round = round == 3 || (round > 3 && exact_draw < (best_is_exact ? 0.5 : 0.125));
-      const bool classed = round <= 1 ? (round == 1) != (w % 2 == 1)
-                                      : rng.uniform() < (best_is_classed ? 2.0 / 3.0 : 1.0 / 3.0) && !exact_round;
-      int k_exact = 0;  // buffers of the prefix packed by the exact search this round
-      bool pivoted = false;
-      if (classed) {
-        const double ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng.uniform() * std::log(5.0 / 3.0));
-        const double class_offset = rng.uniform();
-        // From round 2 on, half the classed rounds (3/4 when one made the worker's best plan)
-        // run outwards from a pivot: a random section whose load is within 0.1-2 % of the max
-        // load. Why: lowest fit in start order settles the lanes of a class's copies by what
-        // came before, so at the peak some lanes are empty (between two copies) under buffers
-        // that live across it; from the pivot outwards the copies live there are stacked first.
-        // Measured with a harness, 15 one-sweep orders each (e = 8), best and median above the
-        // bound, start order -> pivoted (load within 1 %): stretched somas_tiny_bert 20k seed 1
-        // 0.629 / 0.928 -> 0.469 / 0.747 %, seed 3 0.328 / 0.565 -> 0.325 / 0.544 %; XLA 50k
-        // seed 3 0.521 / 0.620 -> 0.289 / 0.514 %. The pivot is the best of 16 drafts
-        // (search_pivot).
-        order.clear();
-        if (round == 1 && w == 0) {  // (worker 1's classed round 0 keeps start order)
-          order = classed_order(p, key, ratio, class_offset, peak_time);
-        } else if (round >= 2 && rng.uniform() < (best_is_pivoted ? 0.75 : 0.5)) {
-          const double within = std::pow(10.0, -3.0 + 1.3 * rng.uniform());
-          const Size floor_load = max_load_bound - static_cast<Size>(within * static_cast<double>(max_load_bound));
-          std::vector<Time> candidates;
-          for (std::size_t k = 0; k < sections.load.size(); ++k)
-            if (sections.load[k] >= floor_load) candidates.push_back(sections.times[k]);
-          const Deadline drafts(0.25 * dl.remaining_seconds());  // (so that the whole sweep still fits)
-          order = search_pivot(p, key, ratio, class_offset, candidates, 16, rng, drafts);
-        }
-        pivoted = !order.empty();
-        if (!pivoted) order = classed_order(p, key, ratio, class_offset);
+      if (r.classed) {
+        order = classed_order(p, key, r.ratio, r.class_offset, r.pivot);
       } else {
         std::iota(order.begin(), order.end(), 0);
         std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
-        // Exact-prefix rounds pack 0.4-1.2 % of the buffers (at most 800) in an eighth of the
-        // time left, at most 0.75 s (on XLA the plans after 0.5 s equalled those after 1.5 s);
-        // the worker's first one starts from the static orders (seed 0).
-        k_exact = exact_round ? std::min(800, static_cast<int>(n * (0.004 + 0.008 * rng.uniform()))) : 0;
-        if (k_exact >= 16) {
-          exact_prefix(p, order, k_exact, std::min(0.75, dl.remaining_seconds() / 8), round == 3 ? 0 : rng.next());
-        } else if (round > 0) {  // at most a quarter of the time left, so that the whole sweep still fits
+        if (round > 0) {  // at most a quarter of the time left, so that the whole sweep still fits
           const Deadline drafts(0.25 * dl.remaining_seconds());
           search_prefix(p, order, key, rng, drafts);
         }
@@ -450,7 +417,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       // (a whole sweep's top is within 0.001 % of its final value after 35 % of the order).
       Placement cand = place_sweep_in_order(p, my_best - 1, order, false, &dl, true);
       if (!all_placed(p, cand)) continue;  // cut by the deadline, or it cannot beat this worker's best
-      best_is_classed = classed, best_e = e, best_beta = beta, best_is_exact = k_exact >= 16, best_is_pivoted = pivoted;
+      best_recipe = r, best_has_recipe = true;
       publish(cand, key_now);
     }
   };
