@@ -336,7 +336,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       // thread, 10 s, stretched somas_tiny_bert 20k, three seeds), redrawing the noise of the
       // best of 180 random orders ended 0.12-0.17 % above the bound where the random orders
       // went on to 0.28-0.39 % (from the best of 30: 0.32-0.50 %, so exploration comes first).
-      const bool exploit = best_has_recipe && round >= 2 && dl.elapsed_seconds() >= exploit_from && rng.uniform() < 0.75;
+      const bool exploit = best_has_recipe && round >= 8 && dl.elapsed_seconds() >= exploit_from && rng.uniform() < 0.75;
       Recipe r;
       if (exploit) {
         r = best_recipe;
