@@ -1,4 +1,5 @@
-// Height minimization for instances too large for the exact search: iterated repair of the
+// Height minimization for instances too large for the exact search: the multi-start (sweeps in
+// lower-bound-guided orders, below), and for a fixed capacity iterated repair of the
 // regions that reach above a target height (large neighbourhood search). The buffers around
 // each region are taken out and placed again below the target by the indexed sweep, with every
 // other buffer fixed where it is, in randomized size orders; the target moves towards the lower
@@ -336,6 +337,8 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       // thread, 10 s, stretched somas_tiny_bert 20k, three seeds), redrawing the noise of the
       // best of 180 random orders ended 0.12-0.17 % above the bound where the random orders
       // went on to 0.28-0.39 % (from the best of 30: 0.32-0.50 %, so exploration comes first).
+      // Not before round 8, so that a plan at the bound found early does not depend on the
+      // clock (the switch is a time, the rounds before it are not).
       const bool exploit = best_has_recipe && round >= 8 && dl.elapsed_seconds() >= exploit_from && rng.uniform() < 0.75;
       Recipe r;
       if (exploit) {
@@ -369,22 +372,26 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         // within a class. For buffers of one size, lowest fit in start order is interval-graph
         // colouring, which never needs more slots than the most that overlap; in key order the
         // copies of a size take their slots out of time order and leave gaps that only another
-        // copy could fill. The first two rounds try one order of each kind (worker 1 starts with
-        // the classed one), later ones are all classed.
-        r.classed = round <= 1 ? (round == 1) != (w % 2 == 1) : true;
+        // copy could fill. Every round but round 1 is classed; round 1 tries a plain order.
+        // Why classed first: at 100k buffers only a few rounds fit in 10 s, and a round is cut
+        // once it reaches the worker's best height, so a good first plan makes the next rounds
+        // cheap (measured, ten runs at 100k: mean 0.134 -> 0.110 % above the bound against a
+        // plain round 0 on worker 0, where plain orders ended 1.2 % above it at 20k).
+        r.classed = round != 1;
         if (r.classed) {
           r.ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng.uniform() * std::log(5.0 / 3.0));
           r.class_offset = rng.uniform();
-          // Pivots: from round 2 on (and in worker 0's round 1, at the first max-load section)
+          // Pivots: from round 2 on (and in worker 0's round 0, at the first max-load section)
           // the classes run outwards from a pivot tick, a random section whose load is within
-          // 0.1-2 % of the max load. Why: lowest fit in start order settles the lanes of a
+          // 0.1-2 % of the max load (worker 1's round 0 keeps start order). Why: lowest fit in start order settles the lanes of a
           // class's copies by what came before, so at the peak some lanes are empty (between two
           // copies) under buffers that live across it; from the pivot outwards the copies live
           // there are stacked first. Measured with a harness, 15 one-sweep orders each (e = 8),
           // best and median above the bound, start order -> pivoted (load within 1 %): stretched
           // somas_tiny_bert 20k seed 1 0.629 / 0.928 -> 0.469 / 0.747 %, seed 3 0.328 / 0.565 ->
-          // 0.325 / 0.544 %; XLA 50k seed 3 0.521 / 0.620 -> 0.289 / 0.514 %.
-          if (round == 1 && w == 0) {
+          // 0.325 / 0.544 %; XLA 50k seed 3 0.521 / 0.620 -> 0.289 / 0.514 %. A random pivot,
+          // not the best of drafts: rounds are the scarce resource (docs/alloc.md measures it).
+          if (round == 0 && w == 0) {
             r.pivot = peak_time;
           } else if (round >= 2 && !near_peak.empty()) {
             const double within = std::pow(10.0, -3.0 + 1.3 * rng.uniform());
