@@ -102,54 +102,6 @@ std::vector<Size> peak_load_over_lifetime(const Problem& p) {
 
 namespace {
 
-// The first k buffers of an order as a problem of their own (in-place edges dropped: their
-// indices are the whole problem's).
-Problem prefix_problem(const Problem& p, const std::vector<int>& order, int k) {
-  Problem sub;
-  sub.capacity = kUnbounded;
-  sub.buffers.reserve(static_cast<std::size_t>(k));
-  for (int j = 0; j < k; ++j) {
-    sub.buffers.push_back(p.buffers[static_cast<std::size_t>(order[j])]);
-    sub.buffers.back().in_place_parents.clear();
-  }
-  return sub;
-}
-
-// Prefix search: many holes that end up at the peak are made by the largest buffers, the first
-// ones of an order (measured: on stretched SOMAS traces the holes at the peak tick are all there
-// after the first 0.5-2 % of the buffers; on XLA 50k a fifth of them). So before a whole sweep,
-// the order of its first 2 % is drawn again many times (keys x (1 +- 15 %)), each draft placed
-// alone (cheap: a small, sparse sweep) and scored by its height; the lowest draft leads. Measured
-// against the same order without it, one sweep each: XLA 20k 0.436 -> 0.013 %, 50k 0.994 ->
-// 0.722 %; stretched iopddl_G_1 20k 0.175 -> 0.011 %; stretched SOMAS 50k 0.369 -> 0.083 %.
-void search_prefix(const Problem& p, std::vector<int>& order, const std::vector<double>& key, Rng& rng, const Deadline& dl) {
-  const int n = static_cast<int>(order.size());
-  const int k = std::min(n, std::max(64, n / 50));
-  constexpr int kDrafts = 100;
-  const Problem sub = prefix_problem(p, order, k);
-  std::vector<int> draft(static_cast<std::size_t>(k)), best(static_cast<std::size_t>(k));
-  std::iota(best.begin(), best.end(), 0);
-  Size best_h = height(sub, place_sweep_in_order(sub, kUnbounded, best, false, &dl));
-  std::vector<double> noisy(static_cast<std::size_t>(k));
-  for (int d = 1; d < kDrafts && !dl.expired(); ++d) {
-    for (int j = 0; j < k; ++j) noisy[j] = key[order[j]] * (1.0 + 0.3 * (rng.uniform() - 0.5));
-    std::iota(draft.begin(), draft.end(), 0);
-    std::sort(draft.begin(), draft.end(), [&](int a, int b) { return noisy[a] != noisy[b] ? noisy[a] > noisy[b] : a < b; });
-    // (A draft stops once it reaches the best height: it cannot beat it.)
-    const Placement pl = place_sweep_in_order(sub, best_h - 1, draft, false, &dl, true);
-    if (dl.expired()) break;
-    if (!all_placed(sub, pl)) continue;
-    best_h = height(sub, pl), best = draft;
-  }
-  std::vector<int> head(static_cast<std::size_t>(k));
-  for (int j = 0; j < k; ++j) head[j] = order[best[j]];
-  std::copy(head.begin(), head.end(), order.begin());
-}
-
-}  // namespace
-
-namespace {
-
 // Two-sided sweeps: buffers in start order, each at its lowest fit unless that lands on top of
 // every buffer live with it; then it hangs from a target height instead. Why: on a chain (each
 // buffer live with its predecessor and successor only, the backbone of a compute graph) lowest
@@ -245,11 +197,9 @@ struct Recipe {
   double e = 8.0;             // exponent of (peak load over the lifetime / max load) in the key
   double beta = 0.0;          // exponent of the lifetime in the key
   double noise = 0.0;         // relative amplitude of the key's noise
-  bool classed = false;       // keys in classes (else plain key order)
-  double ratio = 4.0;         // classed: the factor between classes
-  double class_offset = 0.0;  // classed: the shift of the class boundaries, in [0, 1)
-  std::optional<Time> pivot;  // classed: the tick the classes run outwards from
-  int k_exact = 0;            // plain: buffers of the prefix packed by the exact search (0: none)
+  double ratio = 4.0;         // the factor between key classes
+  double class_offset = 0.0;  // the shift of the class boundaries, in [0, 1)
+  std::optional<Time> pivot;  // the tick the classes run outwards from (none: start order)
 };
 
 }  // namespace
@@ -331,15 +281,14 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         if (dl.expired()) break;
       }
       // Exploit rounds: in the second half of the budget, three rounds in four redraw only the
-      // noise of the worker's best recipe (exponents, kind of order, classes and pivot), with an
-      // amplitude of at least 20 % (10 %: 0.122 % above the bound on average in the runs of
-      // docs/alloc.md, 20 %: 0.111 %, 30 %: 0.119 %). Why: orders made the same way land close together, so the
-      // best of many draws says which recipe suits the instance; measured with a harness (one
-      // thread, 10 s, stretched somas_tiny_bert 20k, three seeds), redrawing the noise of the
-      // best of 180 random orders ended 0.12-0.17 % above the bound where the random orders
-      // went on to 0.28-0.39 % (from the best of 30: 0.32-0.50 %, so exploration comes first).
-      // Not before round 8, so that a plan at the bound found early does not depend on the
-      // clock (the switch is a time, the rounds before it are not).
+      // key noise of the worker's best recipe (exponents, classes, pivot), with an amplitude of
+      // at least 20 % (measured in docs/alloc.md: 10 % and 30 % did a little worse). Why:
+      // orders made the same way land close together, so the best of many draws says which
+      // recipe suits the instance; measured with a harness (one thread, 10 s, stretched
+      // somas_tiny_bert 20k, three seeds), redrawing the noise of the best of 180 random orders
+      // ended 0.12-0.17 % above the bound where the random orders went on to 0.28-0.39 % (from
+      // the best of 30: 0.32-0.50 %, so exploration comes first). Not before round 8, so that
+      // a plan at the bound found early does not depend on the clock (the switch is a time).
       const bool exploit = best_has_recipe && round >= 8 && dl.elapsed_seconds() >= exploit_from && rng.uniform() < 0.75;
       Recipe r;
       if (exploit) {
@@ -373,34 +322,30 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         // within a class. For buffers of one size, lowest fit in start order is interval-graph
         // colouring, which never needs more slots than the most that overlap; in key order the
         // copies of a size take their slots out of time order and leave gaps that only another
-        // copy could fill. Every round but round 1 is classed; round 1 tries a plain order.
-        // Why classed first: at 100k buffers only a few rounds fit in 10 s, and a round is cut
-        // once it reaches the worker's best height, so a good first plan makes the next rounds
-        // cheap (measured, ten runs at 100k: mean 0.134 -> 0.110 % above the bound against a
-        // plain round 0 on worker 0, where plain orders ended 1.2 % above it at 20k).
-        r.classed = round != 1;
-        if (r.classed) {
-          r.ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng.uniform() * std::log(5.0 / 3.0));
-          r.class_offset = rng.uniform();
-          // Pivots: from round 2 on (and in worker 0's round 0, at the first max-load section)
-          // the classes run outwards from a pivot tick, a random section whose load is within
-          // 0.1-2 % of the max load (worker 1's round 0 keeps start order). Why: lowest fit in start order settles the lanes of a
-          // class's copies by what came before, so at the peak some lanes are empty (between two
-          // copies) under buffers that live across it; from the pivot outwards the copies live
-          // there are stacked first. Measured with a harness, 15 one-sweep orders each (e = 8),
-          // best and median above the bound, start order -> pivoted (load within 1 %): stretched
-          // somas_tiny_bert 20k seed 1 0.629 / 0.928 -> 0.469 / 0.747 %, seed 3 0.328 / 0.565 ->
-          // 0.325 / 0.544 %; XLA 50k seed 3 0.521 / 0.620 -> 0.289 / 0.514 %. A random pivot,
-          // not the best of drafts: rounds are the scarce resource (docs/alloc.md measures it).
-          if (round == 0 && w == 0) {
-            r.pivot = peak_time;
-          } else if (round >= 2 && !near_peak.empty()) {
-            const double within = std::pow(10.0, -3.0 + 1.3 * rng.uniform());
-            const Size floor_now = max_load_bound - static_cast<Size>(within * static_cast<double>(max_load_bound));
-            std::size_t m = 1;  // the candidates at or above floor_now lead near_peak
-            while (m < near_peak.size() && sections.load[near_peak[m]] >= floor_now) ++m;
-            r.pivot = sections.times[near_peak[static_cast<std::size_t>(rng.uniform() * static_cast<double>(m))]];
-          }
+        // copy could fill. Every round is classed: plain key orders (led by a prefix search of
+        // their first 2 %, and some by an exact packing of their first 1 %) ended best on the
+        // XLA traces once, but cost more rounds than they found (docs/alloc.md, round schedule).
+        r.ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng.uniform() * std::log(5.0 / 3.0));
+        r.class_offset = rng.uniform();
+        // Pivots: the classes run outwards from a pivot tick (worker 0's round 0: the first
+        // max-load section; from round 1 on a random section whose load is within 0.1-2 % of
+        // the max load; worker 1's round 0 keeps start order). Why: lowest fit in start order
+        // settles the lanes of a class's copies by what came before, so at the peak some lanes
+        // are empty (between two copies) under buffers that live across it; from the pivot
+        // outwards the copies live there are stacked first. Measured with a harness, 15
+        // one-sweep orders each (e = 8), best and median above the bound, start order ->
+        // pivoted (load within 1 %): stretched somas_tiny_bert 20k seed 1 0.629 / 0.928 ->
+        // 0.469 / 0.747 %, seed 3 0.328 / 0.565 -> 0.325 / 0.544 %; XLA 50k seed 3 0.521 /
+        // 0.620 -> 0.289 / 0.514 %. A random pivot, not the best of drafts: rounds are the
+        // scarce resource (docs/alloc.md measures it).
+        if (round == 0 && w == 0) {
+          r.pivot = peak_time;
+        } else if (round >= 1 && !near_peak.empty()) {
+          const double within = std::pow(10.0, -3.0 + 1.3 * rng.uniform());
+          const Size floor_now = max_load_bound - static_cast<Size>(within * static_cast<double>(max_load_bound));
+          std::size_t m = 1;  // the candidates at or above floor_now lead near_peak
+          while (m < near_peak.size() && sections.load[near_peak[m]] >= floor_now) ++m;
+          r.pivot = sections.times[near_peak[static_cast<std::size_t>(rng.uniform() * static_cast<double>(m))]];
         }
       }
       for (int i = 0; i < n; ++i) {
@@ -408,16 +353,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         const double life = r.beta == 0.0 ? 1.0 : std::pow(static_cast<double>(bs[i].end - bs[i].start), r.beta);
         key[i] = static_cast<double>(bs[i].size) * std::pow(frac, r.e) * life * (1.0 + r.noise * (rng.uniform() - 0.5));
       }
-      if (r.classed) {
-        order = classed_order(p, key, r.ratio, r.class_offset, r.pivot);
-      } else {
-        std::iota(order.begin(), order.end(), 0);
-        std::sort(order.begin(), order.end(), [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
-        if (round > 0) {  // at most a quarter of the time left, so that the whole sweep still fits
-          const Deadline drafts(0.25 * dl.remaining_seconds());
-          search_prefix(p, order, key, rng, drafts);
-        }
-      }
+      order = classed_order(p, key, r.ratio, r.class_offset, r.pivot);
       // The round ends at the first buffer that would reach this worker's best height: heights
       // only grow as buffers are added, so it could not beat it. (Its own best, not the shared
       // one, so that a worker's rounds do not depend on how fast the others are.) Measured on

@@ -279,8 +279,8 @@ TEST(AllocLimits, SweepLowestFitEqualsFirstFit) {
   }
 }
 
-// The multi-start's first order: keys size x (peak load over the lifetime / max load)^8, highest first.
-std::vector<int> first_multi_start_order(const Problem& p, std::vector<double>& key) {
+// The plain lower-bound-guided order: keys size x (peak load over the lifetime / max load)^8, highest first.
+std::vector<int> plain_guided_order(const Problem& p, std::vector<double>& key) {
   const std::vector<Size> peak = peak_load_over_lifetime(p);
   const double lb = static_cast<double>(max_load(p));
   key.assign(p.buffers.size(), 0.0);
@@ -292,15 +292,15 @@ std::vector<int> first_multi_start_order(const Problem& p, std::vector<double>& 
   return order;
 }
 
-// The multi-start's later rounds (random orders led by a prefix search) beat its first order
+// The multi-start's rounds (pivoted classed orders) beat the plain lower-bound-guided order
 // (e = 8) on an XLA-like trace, and every plan stays valid.
 TEST(AllocLimits, MultiStartRoundsImproveOnTheFirstOrder) {
   Problem p = generate_xla_trace(4000, 2);  // small: a round takes ~10 ms, ~0.2 s under sanitizers
   std::vector<double> key;
-  const std::vector<int> order = first_multi_start_order(p, key);
+  const std::vector<int> order = plain_guided_order(p, key);
   const Size first = height(p, place_sweep_in_order(p, kUnbounded, order, false));
   const Placement online = place_online(p, kUnbounded);
-  Deadline dl(1.5);  // e = 8 ends 0.69 % above the bound; one prefix-searched round reaches it
+  Deadline dl(1.5);  // e = 8 ends 0.69 % above the bound
   const Placement best = multi_start(p, online, dl, 1);
   EXPECT_TRUE(validate(p, best, true).ok());
   EXPECT_LT(height(p, best), first);
@@ -322,7 +322,7 @@ TEST(AllocLimits, MultiStartClassedOrderColoursBuffersOfOneSize) {
   }
   p.capacity = kUnbounded;
   std::vector<double> key;
-  const std::vector<int> order = first_multi_start_order(p, key);
+  const std::vector<int> order = plain_guided_order(p, key);
   EXPECT_GT(height(p, place_sweep_in_order(p, kUnbounded, order, false)), max_load(p));  // plain: gaps
   for (double offset : {0.0, 0.5})
     EXPECT_EQ(height(p, place_sweep_in_order(p, kUnbounded, classed_order(p, key, 4.0, offset), false)), max_load(p));
