@@ -156,10 +156,10 @@ std::vector<Size> peak_load_over_lifetime(const Problem& p);
 std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset,
                                std::optional<Time> pivot = std::nullopt);
 // Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
-// lifetime / max load)^e, e = 8 first, then random e in [1, 32]; grouped into classes and run
-// outwards from a random pivot near the peak, or by start time within a class, or plain) until
-// the deadline, on `threads` workers; in the second half of the budget most rounds redraw only
-// the key noise of the worker's best round. The best plan.
+// lifetime / max load)^e, e = 8 first, then random e in [1, 32]), grouped into classes and run
+// outwards from a pivot near the peak (worker 1's first round: by start time within a class),
+// until the deadline, on `threads` workers; in the second half of the budget most rounds redraw
+// only the key noise of the worker's best round. The best plan.
 // on_improvement is called under a lock (one call at a time).
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement = {}, int threads = 1);
