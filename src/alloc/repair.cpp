@@ -74,17 +74,15 @@ SectionLoads section_loads(const Problem& p) {
   return s;
 }
 
-}  // namespace
-
-std::vector<Size> peak_load_over_lifetime(const Problem& p) {
+// Per buffer, the largest section load over its lifetime, from the section loads of `p`.
+std::vector<Size> peak_over_sections(const Problem& p, const SectionLoads& sl) {
   const auto& bs = p.buffers;
   const std::size_t n = bs.size();
-  SectionLoads sl = section_loads(p);
   const std::vector<Time>& times = sl.times;
   const std::size_t m = times.size();
   auto at = [&](Time t) { return static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin()); };
   // Sparse table over the section loads for range maxima.
-  std::vector<std::vector<Size>> table(1, std::move(sl.load));
+  std::vector<std::vector<Size>> table(1, sl.load);
   for (std::size_t j = 1; (std::size_t{1} << j) <= m; ++j) {
     const std::size_t half = std::size_t{1} << (j - 1);
     table.emplace_back(m - (std::size_t{1} << j) + 1);
@@ -99,6 +97,10 @@ std::vector<Size> peak_load_over_lifetime(const Problem& p) {
   }
   return out;
 }
+
+}  // namespace
+
+std::vector<Size> peak_load_over_lifetime(const Problem& p) { return peak_over_sections(p, section_loads(p)); }
 
 namespace {
 
@@ -209,11 +211,11 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
   if (dl.expired()) return incumbent;  // (the peak table below costs a sort and O(n log n) memory)
-  const std::vector<Size> peak = peak_load_over_lifetime(p);
+  const SectionLoads sections = section_loads(p);  // (also the pivots of classed orders)
+  const std::vector<Size> peak = peak_over_sections(p, sections);
   Size max_load_bound = 0;  // the max load: a plan at this height is optimal, stop there
   for (Size t : peak) max_load_bound = std::max(max_load_bound, t);
   const double lb = std::max(1.0, static_cast<double>(max_load_bound));
-  const SectionLoads sections = section_loads(p);  // for the pivots of classed orders
   Time peak_time = 0;                               // the first section at the max load
   for (std::size_t k = 0; k < sections.load.size(); ++k)
     if (sections.load[k] == max_load_bound) {
