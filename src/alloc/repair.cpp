@@ -246,7 +246,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
                    [&](std::size_t a, std::size_t b) { return sections.load[a] > sections.load[b]; });
 
   auto worker = [&](int w) {
-    Rng rng((seed ^ 0x5eedULL) + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(w));
+    // Each worker's stream from a hash of (seed, worker). Why not seed + golden x worker: the
+    // generator steps its state by that golden constant, so worker 1's stream was worker 0's
+    // one draw later, and after round 0 (one draw fewer on worker 1) both drew the same orders.
+    Rng rng(splitmix64(splitmix64(seed ^ 0x5eedULL) ^ static_cast<uint64_t>(w)));
     std::vector<int> order(n);
     std::vector<double> key(n);
     Size my_best = kUnbounded;
