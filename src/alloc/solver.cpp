@@ -540,7 +540,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           auto report = [&](Size h) { pool.report(h, "multi-start"); };
           if (p.buffers.size() > kSparseProbeMax || !sparse) {
             Deadline mdl(usable);
-            cur = multi_start(p, cur, mdl, o.seed, report, workers);
+            cur = multi_start(p, cur, mdl, o.seed, report, workers, sparse);
             if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
             break;
           }
@@ -554,7 +554,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           // and is preferred to the multi-start's; the multi-start does not stop the probe, so
           // which plan is returned does not depend on which thread is faster.
           Deadline warm(std::min(1.0, 0.1 * usable));
-          cur = multi_start(p, cur, warm, o.seed, report, workers);
+          cur = multi_start(p, cur, warm, o.seed, report, workers, sparse);
           if (height(p, cur) <= lb_pack || dl.expired()) {
             if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
             break;
@@ -575,7 +575,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
               } else {
                 CancelScope scope(&stop_sweeps);
                 Deadline mdl(rest);
-                more = multi_start(p, cur, mdl, o.seed + 1, report, workers - 1);
+                more = multi_start(p, cur, mdl, o.seed + 1, report, workers - 1, sparse);
                 stop_sweeps = true;  // (ends the waiting above)
               }
             });
@@ -583,7 +583,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
             probe = probe_at_bound(0.4 * rest);
             if (!probe.found) {
               Deadline mdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
-              more = multi_start(p, cur, mdl, o.seed + 1, report, 1);
+              more = multi_start(p, cur, mdl, o.seed + 1, report, 1, sparse);
             }
           }
           res.nodes += probe.nodes;
@@ -629,7 +629,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         const int workers = multi_start_threads(o);
         const double start = dl.elapsed_seconds();
         Deadline first(0.45 * std::max(0.0, dl.remaining_seconds()));
-        Placement cur = multi_start(p, best_it->pl, first, o.seed, report, workers);
+        Placement cur = multi_start(p, best_it->pl, first, o.seed, report, workers, sparse);
         Size h = height(p, cur);
         if (h < best_it->value) consider(cands, p, obj, cur, "multi-start");
         if (h <= res.lower_bound) break;  // at the max-load bound: optimal
@@ -641,14 +641,14 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
               run_exact(&cur, rest, false);  // (on the calling thread: it adds candidates)
             } else {
               Deadline d(rest);
-              more = multi_start(p, cur, d, o.seed + 1, report, workers - 1);
+              more = multi_start(p, cur, d, o.seed + 1, report, workers - 1, sparse);
             }
           });
         } else {  // one thread: more multi-start only if it still improved in its second half
           const double now = dl.elapsed_seconds();
           if (last_gain >= 0.5 * (start + now)) {
             Deadline d(0.5 * rest);
-            more = multi_start(p, cur, d, o.seed + 1, report, 1);
+            more = multi_start(p, cur, d, o.seed + 1, report, 1, sparse);
           }
           run_exact(!more.offsets.empty() && height(p, more) < h ? &more : &cur, std::max(0.0, dl.remaining_seconds()), false);
         }

@@ -160,9 +160,10 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 // outwards from a pivot near the peak (worker 1's first round: by start time within a class),
 // until the deadline, on `threads` workers; in the second half of the budget most rounds redraw
 // only the key noise of the worker's best round. The best plan.
-// on_improvement is called under a lock (one call at a time).
+// on_improvement is called under a lock (one call at a time). two_sided: worker 0 also tries
+// two-sided sweeps (for sparse instances, chains: see TwoSided in repair.cpp).
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
-                      const std::function<void(Size)>& on_improvement = {}, int threads = 1);
+                      const std::function<void(Size)>& on_improvement = {}, int threads = 1, bool two_sided = true);
 // Time sections of buffers `ids` (the intervals between their consecutive distinct start and end
 // times) and their conflict lists; buffer k is ids[k]. Built by a sweep in start order, O(n log n)
 // plus the pairs. False (c incomplete) when the deadline expires or there are more than max_pairs.
