@@ -180,19 +180,28 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
     int side;  // 0: after the pivot, 1: before it
     auto operator<=>(const Rank&) const = default;
   };
-  std::vector<Rank> rank(key.size());
+  // Sorted as one array of (class, rank, index) records: sorting indices that look both up
+  // was a tenth of a round's time at 20k buffers (cache misses).
+  struct Item {
+    double cls;
+    Rank rank;
+    int i;
+  };
+  std::vector<Item> items(key.size());
   for (std::size_t i = 0; i < key.size(); ++i) {
     const Buffer& b = bs[i];
-    if (!pivot || (b.start <= *pivot && *pivot < b.end)) rank[i] = {0, b.start, 0};
-    else if (b.start > *pivot) rank[i] = {1, b.start - *pivot, 0};
-    else rank[i] = {1, *pivot - b.end, 1};
+    Rank r;
+    if (!pivot || (b.start <= *pivot && *pivot < b.end)) r = {0, b.start, 0};
+    else if (b.start > *pivot) r = {1, b.start - *pivot, 0};
+    else r = {1, *pivot - b.end, 1};
+    items[i] = {cls[i], r, static_cast<int>(i)};
   }
-  std::vector<int> order(key.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    if (cls[a] != cls[b]) return cls[a] > cls[b];
-    return rank[a] != rank[b] ? rank[a] < rank[b] : a < b;
+  std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
+    if (x.cls != y.cls) return x.cls > y.cls;
+    return x.rank != y.rank ? x.rank < y.rank : x.i < y.i;
   });
+  std::vector<int> order(key.size());
+  for (std::size_t k = 0; k < items.size(); ++k) order[k] = items[k].i;
   return order;
 }
 
