@@ -221,8 +221,10 @@ class TimeIndex {
       (k == a ? starts_[k] : conts_[k]).insert(e);
       widest_[k] = std::max(widest_[k], e.hi - e.lo);
     }
-    for (Time j = (b.start - t0_) / slice_, jz = (b.end - 1 - t0_) / slice_; j <= jz; ++j) {
-      if (!covers(e, j) || e.lo > floor_[j]) continue;
+    // Only the slices e covers whole (it is a floor entry there): a plain scan, as long-lived
+    // entries span thousands of slices.
+    for (Time j = (b.start - t0_ + slice_ - 1) / slice_, jz = (b.end - t0_) / slice_ - 1; j <= jz; ++j) {
+      if (e.lo > floor_[static_cast<std::size_t>(j)]) continue;
       // Raise the floor through the covering entries that now touch it (entries starting below
       // floor - widest end below the old floor). They are live at the slice's start, so they
       // sit in the lists of the bucket holding it; the two lists in turn until neither raises it.
