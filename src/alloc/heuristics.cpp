@@ -346,7 +346,7 @@ class TimeIndex {
     }
     c.sum = k;
   }
-  static constexpr std::size_t kChunk = 16;  // a chunk of 2 * kChunk + 1 entries is split in two
+  static constexpr std::size_t kChunk = 8;  // a chunk of 2 * kChunk + 1 entries is split in two (4-32 measured: 6-8 fastest)
   static bool by_lo(const Entry& x, const Entry& y) { return x.lo < y.lo; }
   // Entry x is live over slice j's whole time range.
   bool covers(const Entry& x, Time j) const { return x.s <= t0_ + j * slice_ && x.e >= t0_ + (j + 1) * slice_; }
