@@ -167,17 +167,19 @@ class TwoSided {
 
 }  // namespace
 
-std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset, std::optional<Time> pivot) {
+std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset, std::optional<Time> pivot,
+                               double reach_ratio) {
   const auto& bs = p.buffers;
   const double scale = 1.0 / std::log(std::max(ratio, 1.0 + 1e-9));
   std::vector<double> cls(key.size());
   for (std::size_t i = 0; i < key.size(); ++i) cls[i] = key[i] > 0 ? std::floor(std::log(key[i]) * scale + offset) : -1e300;
-  // Rank within a class: the start time, or with a pivot (0, start) for buffers live at it and
-  // (distance, side) for the others, the side after the pivot first at equal distance.
+  // Rank within a class: the start time, or with a pivot (0, depth, start) for buffers live at it
+  // and (1, distance, side) for the others, the side after the pivot first at equal distance.
   struct Rank {
-    int tier;  // 0: live at the pivot (or no pivot), 1: elsewhere
-    Time a;    // start (tier 0) or distance from the pivot (tier 1)
-    int side;  // 0: after the pivot, 1: before it
+    int tier;      // 0: live at the pivot (or no pivot), 1: elsewhere
+    double depth;  // tier 0 with a reach ratio: minus min(ratio x left reach, right reach)
+    Time a;        // start (tier 0) or distance from the pivot (tier 1)
+    int side;      // 0: after the pivot, 1: before it
     auto operator<=>(const Rank&) const = default;
   };
   // Sorted as one array of (class, rank, index) records, not as indices that look both up
@@ -187,13 +189,27 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
     Rank rank;
     int i;
   };
+  // Reaches beyond an eighth of the mean lifetime count as equal (those buffers then go by
+  // start). Why: one whole sweep of stretched somas_tiny_bert 100k took 0.68 s in start order and
+  // 1.38 s deepest first uncapped (far from the pivot the bottom of the stack is no longer
+  // contiguous, so the sweep's floors stay low and each query walks more entries), 0.75 s capped.
+  double mean_life = 0;
+  for (const Buffer& b : bs) mean_life += static_cast<double>(b.end - b.start) / static_cast<double>(bs.size());
+  const double reach_cap = std::max(1.0, 0.125 * mean_life);
   std::vector<Item> items(key.size());
   for (std::size_t i = 0; i < key.size(); ++i) {
     const Buffer& b = bs[i];
     Rank r;
-    if (!pivot || (b.start <= *pivot && *pivot < b.end)) r = {0, b.start, 0};
-    else if (b.start > *pivot) r = {1, b.start - *pivot, 0};
-    else r = {1, *pivot - b.end, 1};
+    if (!pivot) {
+      r = {0, 0.0, b.start, 0};
+    } else if (b.start <= *pivot && *pivot < b.end) {
+      const double left = static_cast<double>(*pivot - b.start + 1), right = static_cast<double>(b.end - *pivot);
+      r = {0, reach_ratio > 0 ? -std::min({reach_ratio * left, right, reach_cap}) : 0.0, b.start, 0};
+    } else if (b.start > *pivot) {
+      r = {1, 0.0, b.start - *pivot, 0};
+    } else {
+      r = {1, 0.0, *pivot - b.end, 1};
+    }
     items[i] = {cls[i], r, static_cast<int>(i)};
   }
   std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
@@ -215,6 +231,7 @@ struct Recipe {
   double ratio = 4.0;         // the factor between key classes
   double class_offset = 0.0;  // the shift of the class boundaries, in [0, 1)
   std::optional<Time> pivot;  // the tick the classes run outwards from (none: start order)
+  double reach = 0.0;         // at the pivot, deepest first: min(reach x left reach, right reach)
 };
 
 }  // namespace
@@ -356,6 +373,15 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         // 0.469 / 0.747 %, seed 3 0.328 / 0.565 -> 0.325 / 0.544 %; XLA 50k seed 3 0.521 /
         // 0.620 -> 0.289 / 0.514 %. A random pivot, not the best of drafts: rounds are the
         // scarce resource (docs/alloc.md measures it).
+        // Reach ratio: the buffers live at the pivot go deepest first (classed_order), so that
+        // on both sides of it those still live keep the bottom of the stack. In start order only
+        // the side before the pivot stays contiguous; after it, the slots of buffers that ended
+        // are holes under those that go on, open only to later buffers that fit them. Which
+        // side weighs more differs by family (60 one-sweep orders each: stretched
+        // somas_tiny_bert 20k did best at ratios 1/4-1, XLA 50k at 2-8), so the ratio is drawn
+        // log-uniform in [1/4, 8] (rounds 0 and 1: 1), and exploit rounds keep the best plan's.
+        // Measured in docs/alloc.md ("Deepest first at the pivot").
+        r.reach = round <= 1 ? 1.0 : std::exp2(-2.0 + 5.0 * rng.uniform());
         if (round == 0 && w == 0) {
           r.pivot = peak_time;
         } else if (round >= 1 && !near_peak.empty()) {
@@ -371,7 +397,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         const double life = r.beta == 0.0 ? 1.0 : std::pow(static_cast<double>(bs[i].end - bs[i].start), r.beta);
         key[i] = static_cast<double>(bs[i].size) * std::pow(frac, r.e) * life * (1.0 + r.noise * (rng.uniform() - 0.5));
       }
-      order = classed_order(p, key, r.ratio, r.class_offset, r.pivot);
+      order = classed_order(p, key, r.ratio, r.class_offset, r.pivot, r.reach);
       // The round ends at the first buffer that would reach this worker's best height: heights
       // only grow as buffers are added, so it could not beat it. (Its own best, not the shared
       // one, so that a worker's rounds do not depend on how fast the others are.) Measured on

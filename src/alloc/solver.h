@@ -150,11 +150,14 @@ std::vector<Size> peak_load_over_lifetime(const Problem& p);
 // Buffers in classes of `key` a factor `ratio` apart (class boundaries shifted by `offset` in
 // [0, 1)), highest class first, by start time within a class: for buffers of one size, lowest
 // fit in this order is interval-graph colouring (it reaches the max load). With a `pivot` tick,
-// a class runs outwards from it instead: the buffers live at the pivot first (by start), then
-// by distance from it (those starting after it by start, those ending before it by end, latest
-// first), which is still interval-graph colouring on either side but packs the pivot first.
+// a class runs outwards from it instead: the buffers live at the pivot first, then by distance
+// from it (those starting after it by start, those ending before it by end, latest first), which
+// is still interval-graph colouring on either side but packs the pivot first. Those live at the
+// pivot go by start, or with a `reach_ratio` r > 0 deepest first: by min(r x ticks live up to
+// the pivot, ticks live from it on), largest first, so that near the pivot the buffers still
+// live form the bottom of its stack on both sides (r weighs one side against the other).
 std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset,
-                               std::optional<Time> pivot = std::nullopt);
+                               std::optional<Time> pivot = std::nullopt, double reach_ratio = 0.0);
 // Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
 // lifetime / max load)^e, e = 8 first, then random e in [1, 32]), grouped into classes and run
 // outwards from a pivot near the peak (worker 1's first round: by start time within a class),

@@ -308,8 +308,11 @@ TEST(AllocLimits, SweepLowestFitEqualsFirstFitInGuidedOrders) {
     const Placement a = place_sweep_in_order(p, kUnbounded, order, false);
     const Placement b = place_first_fit_in_order(p, kUnbounded, order, false);
     // (An empty buffer conflicts with nothing: any offset is as good, and the two differ there.)
-    for (std::size_t i = 0; i < a.offsets.size(); ++i)
-      if (p.buffers[i].size > 0) ASSERT_EQ(a.offsets[i], b.offsets[i]) << "seed " << seed << ", buffer " << i;
+    for (std::size_t i = 0; i < a.offsets.size(); ++i) {
+      if (p.buffers[i].size > 0) {
+        ASSERT_EQ(a.offsets[i], b.offsets[i]) << "seed " << seed << ", buffer " << i;
+      }
+    }
     EXPECT_TRUE(validate(p, a, true).ok());
   }
 }
@@ -390,8 +393,36 @@ TEST(AllocLimits, PivotedClassedOrderPacksThePivotFirst) {
   }
   const std::vector<double> flat(q.buffers.size(), 64.0);
   for (Time pivot : {Time{0}, Time{700}, Time{1499}, Time{5000}})
-    EXPECT_EQ(height(q, place_sweep_in_order(q, kUnbounded, classed_order(q, flat, 4.0, 0.5, pivot), false)), max_load(q))
-        << pivot;
+    for (double reach : {0.0, 0.5, 4.0})
+      EXPECT_EQ(height(q, place_sweep_in_order(q, kUnbounded, classed_order(q, flat, 4.0, 0.5, pivot, reach), false)), max_load(q))
+          << pivot << " " << reach;
+}
+
+// With a reach ratio the buffers live at the pivot go deepest first. At pivot 100, Y (2 bytes,
+// live 20-101) starts first but ends right after the pivot; X (1 byte, live 50-200) reaches far on
+// both sides. By start, Y takes the bottom, X sits on it, and after tick 101 Y's slot under X is
+// too small for R (3 bytes, live 101-200), which lands on top (height 6). Deepest first, X takes
+// the bottom and R fits over it where Y was: the max load, 4.
+TEST(AllocLimits, PivotedClassedOrderStacksTheDeepestFirst) {
+  Problem p;
+  auto add = [&](Time start, Time end, Size size) {
+    Buffer b;
+    b.id = std::to_string(p.buffers.size()), b.start = start, b.end = end, b.size = size;
+    p.buffers.push_back(b);
+  };
+  add(20, 101, 2);   // Y
+  add(50, 200, 1);   // X
+  add(101, 200, 3);  // R
+  const std::vector<double> key = {3, 3, 3};  // one class
+  const std::vector<int> by_start = classed_order(p, key, 4.0, 0.0, Time{100});
+  EXPECT_EQ(by_start, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(height(p, place_sweep_in_order(p, kUnbounded, by_start, false)), 6);
+  for (double reach : {0.5, 1.0, 4.0}) {
+    const std::vector<int> deepest = classed_order(p, key, 4.0, 0.0, Time{100}, reach);
+    EXPECT_EQ(deepest, (std::vector<int>{1, 0, 2})) << reach;
+    EXPECT_EQ(height(p, place_sweep_in_order(p, kUnbounded, deepest, false)), max_load(p)) << reach;
+  }
+  EXPECT_EQ(max_load(p), 4);
 }
 
 // From 2,000 buffers a height minimization runs the multi-start before the exact search: on
