@@ -368,14 +368,7 @@ TEST(AllocLimits, MultiStartClassedOrderColoursBuffersOfOneSize) {
 // Interval-graph colouring still holds on either side of the pivot.
 TEST(AllocLimits, PivotedClassedOrderPacksThePivotFirst) {
   Problem p;
-  auto add = [&](Time start, Time end, Size size) {
-    Buffer b;
-    b.id = std::to_string(p.buffers.size()), b.start = start, b.end = end, b.size = size;
-    p.buffers.push_back(b);
-  };
-  add(0, 2, 8);
-  add(1, 3, 10);
-  add(2, 4, 10);
+  p.buffers = {buf("0", 8, 0, 2), buf("1", 10, 1, 3), buf("2", 10, 2, 4)};
   const std::vector<double> key = {8, 10, 10};  // one class at ratio 4
   EXPECT_EQ(height(p, place_sweep_in_order(p, kUnbounded, classed_order(p, key, 4.0, 0.0), false)), 28);
   const std::vector<int> pivoted = classed_order(p, key, 4.0, 0.0, Time{2});
@@ -405,14 +398,7 @@ TEST(AllocLimits, PivotedClassedOrderPacksThePivotFirst) {
 // the bottom and R fits over it where Y was: the max load, 4.
 TEST(AllocLimits, PivotedClassedOrderStacksTheDeepestFirst) {
   Problem p;
-  auto add = [&](Time start, Time end, Size size) {
-    Buffer b;
-    b.id = std::to_string(p.buffers.size()), b.start = start, b.end = end, b.size = size;
-    p.buffers.push_back(b);
-  };
-  add(20, 101, 2);   // Y
-  add(50, 200, 1);   // X
-  add(101, 200, 3);  // R
+  p.buffers = {buf("Y", 2, 20, 101), buf("X", 1, 50, 200), buf("R", 3, 101, 200)};
   const std::vector<double> key = {3, 3, 3};  // one class
   const std::vector<int> by_start = classed_order(p, key, 4.0, 0.0, Time{100});
   EXPECT_EQ(by_start, (std::vector<int>{0, 1, 2}));
