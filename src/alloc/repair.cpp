@@ -384,9 +384,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         // on both sides of it those still live keep the bottom of the stack. In start order only
         // the side before the pivot stays contiguous; after it, the slots of buffers that ended
         // are holes under those that go on, open only to later buffers that fit them. Which
-        // side weighs more differs by family (60 one-sweep orders each: stretched
-        // somas_tiny_bert 20k did best at ratios 1/4-1, XLA 50k at 2-8), so the ratio is drawn
-        // log-uniform in [1/4, 8] (rounds 0 and 1: 1); exploit rounds move the best plan's.
+        // side weighs more differs by family (one-sweep orders, 60 per ratio on stretched
+        // somas_tiny_bert 20k, best at ratios 1/4-1; 30 on XLA 50k, best at 2-8), so the ratio
+        // is drawn log-uniform in [1/4, 8] (rounds 0 and 1: 1); exploit rounds move the best
+        // plan's.
         // Measured in docs/alloc.md ("Deepest first at the pivot").
         r.reach = round <= 1 ? 1.0 : std::exp2(-2.0 + 5.0 * rng.uniform());
         if (round == 0 && w == 0) {
