@@ -346,7 +346,9 @@ class TimeIndex {
     }
     c.sum = k;
   }
-  static constexpr std::size_t kChunk = 8;  // a chunk of 2 * kChunk + 1 entries is split in two (4-32 measured: 6-8 fastest)
+  // A chunk of 2 * kChunk + 1 entries is split in two. One whole sweep on five instances: kChunk
+  // 16 was 5-16 % slower on every one, 4 was 0-10 % slower on four and 6 % faster on one.
+  static constexpr std::size_t kChunk = 8;
   static bool by_lo(const Entry& x, const Entry& y) { return x.lo < y.lo; }
   // Entry x is live over slice j's whole time range.
   bool covers(const Entry& x, Time j) const { return x.s <= t0_ + j * slice_ && x.e >= t0_ + (j + 1) * slice_; }

@@ -387,8 +387,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         // side weighs more differs by family (one-sweep orders, 60 per ratio on stretched
         // somas_tiny_bert 20k, best at ratios 1/4-1; 30 on XLA 50k, best at 2-8), so the ratio
         // is drawn log-uniform in [1/4, 8] (rounds 0 and 1: 1); exploit rounds move the best
-        // plan's.
-        // Measured in docs/alloc.md ("Deepest first at the pivot").
+        // plan's. Measured in docs/alloc.md ("Deepest first at the pivot").
         r.reach = round <= 1 ? 1.0 : std::exp2(-2.0 + 5.0 * rng.uniform());
         if (round == 0 && w == 0) {
           r.pivot = peak_time;
