@@ -93,11 +93,13 @@ def families(ctx, limit=10):
            f"Ours: `alloc X.csv --minimize --time-limit {limit}` (default solver; the multi-start on every hardware "
            f"thread, two here: the issue's budget is 10 s on 2 cores); `1 thread` adds `--threads 1`; greedy-by-size: "
            f"`--solver greedy-by-size`. Target: within 0.1 % of the max-load lower bound (or proven) within the limit; "
-           f"`met` reads the default run. Every row is one run. The 5,000-buffer rows take the path below 8,000 "
+           f"`met` reads the median of {ctx.repetitions} default runs (`--seed` 1 to {ctx.repetitions}: the search is "
+           f"randomized and cut by the clock, so one run is a draw from a wide spread; `runs` lists each, `ours` is the "
+           f"median run, `wall s` the slowest); the 1-thread and greedy-by-size columns are one run. The 5,000-buffer rows take the path below 8,000 "
            f"buffers (greedy-by-size, then the multi-start, then the exact search; a sparse one, like the chain, canonical dives and then the exact search at the bound first; docs/alloc.md).", "",
-           "| family | buffers | max-load LB | ours | above LB | proven | wall s | 1 thread: above LB | wall s | "
-           "greedy-by-size | above LB | met |",
-           "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
+           "| family | buffers | max-load LB | ours | above LB | runs: above LB | proven | wall s | 1 thread: above LB | "
+           "wall s | greedy-by-size | above LB | met |",
+           "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|"]
     data = os.path.join(ctx.data, "dsa", "idealloc")
     for family, label in (("xla", "XLA auto-sharding"), ("somas", "SOMAS LLM"),
                           ("scaled:" + os.path.join(data, "iopddl_G_1.csv"), "iopddl_G_1 scaled"),
@@ -107,21 +109,26 @@ def families(ctx, limit=10):
                           ("chain", "activation chain")):
         for n in (5000, 20000, 50000, 100000):
             path = generated(ctx, family, n)
-            r = timed_alloc(ctx, [path, "--minimize", "--time-limit", str(limit)])
+            runs = [timed_alloc(ctx, [path, "--minimize", "--time-limit", str(limit), "--seed", str(seed)])
+                    for seed in range(1, ctx.repetitions + 1)]
             r2 = timed_alloc(ctx, [path, "--minimize", "--time-limit", str(limit), "--threads", "1"])
             g = run_alloc(ctx, [path, "--minimize", "--solver", "greedy-by-size", "--time-limit", "120"])
             os.remove(path)
-            if r["height"] is None or g["height"] is None:
-                out.append(f"| {label} | {n} | - | exit {r['code']} | - | - | {r['wall']:.2f} | - | - | - | - | no |")
+            slowest = max(x["wall"] for x in runs)
+            if any(x["height"] is None for x in runs) or g["height"] is None:
+                code = next((x["code"] for x in runs if x["height"] is None), 0)
+                out.append(f"| {label} | {n} | - | exit {code} | - | - | - | {slowest:.2f} | - | - | - | - | no |")
                 continue
-            lb = r["lb"] if not r["proven"] else g["lb"]
+            r = sorted(runs, key=lambda x: x["height"])[len(runs) // 2]  # the median run
+            lb = g["lb"]  # the max-load bound (every run reports the same one)
             gap = 100.0 * (r["height"] - lb) / lb
             ggap = 100.0 * (g["height"] - lb) / lb
-            met = (gap <= 0.1 or r["proven"]) and r["wall"] <= 1.1 * limit
+            each = " / ".join(f"{100.0 * (x['height'] - lb) / lb:.3f}" for x in runs)
+            met = (gap <= 0.1 or r["proven"]) and slowest <= 1.1 * limit
             two = (f"{100.0 * (r2['height'] - lb) / lb:.3f} %{' (proven)' if r2['proven'] else ''} | {r2['wall']:.2f}"
                    if r2["height"] is not None else f"exit {r2['code']} | {r2['wall']:.2f}")
-            out.append(f"| {label} | {n} | {lb} | {r['height']} | {gap:.3f} % | {'yes' if r['proven'] else 'no'} | "
-                       f"{r['wall']:.2f} | {two} | {g['height']} | {ggap:.3f} % | {'yes' if met else 'no'} |")
+            out.append(f"| {label} | {n} | {lb} | {r['height']} | {gap:.3f} % | {each} % | {'yes' if r['proven'] else 'no'} | "
+                       f"{slowest:.2f} | {two} | {g['height']} | {ggap:.3f} % | {'yes' if met else 'no'} |")
     out.append("")
     return "\n".join(out)
 
