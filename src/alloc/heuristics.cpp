@@ -525,13 +525,21 @@ Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::v
 // placed co-live spans, else on top (TFLite greedy-by-size); otherwise the lowest fit (sweep).
 Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
                                const Deadline* dl, bool stop_at_spill, bool two_sided) {
+  std::size_t k = 0;
+  return place_sweep_in_order(
+      p, capacity, [&](int& i) { return k < order.size() ? (i = order[k++], true) : false; }, best_fit, dl, stop_at_spill,
+      two_sided);
+}
+
+Placement place_sweep_in_order(const Problem& p, Size capacity, const std::function<bool(int&)>& next, bool best_fit,
+                               const Deadline* dl, bool stop_at_spill, bool two_sided) {
   const auto& bs = p.buffers;
   Placement pl = empty_placement(p);
   TimeIndex index(p);
   for (int i : place_fixed(p, pl)) index.add(bs[i], pl.offsets[i]);
   std::vector<Span> s;
   std::size_t step = 0;
-  for (int i : order) {
+  for (int i; next(i);) {
     if (out_of_time(dl, ++step)) {  // every 64: long-lived buffers late in an order cost ~1 ms each
       spill_rest(p, pl);
       break;

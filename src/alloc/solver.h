@@ -132,6 +132,11 @@ Placement place_online(const Problem& p, Size capacity, const Deadline* dl = nul
 // placed buffer live with it hangs from the capacity instead (ends at it); see TwoSided in repair.cpp.
 Placement place_sweep_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
                                const Deadline* dl = nullptr, bool stop_at_spill = false, bool two_sided = false);
+// The same with the order drawn one buffer at a time (`next` sets the next index, or returns
+// false at the order's end), so that an order can be sorted as it is consumed: the multi-start's
+// rounds mostly stop early (repair.cpp).
+Placement place_sweep_in_order(const Problem& p, Size capacity, const std::function<bool(int&)>& next, bool best_fit,
+                               const Deadline* dl = nullptr, bool stop_at_spill = false, bool two_sided = false);
 // First-fit (or best-fit) placement in a given order, in-place parents' slots tried first.
 Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::vector<int>& order, bool best_fit,
                                    const Deadline* dl = nullptr);
