@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "alloc/generate.h"
 #include "alloc/io.h"
@@ -389,6 +391,62 @@ TEST(AllocLimits, PivotedClassedOrderPacksThePivotFirst) {
     for (double reach : {0.0, 0.5, 4.0})
       EXPECT_EQ(height(q, place_sweep_in_order(q, kUnbounded, classed_order(q, flat, 4.0, 0.5, pivot, reach), false)), max_load(q))
           << pivot << " " << reach;
+}
+
+// classed_order sorts each class only when its order reaches it, on records packed into
+// unsigned words; it must give the order its contract states, written here as a plain sort:
+// classes descending, then (live at the pivot first) depth descending, start; (elsewhere)
+// distance, the side after the pivot first; then the index. Negative times, keys of 0 (last),
+// ties, no pivot, and a ratio near 1 (classes too far apart for the counting sort) included.
+TEST(AllocLimits, ClassedOrderMatchesItsContract) {
+  Rng rng(11);
+  for (int trial = 0; trial < 60; ++trial) {
+    Problem p;
+    const int n = 1 + static_cast<int>(rng.below(300));
+    std::vector<double> key(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const Time start = rng.range(-500, 500);
+      p.buffers.push_back(buf(std::to_string(i), 1, start, start + rng.range(1, 300)));
+      key[static_cast<std::size_t>(i)] = rng.chance(0.1) ? 0.0 : std::exp(rng.uniform() * 20.0 - 5.0);
+      if (rng.chance(0.2) && i > 0) key[static_cast<std::size_t>(i)] = key[static_cast<std::size_t>(i - 1)];
+    }
+    const double ratio = trial % 10 == 0 ? 1.0001 : 2.0 + 4.0 * rng.uniform();
+    const double offset = rng.uniform();
+    const std::optional<Time> pivot = trial % 3 == 0 ? std::nullopt : std::optional<Time>(rng.range(-600, 600));
+    const double reach = trial % 4 == 0 ? 0.0 : 0.25 + 8.0 * rng.uniform();
+    double mean_life = 0;
+    for (const Buffer& b : p.buffers) mean_life += static_cast<double>(b.end - b.start) / n;
+    const double cap = std::max(1.0, 0.125 * mean_life);
+    struct Ref {
+      double cls;  // descending
+      int tier;
+      double depth;  // descending
+      Time a;
+      int side, i;
+    };
+    std::vector<Ref> ref;
+    for (int i = 0; i < n; ++i) {
+      const Buffer& b = p.buffers[static_cast<std::size_t>(i)];
+      const double k = key[static_cast<std::size_t>(i)];
+      const double cls = k > 0 ? std::floor(std::log(k) * (1.0 / std::log(ratio)) + offset) : -1e300;
+      if (!pivot) ref.push_back({cls, 0, 0.0, b.start, 0, i});
+      else if (b.start <= *pivot && *pivot < b.end)
+        ref.push_back({cls, 0,
+                       reach > 0 ? std::min({reach * static_cast<double>(*pivot - b.start + 1),
+                                             static_cast<double>(b.end - *pivot), cap})
+                                 : 0.0,
+                       b.start, 0, i});
+      else if (b.start > *pivot) ref.push_back({cls, 1, 0.0, b.start - *pivot, 0, i});
+      else ref.push_back({cls, 1, 0.0, *pivot - b.end, 1, i});
+    }
+    std::sort(ref.begin(), ref.end(), [](const Ref& x, const Ref& y) {
+      if (x.cls != y.cls) return x.cls > y.cls;
+      return std::tie(x.tier, y.depth, x.a, x.side, x.i) < std::tie(y.tier, x.depth, y.a, y.side, y.i);
+    });
+    std::vector<int> want;
+    for (const Ref& r : ref) want.push_back(r.i);
+    EXPECT_EQ(classed_order(p, key, ratio, offset, pivot, reach), want) << "trial " << trial;
+  }
 }
 
 // With a reach ratio the buffers live at the pivot go deepest first. At pivot 100, Y (2 bytes,
