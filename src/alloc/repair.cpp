@@ -171,8 +171,14 @@ class TwoSided {
 // sort of the whole order took 17-27 % of a 10 s run on the synthetic XLA 50k trace.
 class ClassedOrder {
  public:
+  // What every order of one problem shares, computed once per search.
+  struct Times {
+    double reach_cap;  // depths beyond this count as equal
+    Time first_start;  // the earliest start
+    explicit Times(const Problem& p);
+  };
   // log_key: the natural log of each buffer's key (-inf for a key <= 0).
-  ClassedOrder(const Problem& p, const std::vector<double>& log_key, double ratio, double offset,
+  ClassedOrder(const Problem& p, const Times& times, const std::vector<double>& log_key, double ratio, double offset,
                std::optional<Time> pivot, double reach_ratio);
   bool next(int& i);  // sets the next buffer; false at the end
 
@@ -191,8 +197,21 @@ class ClassedOrder {
   std::size_t sorted_ = 0;   // items before this are in their final order
 };
 
-ClassedOrder::ClassedOrder(const Problem& p, const std::vector<double>& log_key, double ratio, double offset,
-                           std::optional<Time> pivot, double reach_ratio) {
+// Reaches beyond an eighth of the mean lifetime count as equal (those buffers then go by start).
+// Why: one whole sweep of stretched somas_tiny_bert 100k took 0.68 s in start order and 1.38 s
+// deepest first uncapped (far from the pivot the bottom of the stack is no longer contiguous, so
+// the sweep's floors stay low and each query walks more entries), 0.75 s capped.
+ClassedOrder::Times::Times(const Problem& p) : first_start(std::numeric_limits<Time>::max()) {
+  double mean_life = 0;
+  for (const Buffer& b : p.buffers) {
+    mean_life += static_cast<double>(b.end - b.start) / static_cast<double>(p.buffers.size());
+    first_start = std::min(first_start, b.start);
+  }
+  reach_cap = std::max(1.0, 0.125 * mean_life);
+}
+
+ClassedOrder::ClassedOrder(const Problem& p, const Times& times, const std::vector<double>& log_key, double ratio,
+                           double offset, std::optional<Time> pivot, double reach_ratio) {
   const auto& bs = p.buffers;
   const double scale = 1.0 / std::log(std::max(ratio, 1.0 + 1e-9));
   std::vector<double> cls(log_key.size());
@@ -200,17 +219,8 @@ ClassedOrder::ClassedOrder(const Problem& p, const std::vector<double>& log_key,
     cls[i] = std::isfinite(log_key[i]) ? std::floor(log_key[i] * scale + offset) : -1e300;
   // Rank within a class: the start time, or with a pivot (0, depth, start) for buffers live at it
   // and (1, distance, side) for the others, the side after the pivot first at equal distance.
-  // Reaches beyond an eighth of the mean lifetime count as equal (those buffers then go by
-  // start). Why: one whole sweep of stretched somas_tiny_bert 100k took 0.68 s in start order and
-  // 1.38 s deepest first uncapped (far from the pivot the bottom of the stack is no longer
-  // contiguous, so the sweep's floors stay low and each query walks more entries), 0.75 s capped.
-  double mean_life = 0;
-  Time first_start = std::numeric_limits<Time>::max();
-  for (const Buffer& b : bs) {
-    mean_life += static_cast<double>(b.end - b.start) / static_cast<double>(bs.size());
-    first_start = std::min(first_start, b.start);
-  }
-  const double reach_cap = std::max(1.0, 0.125 * mean_life);
+  const double reach_cap = times.reach_cap;
+  const Time first_start = times.first_start;
   // Class numbers are whole numbers (floors) or -1e300 for keys <= 0, which go last.
   double top_class = -1e300;
   for (double c : cls) top_class = std::max(top_class, c);
@@ -286,7 +296,7 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
   std::vector<double> log_key(key.size());
   for (std::size_t i = 0; i < key.size(); ++i)
     log_key[i] = key[i] > 0 ? std::log(key[i]) : -std::numeric_limits<double>::infinity();
-  ClassedOrder lazy(p, log_key, ratio, offset, pivot, reach_ratio);
+  ClassedOrder lazy(p, ClassedOrder::Times(p), log_key, ratio, offset, pivot, reach_ratio);
   std::vector<int> order;
   order.reserve(key.size());
   for (int i; lazy.next(i);) order.push_back(i);
@@ -320,6 +330,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   const double lb = std::max(1.0, static_cast<double>(max_load_bound));
   // The logs of the key's factors (see the worker's rounds): size, peak load over the lifetime /
   // max load, lifetime. A buffer of size 0 gets no class (-inf), as a key of 0 did.
+  const ClassedOrder::Times order_times(p);
   std::vector<double> log_size(n), log_share(n), log_life(n);
   for (int i = 0; i < n; ++i) {
     const double size = static_cast<double>(bs[i].size);
@@ -485,7 +496,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         log_key[i] = log_size[i] + r.e * log_share[i] + (r.beta == 0.0 ? 0.0 : r.beta * log_life[i]) +
                      (r.noise == 0.0 ? 0.0 : std::log1p(r.noise * (u - 0.5)));
       }
-      ClassedOrder order(p, log_key, r.ratio, r.class_offset, r.pivot, r.reach);
+      ClassedOrder order(p, order_times, log_key, r.ratio, r.class_offset, r.pivot, r.reach);
       // The round ends at the first buffer that would reach this worker's best height: heights
       // only grow as buffers are added, so it could not beat it. (Its own best, not the shared
       // one, so that a worker's rounds do not depend on how fast the others are.) Measured on
