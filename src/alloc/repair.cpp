@@ -319,7 +319,7 @@ struct Recipe {
 }  // namespace
 
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
-                      const std::function<void(Size)>& on_improvement, int threads, bool two_sided) {
+                      const std::function<void(Size)>& on_improvement, int threads, bool two_sided, int64_t rounds) {
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
   if (dl.expired()) return incumbent;  // (the peak table below costs a sort and O(n log n) memory)
@@ -356,8 +356,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   int best_worker = -1;
   std::atomic<int64_t> bound_key{best_h <= max_load_bound ? -1 : std::numeric_limits<int64_t>::max()};
 
-  // Exploit rounds (below) start halfway through the budget.
+  // Exploit rounds (below) start halfway through the budget: the time limit's, or with a round
+  // budget each worker's own rounds (so that no decision of a round depends on the clock).
   const double exploit_from = dl.elapsed_seconds() + 0.5 * dl.remaining_seconds();
+  const int64_t worker_rounds = rounds > 0 ? (rounds + workers - 1) / workers : 0;  // 0: by time
   // Pivot candidates: the sections within 0.1-2 % of the max load, nearest first (a round
   // takes a prefix of this list and a random pivot in it).
   std::vector<std::size_t> near_peak;
@@ -393,7 +395,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       }
     };
     TwoSided two(p, max_load_bound, two_sided && w == 0);
-    for (int round = 0; !dl.expired(); ++round) {
+    for (int round = 0; !dl.expired() && (worker_rounds == 0 || round < worker_rounds); ++round) {
       const int64_t key_now = static_cast<int64_t>(round) * workers + w;  // (round, worker) order
       if (key_now > bound_key.load()) break;
       // Worker 0 first tries a two-sided sweep at its current target (see TwoSided).
@@ -417,7 +419,8 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       // ended 0.12-0.17 % above the bound where the random orders went on to 0.28-0.39 % (from
       // the best of 30: 0.32-0.50 %, so exploration comes first). Not before round 8, so that
       // a plan at the bound found early does not depend on the clock (the switch is a time).
-      const bool exploit = best_has_recipe && round >= 8 && dl.elapsed_seconds() >= exploit_from && rng.uniform() < 0.75;
+      const bool second_half = worker_rounds > 0 ? round >= worker_rounds / 2 : dl.elapsed_seconds() >= exploit_from;
+      const bool exploit = best_has_recipe && round >= 8 && second_half && rng.uniform() < 0.75;
       auto bell = [&] {  // about normal, deviation 0.58
         double g = -2.0;
         for (int k = 0; k < 4; ++k) g += rng.uniform();

@@ -540,7 +540,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           auto report = [&](Size h) { pool.report(h, "multi-start"); };
           if (p.buffers.size() > kSparseProbeMax || !sparse) {
             Deadline mdl(usable);
-            cur = multi_start(p, cur, mdl, o.seed, report, workers, sparse);
+            cur = multi_start(p, cur, mdl, o.seed, report, workers, sparse, o.iterations);
             if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
             break;
           }
@@ -553,13 +553,22 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           // 1.5-2 s with hardly a backtrack (docs/alloc.md). A plan of the probe (at the bound: optimal) stops the multi-start
           // and is preferred to the multi-start's; the multi-start does not stop the probe, so
           // which plan is returned does not depend on which thread is faster.
-          Deadline warm(std::min(1.0, 0.1 * usable));
-          cur = multi_start(p, cur, warm, o.seed, report, workers, sparse);
+          // With --iterations: the multi-start's rounds first, then the probe alone (a plan it
+          // finds does not depend on the clock, only whether it finds one in time does).
+          Deadline warm(o.iterations > 0 ? usable : std::min(1.0, 0.1 * usable));
+          cur = multi_start(p, cur, warm, o.seed, report, workers, sparse, o.iterations);
           if (height(p, cur) <= lb_pack || dl.expired()) {
             if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
             break;
           }
           const double rest = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
+          if (o.iterations > 0) {
+            ExactResult probe = probe_at_bound(rest);
+            res.nodes += probe.nodes;
+            if (probe.found) consider(cands, p, obj, std::move(probe.placement), "exact");
+            if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
+            break;
+          }
           std::atomic<bool> stop_sweeps{false};
           ExactResult probe;
           Placement more;
@@ -628,11 +637,12 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         };
         const int workers = multi_start_threads(o);
         const double start = dl.elapsed_seconds();
-        Deadline first(0.45 * std::max(0.0, dl.remaining_seconds()));
-        Placement cur = multi_start(p, best_it->pl, first, o.seed, report, workers, sparse);
+        // With --iterations: its rounds only (the exact search after it is bounded by the clock).
+        Deadline first((o.iterations > 0 ? 1.0 : 0.45) * std::max(0.0, dl.remaining_seconds()));
+        Placement cur = multi_start(p, best_it->pl, first, o.seed, report, workers, sparse, o.iterations);
         Size h = height(p, cur);
         if (h < best_it->value) consider(cands, p, obj, cur, "multi-start");
-        if (h <= res.lower_bound) break;  // at the max-load bound: optimal
+        if (h <= res.lower_bound || o.iterations > 0) break;  // at the max-load bound: optimal
         Placement more;
         const double rest = std::max(0.0, dl.remaining_seconds());
         if (workers >= 2) {

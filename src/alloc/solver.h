@@ -67,7 +67,7 @@ struct SolveOptions {
   int threads = 1;            // auto and exact: exact-search workers
   int sweep_threads = 0;      // auto, pack --minimize from 2,000 buffers: multi-start workers (0: all hardware threads)
   uint64_t seed = 1;          // annealing
-  int64_t iterations = 0;     // annealing move budget (0 = by time); fixes results for a seed
+  int64_t iterations = 0;     // 0 = by time; annealing: moves; auto pack --minimize from 2,000 buffers: multi-start rounds
   ExactToggles exact;         // exact-search techniques
   std::function<void(const Progress&)> on_improvement;  // optional: called on each better plan (CLI progress)
 };
@@ -169,9 +169,13 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 // until the deadline, on `threads` workers; in the second half of the budget most rounds redraw
 // only the key noise of the worker's best round. The best plan.
 // on_improvement is called under a lock (one call at a time). two_sided: worker 0 also tries
-// two-sided sweeps (for sparse instances, chains: see TwoSided in repair.cpp).
+// two-sided sweeps (for sparse instances, chains: see TwoSided in repair.cpp). rounds > 0: a
+// budget of that many rounds, ceil(rounds / threads) per worker, the second half of each
+// worker's rounds counting as the second half of the budget; then the plan depends only on
+// the input, seed, threads and rounds, unless the deadline cuts the rounds short.
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
-                      const std::function<void(Size)>& on_improvement = {}, int threads = 1, bool two_sided = true);
+                      const std::function<void(Size)>& on_improvement = {}, int threads = 1, bool two_sided = true,
+                      int64_t rounds = 0);
 // Time sections of buffers `ids` (the intervals between their consecutive distinct start and end
 // times) and their conflict lists; buffer k is ids[k]. Built by a sweep in start order, O(n log n)
 // plus the pairs. False (c incomplete) when the deadline expires or there are more than max_pairs.

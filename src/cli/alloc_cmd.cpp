@@ -121,7 +121,7 @@ void register_alloc(CLI::App& app, int& exit_code) {
   cmd->add_option("--time-limit", a->time_limit, "Seconds for anytime solvers")->check(seconds());
   CLI::Option* threads = cmd->add_option("--threads", a->threads, "Worker threads of auto and exact")->check(thread_count());
   CLI::Option* seed = cmd->add_option("--seed", a->seed, "Annealing seed (auto, annealing)")->check(count_in(0, INT64_MAX));
-  cmd->add_option("--iterations", a->iterations, "Annealing move budget (fixes the result for a seed)")
+  cmd->add_option("--iterations", a->iterations, "A budget instead of time: annealing moves; auto --minimize from 2,000 buffers: multi-start rounds (fixes the plan for a seed and thread count)")
       ->check(count_in(1, int64_t{1} << 40));
   cmd->add_option("--exact-off", a->exact_off,
                   "Switch off exact-search techniques: section_bound symmetry decompose dominance lb_probe fail_first memo restarts lift_check memo_lift_key free_place tight_holes minimalloc_dives load_bound sparse_dives");

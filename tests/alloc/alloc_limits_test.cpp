@@ -334,6 +334,35 @@ TEST(AllocLimits, MultiStartRoundsImproveOnTheFirstOrder) {
   EXPECT_GE(height(p, best), max_load(p));
 }
 
+// A round budget (--iterations with auto --minimize) fixes the plan for a seed and thread
+// count: the search no longer reads the clock, so two runs under different time limits that
+// do not cut it return the same offsets. Both multi-start paths: from 2,000 buffers (then the
+// exact search by time is skipped) and above 8,000 (the multi-start alone), on somas_tiny_bert
+// stretched (these budgets end 0.7 % and 0.09 % above the max load: no run stops at the bound).
+TEST(AllocLimits, IterationsFixTheMultiStartsPlan) {
+  auto base = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/dsa/idealloc/somas_tiny_bert.csv");
+  ASSERT_TRUE(base.ok());
+  for (int n : {3000, 8500}) {
+    const Problem p = generate_scaled(*base, n, 4);
+    SolveOptions o;
+    o.minimize = true;
+    o.iterations = 24;  // 12 rounds per worker: exploit rounds from round 8 (the second half)
+    o.sweep_threads = 2;
+    o.seed = 5;
+    std::vector<Placement> plans;
+    for (double limit : {60.0, 120.0}) {
+      o.time_limit = limit;
+      auto r = solve(p, o);
+      ASSERT_TRUE(r.ok()) << n;
+      EXPECT_TRUE(validate(p, r->placement, true).ok()) << n;
+      EXPECT_LT(r->seconds, 30.0) << n;  // the rounds end the search, not the limit
+      plans.push_back(r->placement);
+    }
+    EXPECT_EQ(plans[0].offsets, plans[1].offsets) << n;
+    EXPECT_GT(height(p, plans[0]), max_load(p)) << n;
+  }
+}
+
 // Classed orders: for buffers of one size, lowest fit in start order is interval-graph
 // colouring and reaches the max load; the plain order (peak factor first) leaves gaps. The
 // multi-start reaches the bound on one worker and on two, and every plan stays valid.
