@@ -167,7 +167,8 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 // lifetime / max load)^e, e = 8 first, then random e in [1, 32]), grouped into classes and run
 // outwards from a pivot near the peak (worker 1's first round: by start time within a class),
 // until the deadline, on `threads` workers; in the second half of the budget most rounds redraw
-// only the key noise of the worker's best round. The best plan.
+// only the key noise of the worker's best round (all of it, or in half of them 5 % of its
+// draws). The best plan.
 // on_improvement is called under a lock (one call at a time). two_sided: worker 0 also tries
 // two-sided sweeps (for sparse instances, chains: see TwoSided in repair.cpp). rounds > 0: a
 // budget of that many rounds, ceil(rounds / threads) per worker, the second half of each
