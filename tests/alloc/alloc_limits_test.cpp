@@ -338,7 +338,7 @@ TEST(AllocLimits, MultiStartRoundsImproveOnTheFirstOrder) {
 // count: the search no longer reads the clock, so two runs under different time limits that
 // do not cut it return the same offsets. Both multi-start paths: from 2,000 buffers (then the
 // exact search by time is skipped) and above 8,000 (the multi-start alone), on somas_tiny_bert
-// stretched (these budgets end 0.7 % and 0.09 % above the max load: no run stops at the bound).
+// stretched (these budgets end about 0.8 % and 0.09 % above the max load: none stops at the bound).
 TEST(AllocLimits, IterationsFixTheMultiStartsPlan) {
   auto base = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/dsa/idealloc/somas_tiny_bert.csv");
   ASSERT_TRUE(base.ok());
