@@ -168,7 +168,8 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 // outwards from a pivot near the peak (worker 1's first round: by start time within a class),
 // until the deadline, on `threads` workers; in the second half of the budget most rounds redraw
 // only the key noise of the worker's best round (all of it, or in half of them 5 % of its
-// draws). The best plan.
+// draws). Near the end each worker compacts its best plan once (compact_by_mirror). The best
+// plan.
 // on_improvement is called under a lock (one call at a time). two_sided: worker 0 also tries
 // two-sided sweeps (for sparse instances, chains: see TwoSided in repair.cpp). rounds > 0: a
 // budget of that many rounds, ceil(rounds / threads) per worker, the second half of each
@@ -177,6 +178,12 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement = {}, int threads = 1, bool two_sided = true,
                       int64_t rounds = 0);
+// Compaction by mirror: each pass places every buffer again by lowest fit in the order of its
+// offset in the plan turned upside down (height - offset - size). Every buffer placed before one
+// lay above it in the plan, so each lands at or below its mirrored offset and the height never
+// grows; a pass may drop buffers into holes. Passes alternate until two in a row gain nothing or
+// the deadline; the plan of the last whole pass (a complete plan no higher than `plan`).
+Placement compact_by_mirror(const Problem& p, const Placement& plan, const Deadline& dl);
 // Time sections of buffers `ids` (the intervals between their consecutive distinct start and end
 // times) and their conflict lists; buffer k is ids[k]. Built by a sweep in start order, O(n log n)
 // plus the pairs. False (c incomplete) when the deadline expires or there are more than max_pairs.

@@ -363,6 +363,31 @@ TEST(AllocLimits, IterationsFixTheMultiStartsPlan) {
   }
 }
 
+// Compaction by mirror never raises a plan and drops buffers into holes: two buffers with a
+// free band between them come down to the max load; on a plan from one plain sweep of a
+// stretched SOMAS dump (about 1 % above the bound) it ends lower, and every pass stays valid.
+TEST(AllocLimits, CompactionByMirrorFillsHolesAndNeverRaises) {
+  Problem tiny;
+  tiny.buffers = {testing::buf("a", 1, 0, 1), testing::buf("b", 1, 0, 2)};
+  Placement holed;
+  holed.offsets = {0, 2};  // b sits above a free band [1, 2): height 3, max load 2
+  holed.spill_reasons.assign(2, "");
+  Deadline none;
+  const Placement packed = compact_by_mirror(tiny, holed, none);
+  EXPECT_TRUE(validate(tiny, packed, true).ok());
+  EXPECT_EQ(height(tiny, packed), 2);
+
+  auto base = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/dsa/idealloc/somas_tiny_bert.csv");
+  ASSERT_TRUE(base.ok());
+  const Problem p = generate_scaled(*base, 4000, 2);
+  std::vector<double> key;
+  const Placement swept = place_sweep_in_order(p, kUnbounded, plain_guided_order(p, key), false);
+  const Placement compacted = compact_by_mirror(p, swept, none);
+  EXPECT_TRUE(validate(p, compacted, true).ok());
+  EXPECT_LT(height(p, compacted), height(p, swept));
+  EXPECT_GE(height(p, compacted), max_load(p));
+}
+
 // Classed orders: for buffers of one size, lowest fit in start order is interval-graph
 // colouring and reaches the max load; the plain order (peak factor first) leaves gaps. The
 // multi-start reaches the bound on one worker and on two, and every plan stays valid.
