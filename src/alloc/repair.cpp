@@ -555,8 +555,8 @@ Placement compact_by_mirror(const Problem& p, const Placement& plan, const Deadl
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(),
               [&](int a, int b) { return mirrored[a] != mirrored[b] ? mirrored[a] < mirrored[b] : a < b; });
-    // Under a capacity of h: a pass cut by the deadline (or, with fixed offsets, one that would
-    // rise) stops incomplete and is dropped.
+    // Under a capacity of h: a pass cut by the deadline, or one that would rise (an aligned
+    // buffer may not fit at or below its mirrored offset), stops incomplete and is dropped.
     Placement next = place_sweep_in_order(p, h, order, false, &dl, true);
     if (!all_placed(p, next)) break;
     const Size h2 = height(p, next);

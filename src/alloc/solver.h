@@ -180,9 +180,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
                       int64_t rounds = 0);
 // Compaction by mirror: each pass places every buffer again by lowest fit in the order of its
 // offset in the plan turned upside down (height - offset - size). Every buffer placed before one
-// lay above it in the plan, so each lands at or below its mirrored offset and the height never
-// grows; a pass may drop buffers into holes. Passes alternate until two in a row gain nothing or
-// the deadline; the plan of the last whole pass (a complete plan no higher than `plan`).
+// lay above it in the plan, so each lands at or below its mirrored offset and the height does not
+// grow; a pass may drop buffers into holes. Each pass runs under the height, so one that would
+// rise (alignment or fixed offsets can make it) stops and is dropped. Passes alternate until two
+// in a row gain nothing or the deadline; the plan of the last whole pass, no higher than `plan`.
 Placement compact_by_mirror(const Problem& p, const Placement& plan, const Deadline& dl);
 // Time sections of buffers `ids` (the intervals between their consecutive distinct start and end
 // times) and their conflict lists; buffer k is ids[k]. Built by a sweep in start order, O(n log n)

@@ -364,8 +364,8 @@ TEST(AllocLimits, IterationsFixTheMultiStartsPlan) {
 }
 
 // Compaction by mirror never raises a plan and drops buffers into holes: two buffers with a
-// free band between them come down to the max load; on a plan from one plain sweep of a
-// stretched SOMAS dump (about 1 % above the bound) it ends lower, and every pass stays valid.
+// free band between them come down to the max load; a plan from one plain lower-bound-guided
+// sweep of a stretched SOMAS dump ends lower, and the result stays valid.
 TEST(AllocLimits, CompactionByMirrorFillsHolesAndNeverRaises) {
   Problem tiny;
   tiny.buffers = {testing::buf("a", 1, 0, 1), testing::buf("b", 1, 0, 2)};
