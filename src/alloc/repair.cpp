@@ -406,7 +406,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       if (key_now > bound_key.load()) break;
       // Compaction: once, at 85 % of the budget (or of the worker's rounds), the worker's best
       // plan compacted by mirror; then its rounds go on below the new height. Why: it reaches
-      // plans no order of the rounds found, but a pass costs 2-5 whole sweeps, so only once.
+      // plans no order of the rounds found, but a pass costs 1.5-7 whole sweeps, so only once.
       // Measured (docs/alloc.md, "Compaction near the end"): the nine instances, `--seed` 1-8,
       // mean above the bound 0.062 -> 0.056 % (paired difference -0.006, s.e. 0.003).
       const bool compact_now = worker_rounds > 0 ? round >= compact_round : dl.elapsed_seconds() >= compact_from;
