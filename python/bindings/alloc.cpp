@@ -179,6 +179,11 @@ void bind_alloc(py::module_& m) {
         return py::make_tuple(sizes, starts, ends);
       },
       py::arg("n"), py::arg("seed"), py::arg("per_tick"));
+  // torch-spyre's in-place edge rules with their words ("" when legal): the drop-in checks its
+  // buffer objects with the engine's own rule before converting them.
+  m.def("alloc_in_place_edge_error", &alloc::in_place_edge_error, py::arg("child"), py::arg("parent"),
+        py::arg("parent_end"), py::arg("child_start"), py::arg("parent_read_after_write"), py::arg("child_size"),
+        py::arg("parent_size"));
   m.def(
       "alloc_doc",
       [opts](const Doc& d, int64_t capacity, bool minimize, std::string objective, std::string solver, double time_limit,

@@ -64,6 +64,7 @@ void bind_lx(py::module_& m) {
   py::class_<lx::CdSolution>(m, "CdSolution")
       .def_readonly("division", &lx::CdSolution::division)
       .def_readonly("address", &lx::CdSolution::address)
+      .def_readonly("reason", &lx::CdSolution::reason)
       .def_readonly("hbm_bytes", &lx::CdSolution::hbm_bytes)
       .def_readonly("seed_hbm_bytes", &lx::CdSolution::seed_hbm_bytes)
       .def_readonly("lower_bound", &lx::CdSolution::lower_bound)

@@ -128,7 +128,7 @@ def test_solver_cases(case):
                          ids=lambda c: c["id"])
 def test_rejected_cases(case):
     bufs = buffers_of(case["buffers"])
-    with pytest.raises(sp.BadInput) as e:
+    with pytest.raises(sp.spyre.ContractError) as e:
         sp.spyre.solve(bufs, case["capacity"] or 1000, alignment=case.get("alignment") or 1)
     if "message_regex" in case["expect"]:
         assert case["expect"]["message_regex"] in str(e.value)
@@ -197,7 +197,7 @@ def test_core_division_captures_beat_or_match_recorded(name):
     assert r.lower_bound <= r.hbm_bytes <= r.seed_hbm_bytes
     assert r.hbm_bytes <= recorded
     for b, k in zip(bufs, r.divisions):
-        assert b.chosen_division is b.core_divisions[k]
+        assert b.chosen_division == k and type(b.chosen_division) is int  # torch-spyre indexes the menu with it
     assert [b.address for b in bufs] == r.addresses
     assert "HBM" in repr(r)
 

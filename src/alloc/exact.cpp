@@ -718,7 +718,7 @@ ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, co
       if (!use_inc) return r;
       for (int i : part) {  // nothing beat the incumbent on this part: keep its plan
         r.placement.offsets[i] = incumbent->offsets[i];
-        r.placement.spill_reasons[i] = incumbent->offsets[i] == kSpilled ? "spilled by exact selection" : "";
+        r.placement.spill_reasons[i] = incumbent->offsets[i] == kSpilled ? "spilled by exact selection: no room within capacity " + std::to_string(p.capacity) : "";
       }
       total += inc_cost;
       continue;
@@ -729,7 +729,7 @@ ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, co
         r.placement.offsets[i] = s.best_off[k];
       } else {
         r.placement.offsets[i] = kSpilled;
-        r.placement.spill_reasons[i] = "spilled by exact selection";
+        r.placement.spill_reasons[i] = "spilled by exact selection: no room within capacity " + std::to_string(p.capacity);
       }
     }
     if (obj == Objective::kSelect) total += s.best_value;

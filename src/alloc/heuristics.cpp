@@ -702,6 +702,20 @@ int in_place_handoffs(const Problem& p, const Placement& pl) {
   return k;
 }
 
+void keep_groups_whole(const Problem& p, Placement& pl) {
+  const int n = static_cast<int>(p.buffers.size());
+  std::vector<int> spilled(n, -1);  // group -> a spilled member
+  for (int i = 0; i < n; ++i)
+    if (p.buffers[i].group >= 0 && pl.offsets[i] == kSpilled && spilled[p.buffers[i].group] < 0) spilled[p.buffers[i].group] = i;
+  for (int i = 0; i < n; ++i) {
+    const int g = p.buffers[i].group;
+    if (g < 0 || spilled[g] < 0 || pl.offsets[i] == kSpilled) continue;
+    pl.offsets[i] = kSpilled;
+    if (pl.spill_reasons.size() == pl.offsets.size())
+      pl.spill_reasons[i] = "spilled with its paired group ('" + p.buffers[spilled[g]].id + "' did not fit within capacity " + std::to_string(p.capacity) + ")";
+  }
+}
+
 Cost selection_lower_bound(const Problem& p) {
   const auto& bs = p.buffers;
   Cost forced = 0;

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <string_view>
 
@@ -125,17 +126,18 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
     }
     auto items = root.at("buffers").elements();
     std::map<std::string, int> index;
-    std::vector<std::vector<std::pair<std::string, JsonCursor>>> parents(items.size());
+    std::vector<std::vector<std::pair<std::string, JsonCursor>>> parents(items.size()), pairs(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
       JsonCursor c = items[i];
-      c.expect_keys({"id", "name", "size", "uses", "first_use_is_read", "lifetime_end_override", "start", "end", "reads",
-                     "alignment", "offset", "spill_cost", "residency_reason", "in_place_parents"});
+      c.expect_keys({"id", "name", "size", "uses", "first_use_is_read", "lifetime_end_override", "lifetime_start_override",
+                     "start", "end", "reads", "alignment", "offset", "spill_cost", "residency_reason", "in_place_parents",
+                     "paired_with"});
       // Two ways to give a lifetime (uses, or start/end) and two names for the id: the keys of
       // the form not taken would be silently ignored, so mixing forms is an error.
       if (c.has("id") && c.has("name")) c.at("name").fail("give \"id\" or \"name\", not both");
       for (const char* k : {"start", "end", "reads"})
         if (c.has("uses") && c.has(k)) c.at(k).fail("does not apply to a buffer given by \"uses\" (its lifetime and reads come from them)");
-      for (const char* k : {"lifetime_end_override"})
+      for (const char* k : {"lifetime_end_override", "lifetime_start_override"})
         if (!c.has("uses") && c.has(k)) c.at(k).fail("applies to a buffer given by \"uses\" only");
       std::string id = c.has("id") ? c.at("id").as_string() : c.at("name").as_string();
       Size size = c.at("size").as_int_at_least(0);
@@ -143,9 +145,14 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
       if (c.has("uses")) {
         JsonCursor u = c.at("uses");
         bool fuir = c.has("first_use_is_read") && c.at("first_use_is_read").as_bool();
-        Time over = c.has("lifetime_end_override") ? c.at("lifetime_end_override").as_int() : -1;
-        auto r = buffer_from_uses(id, size, u.as_int_array(0), fuir, over);
-        if (!r) u.fail(r.error().message);
+        Time over = c.has("lifetime_end_override") ? c.at("lifetime_end_override").as_int() : kNoOverride;
+        Time under = c.has("lifetime_start_override") ? c.at("lifetime_start_override").as_int() : kNoOverride;
+        auto r = buffer_from_uses(id, size, u.as_int_array(0), fuir, over, under);
+        if (!r) (r.error().message.find("override") != std::string::npos
+                     ? c.at(r.error().message.find("start_override") != std::string::npos ? "lifetime_start_override"
+                                                                                          : "lifetime_end_override")
+                     : u)
+                    .fail(r.error().message);
         b = std::move(*r);
       } else {
         b.id = id;
@@ -174,6 +181,8 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
         JsonCursor ip = c.at("in_place_parents");
         for (auto& e : ip.elements()) parents[i].push_back({e.as_string(), e});
       }
+      if (c.has("paired_with"))
+        for (auto& e : c.at("paired_with").elements()) pairs[i].push_back({e.as_string(), e});
       if (!index.emplace(b.id, static_cast<int>(i)).second) c.at(c.has("id") ? "id" : "name").fail("duplicate id '" + b.id + "'");
       p.buffers.push_back(std::move(b));
     }
@@ -183,6 +192,31 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
         if (it == index.end()) cur.fail("in-place parent '" + name + "' does not exist");
         p.buffers[i].in_place_parents.push_back(it->second);
       }
+    // paired_with: the groups are the connected components of the (symmetric) pairing relation;
+    // each is named by its lowest member index.
+    std::vector<int> up(items.size());
+    std::iota(up.begin(), up.end(), 0);
+    auto group_of = [&](int x) {
+      while (up[x] != x) x = up[x] = up[up[x]];
+      return x;
+    };
+    bool paired = false;
+    for (std::size_t i = 0; i < items.size(); ++i)
+      for (auto& [name, cur] : pairs[i]) {
+        auto it = index.find(name);
+        if (it == index.end()) cur.fail("paired buffer '" + name + "' does not exist");
+        int a = group_of(static_cast<int>(i)), b = group_of(it->second);
+        if (a != b) up[std::max(a, b)] = std::min(a, b);
+        paired = true;
+      }
+    if (paired) {
+      std::vector<int> members(items.size(), 0);
+      for (std::size_t i = 0; i < items.size(); ++i) ++members[group_of(static_cast<int>(i))];
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        int r = group_of(static_cast<int>(i));
+        if (members[r] > 1) p.buffers[i].group = r;
+      }
+    }
     if (Status st = check_problem(p); !st) return bad_input(source + ": " + st.error().message);
     return p;
   } catch (const JsonInputError& e) {
@@ -312,6 +346,8 @@ Json problem_to_json(const Problem& p) {
       for (int q : b.in_place_parents) ps.push_back(p.buffers[q].id);
       j["in_place_parents"] = ps;
     }
+    if (b.group >= 0 && b.group != static_cast<int>(bufs.size()))  // each member names its group's first
+      j["paired_with"] = Json::array({p.buffers[b.group].id});
     bufs.push_back(j);
   }
   out["buffers"] = bufs;

@@ -18,20 +18,58 @@ Cost default_spill_cost(const Buffer& b) {
 }
 
 Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Time>& uses, bool first_use_is_read,
-                                Time end_override) {
+                                Time end_override, Time start_override) {
   if (uses.empty()) return bad_input("buffer '" + id + "': uses must not be empty");
   for (std::size_t i = 1; i < uses.size(); ++i)
     if (uses[i] <= uses[i - 1]) return bad_input("buffer '" + id + "': uses must be strictly increasing");
-  if (end_override >= 0 && end_override < uses.back() + 1)
-    return bad_input("buffer '" + id + "': lifetime_end_override is below uses[-1]+1");
+  if (end_override != kNoOverride && end_override < uses.back() + 1)
+    return bad_input("buffer '" + id + "': lifetime_end_override " + std::to_string(end_override) +
+                     " is below uses[-1]+1 = " + std::to_string(uses.back() + 1));
+  if (start_override != kNoOverride && start_override > uses.front())
+    return bad_input("buffer '" + id + "': lifetime_start_override " + std::to_string(start_override) +
+                     " is after uses[0] = " + std::to_string(uses.front()));
   Buffer b;
   b.id = std::move(id);
   b.size = size;
-  b.start = uses.front();
-  b.end = std::max(uses.back() + 1, end_override);
+  b.start = start_override != kNoOverride ? start_override : uses.front();
+  b.end = end_override != kNoOverride ? end_override : uses.back() + 1;
   b.produced_on_chip = !first_use_is_read;
   b.reads = static_cast<int>(uses.size()) - (first_use_is_read ? 0 : 1);
   return b;
+}
+
+std::string in_place_edge_error(const std::string& child, const std::string& parent, Time parent_end, Time child_start,
+                                bool parent_read_after_write, Size child_size, Size parent_size) {
+  if (parent_end != child_start + 1)
+    return "in-place parent '" + parent + "' of '" + child + "' must end at the hand-off tick: its end " +
+           std::to_string(parent_end) + " != child start " + std::to_string(child_start) + " + 1";
+  if (!parent_read_after_write)
+    return "in-place parent '" + parent + "' of '" + child +
+           "' is a computed buffer that is never read (no use after its write)";
+  if (child_size > parent_size)
+    return "in-place child '" + child + "' (" + std::to_string(child_size) + " B) is larger than its parent '" + parent +
+           "' (" + std::to_string(parent_size) + " B)";
+  return {};
+}
+
+bool has_groups(const Problem& p) {
+  for (const Buffer& b : p.buffers)
+    if (b.group >= 0) return true;
+  return false;
+}
+
+Problem with_group_reasons(const Problem& p) {
+  std::unordered_map<int, int> forced;  // group -> a member with a residency reason
+  for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i)
+    if (p.buffers[i].group >= 0 && !p.buffers[i].residency_reason.empty()) forced.emplace(p.buffers[i].group, i);
+  Problem q = p;
+  for (Buffer& b : q.buffers) {
+    auto it = b.group >= 0 ? forced.find(b.group) : forced.end();
+    if (it == forced.end() || !b.residency_reason.empty()) continue;
+    const Buffer& m = p.buffers[it->second];
+    b.residency_reason = "paired with '" + m.id + "', which stays in HBM: " + m.residency_reason;
+  }
+  return q;
 }
 
 Status check_problem(const Problem& p) {
@@ -64,19 +102,16 @@ Status check_problem(const Problem& p) {
     if (b.reads < 0) return bad_input(who + ": negative read count");
     if (b.end <= b.start) return bad_input(who + ": end " + std::to_string(b.end) + " <= start " + std::to_string(b.start));
     if (b.alignment <= 0) return bad_input(who + ": alignment must be positive");
+    if (b.group < -1 || b.group >= n) return bad_input(who + ": group must be -1 or a buffer index");
     if (b.fixed_offset != kNoFixedOffset && (b.fixed_offset < 0 || b.fixed_offset % b.alignment != 0))
       return bad_input(who + ": fixed offset " + std::to_string(b.fixed_offset) + " is negative or not aligned");
     for (int q : b.in_place_parents) {
       if (q < 0 || q >= n) return bad_input(who + ": in-place parent does not exist");
       if (q == i) return bad_input(who + ": is its own in-place parent");
       const Buffer& par = bs[q];
-      if (par.end != b.start + 1)
-        return bad_input(who + ": in-place parent '" + par.id + "' must end at child.start+1 (ends " +
-                         std::to_string(par.end) + ", child starts " + std::to_string(b.start) + ")");
-      if (par.produced_on_chip && par.reads < 1)
-        return bad_input(who + ": in-place parent '" + par.id + "' is a computed buffer that is never read");
-      if (b.size > par.size)
-        return bad_input(who + ": larger than its in-place parent '" + par.id + "'");
+      std::string why = in_place_edge_error(b.id, par.id, par.end, b.start, !par.produced_on_chip || par.reads >= 1, b.size,
+                                            par.size);
+      if (!why.empty()) return bad_input(who + ": " + why);
     }
   }
   // Parent edges go from an earlier end to a later start, so a cycle is impossible once the
@@ -120,6 +155,27 @@ Status check_problem(const Problem& p) {
         return bad_input("fixed offsets of '" + x.id + "' and '" + y.id + "' collide");
     }
   return ok_status();
+}
+
+bool has_in_place(const Problem& p) {
+  for (const Buffer& b : p.buffers)
+    if (!b.in_place_parents.empty()) return true;
+  return false;
+}
+
+Problem handoff_relaxation(const Problem& p) {
+  Problem r = p;
+  for (Buffer& b : r.buffers) {
+    if (b.in_place_parents.empty()) continue;
+    b.in_place_parents.clear();
+    if (b.start + 1 < b.end) {
+      ++b.start;
+    } else {  // live only at the hand-off tick: it may sit inside its parent, so no footprint
+      b.spill_cost = spill_cost(b);  // (the cost stays: spilling it still costs the same)
+      b.size = 0;
+    }
+  }
+  return r;
 }
 
 Size max_load(const Problem& p) {

@@ -39,6 +39,8 @@ struct Buffer {
   bool produced_on_chip = true;        // first use is the producing write (not a graph-input read)
   Cost spill_cost = -1;                // cost when spilled; -1 = default rule (see default_spill_cost)
   std::string residency_reason;        // non-empty: must be spilled (forced exclusion), with this reason
+  int group = -1;                      // atomic residency group (torch-spyre's paired_with), or -1:
+                                       // all members placed or all spilled
 };
 
 struct Problem {
@@ -56,17 +58,40 @@ struct Placement {
 Cost default_spill_cost(const Buffer& b);
 inline Cost spill_cost(const Buffer& b) { return b.spill_cost >= 0 ? b.spill_cost : default_spill_cost(b); }
 
-// Builds a buffer from torch-spyre uses (strictly increasing op indices). end = max(uses.back()+1,
-// end_override); reads = len(uses) - [!first_use_is_read]. Fails on empty/non-increasing uses.
+// Builds a buffer from torch-spyre uses (strictly increasing op indices). start = min(uses[0],
+// start_override), end = max(uses.back()+1, end_override) (each override only widens the
+// lifetime; one that would narrow it is an error, as torch-spyre asserts); reads = len(uses) -
+// [!first_use_is_read]. Fails on empty/non-increasing uses.
+inline constexpr Time kNoOverride = std::numeric_limits<Time>::min();
 Result<Buffer> buffer_from_uses(std::string id, Size size, const std::vector<Time>& uses, bool first_use_is_read,
-                                Time end_override = -1);
+                                Time end_override = kNoOverride, Time start_override = kNoOverride);
+
+// torch-spyre's in-place edge rules in the order it checks them (_check_in_place_relationships):
+// the parent ends at child.start+1, a computed parent is read after its write, the child is no
+// larger. Empty when the edge is legal, else the reason in torch-spyre's words.
+std::string in_place_edge_error(const std::string& child, const std::string& parent, Time parent_end, Time child_start,
+                                bool parent_read_after_write, Size child_size, Size parent_size);
+
+// Groups: members of a group with a forced spill get a residency reason naming it (so that the
+// solvers see the whole group forced off chip). Returns p unchanged when no group has one.
+bool has_groups(const Problem& p);
+Problem with_group_reasons(const Problem& p);
 
 // Structural checks (the kMaxTotalBytes / kMaxTotalCost bounds, sizes, lifetimes, alignment > 0, parents exist, no parent cycles, fixed
 // offsets aligned and not colliding) plus torch-spyre's in-place rules (parent.end == child.start+1,
 // parent read after write or first use a read, child.size <= parent.size). One-line bad_input errors.
 Status check_problem(const Problem& p);
 
-// Max-load lower bound: the largest total size live at one instant (alignment ignored).
+// True when some buffer declares an in-place parent.
+bool has_in_place(const Problem& p);
+// The hand-off relaxation: every plan valid for `p` is valid for it at the same cost, so its
+// bounds bound `p`. At a hand-off tick the parent's whole footprint stays live and a child at its
+// base lies inside it, so each child with declared parents starts one tick later (a child live
+// only at that tick keeps no footprint); in-place edges are dropped. docs/alloc.md.
+Problem handoff_relaxation(const Problem& p);
+
+// Max-load lower bound: the largest total size live at one instant (alignment ignored). With
+// in-place edges, take it on handoff_relaxation(p): a hand-off pair counts the parent once.
 Size max_load(const Problem& p);
 // True when a and b are live at a common tick.
 inline bool lifetimes_overlap(const Buffer& a, const Buffer& b) { return a.start < b.end && b.start < a.end; }

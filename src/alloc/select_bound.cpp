@@ -178,18 +178,17 @@ struct Relax {
 }  // namespace
 
 LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int64_t node_limit) {
+  // In-place hand-offs: a child at its parent's base lies inside the parent's footprint at the
+  // hand-off tick, so the load is counted on the hand-off relaxation (never above what a valid
+  // plan occupies at any instant).
+  if (has_in_place(p)) return load_relaxation(handoff_relaxation(p), upper, seconds, node_limit);
   LoadRelaxation out;
   Deadline dl(seconds);
   const auto& bs = p.buffers;
   const int N = static_cast<int>(bs.size());
   out.spill.assign(N, 0);
-  // In-place hand-offs let a child share its parent's bytes at the hand-off tick: end each parent
-  // at its children's start (the same relaxation as the exact search's proofs), so the load
-  // counted at every instant never exceeds what a valid plan occupies.
   std::vector<Time> end(N);
   for (int i = 0; i < N; ++i) end[i] = bs[i].end;
-  for (int i = 0; i < N; ++i)
-    for (int q : bs[i].in_place_parents) end[q] = std::min(end[q], bs[i].start);
   Cost forced = 0;
   std::vector<int> vars;
   for (int i = 0; i < N; ++i) {

@@ -177,7 +177,8 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
   Rng rng(o.seed);
   const int64_t budget = o.iterations > 0 ? o.iterations : INT64_MAX;
   double t0 = std::max(1.0, 0.02 * static_cast<double>(std::min<int64_t>(cur_v, kUnbounded / 2)));
-  const int64_t floor_v = obj == Objective::kSelect ? selection_lower_bound(p) : max_load(p);
+  auto floor_of = [&](const Problem& q) -> int64_t { return obj == Objective::kSelect ? selection_lower_bound(q) : max_load(q); };
+  const int64_t floor_v = has_in_place(p) ? floor_of(handoff_relaxation(p)) : floor_of(p);
   for (int64_t it = 0; it < budget && best_v > floor_v; ++it) {  // stop once provably optimal
     // The limit holds with --iterations too (a run it cuts short is no longer seed-determined).
     if (dl.expired() || (stop && stop->load())) break;  // a decode costs far more than a clock read
@@ -238,6 +239,7 @@ struct Pool {
 thread_local Pool* g_pool = nullptr;  // set by solve() for the duration of one call
 
 void consider(std::vector<Candidate>& c, const Problem& p, Objective obj, Placement pl, const std::string& name) {
+  if (obj == Objective::kSelect) keep_groups_whole(p, pl);  // (a pack places every member anyway)
   int64_t v = score(p, pl, obj);
   c.push_back({std::move(pl), name, v});
   if (g_pool && &g_pool->c == &c) g_pool->report(v, name);
@@ -248,18 +250,32 @@ void consider(std::vector<Candidate>& c, const Problem& p, Objective obj, Placem
 Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   Deadline dl(o.time_limit);
   if (Status st = check_problem(p); !st) return st.error();
+  // A group with a member forced off chip goes off chip whole: solve with that stated.
+  if (has_groups(p)) {
+    Problem q = with_group_reasons(p);
+    bool changed = false;
+    for (std::size_t i = 0; i < p.buffers.size() && !changed; ++i) changed = q.buffers[i].residency_reason != p.buffers[i].residency_reason;
+    if (changed) return solve(q, o);
+  }
+  const bool grouped = has_groups(p);
   SolveResult res;
   const Objective obj = o.objective;
   const bool pack = obj == Objective::kPack;
   const Size hcap = pack ? kUnbounded : p.capacity;  // heuristics pack without a ceiling, then compare
-  Size lb_pack = max_load(p);
+  // With in-place edges every bound is taken on the hand-off relaxation: the max load of `p`
+  // counts a parent and its child twice at the hand-off tick, where a valid plan holds the
+  // parent's footprint once (docs/alloc.md).
+  const bool has_ip = has_in_place(p);
+  const Problem relaxed = has_ip ? handoff_relaxation(p) : Problem{};
+  const Problem& bounded = has_ip ? relaxed : p;
+  Size lb_pack = max_load(bounded);
   {
     Size biggest = 0;
     for (const Buffer& b : p.buffers)
       if (b.residency_reason.empty()) biggest = std::max(biggest, b.size);
     lb_pack = std::max(lb_pack, biggest);
   }
-  const Cost lb_sel = pack ? 0 : selection_lower_bound(p);
+  const Cost lb_sel = pack ? 0 : selection_lower_bound(bounded);
   res.lower_bound = pack ? lb_pack : lb_sel;
   // A pack whose lower bound is above the capacity is infeasible: answer before any heuristic runs
   // (they place below kUnbounded = 2^61, which one buffer of up to 2^62 bytes can exceed).
@@ -283,24 +299,14 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   int64_t exact_lb = res.lower_bound;
 
   // The exact search treats an in-place pair as an ordinary conflict, so its plans are valid but
-  // its proofs ignore hand-offs. With in-place edges, proofs come from a relaxation instead: each
-  // parent with children ends one tick early (no conflict at the hand-off tick). Its optimum is a
-  // lower bound; its plan is used too when it happens to be valid for the real problem.
-  bool has_ip = false;
-  for (const Buffer& b : p.buffers) has_ip = has_ip || !b.in_place_parents.empty();
-  Problem relaxed = p;
-  if (has_ip) {
-    for (Buffer& b : relaxed.buffers)
-      for (int q : b.in_place_parents) relaxed.buffers[q].end = std::min(relaxed.buffers[q].end, b.start);
-    for (Buffer& b : relaxed.buffers) {
-      b.in_place_parents.clear();
-      if (b.end <= b.start) b.size = 0;  // parent live only at the hand-off tick: no footprint
-      if (b.end <= b.start) b.end = b.start + 1;
-    }
-  }
+  // its proofs ignore hand-offs. With in-place edges, proofs come from the hand-off relaxation
+  // instead (each child starts one tick late, inside its parent's footprint). Its optimum is a
+  // lower bound; its plan is used too when the validator accepts it for the real problem.
   auto consider_relaxed = [&](const ExactResult& e) {
     if (!e.found) return;
-    if (validate(p, e.placement, pack, pack ? kUnbounded : -1).ok()) consider(cands, p, obj, e.placement, "exact");
+    Placement pl = e.placement;
+    if (!pack) keep_groups_whole(p, pl);
+    if (validate(p, pl, pack, pack ? kUnbounded : -1).ok()) consider(cands, p, obj, std::move(pl), "exact");
   };
 
   // Exact search on `threads` workers with different restart seeds; the first to finish
@@ -436,7 +442,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
           if (lr.spill[i] && q.buffers[i].residency_reason.empty())
             q.buffers[i].residency_reason = q.buffers[i].size > p.capacity
                                                 ? "larger than capacity " + std::to_string(p.capacity)
-                                                : "spilled by exact selection";
+                                                : "spilled by exact selection: no room within capacity " + std::to_string(p.capacity);
         ExactResult e = exact_search(q, Objective::kPack, false, o.exact, 0.25 * std::max(0.0, dl.remaining_seconds()), nullptr);
         res.nodes += e.nodes;
         if (e.found) {  // (spill reasons: the ones set on q)
@@ -711,6 +717,9 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   res.height = height(p, res.placement);
   res.spill_cost = spilled_cost(p, res.placement);
   res.lower_bound = std::max(res.lower_bound, exact_lb);
+  // The exact search ignores groups: its completed search proves nothing for a grouped selection
+  // (its bounds stay valid: the groups only remove plans).
+  if (grouped && !pack) exact_complete = false;
   if (pack) {
     res.feasible = all_placed(p, res.placement) && res.height <= p.capacity;
     if (res.feasible) {

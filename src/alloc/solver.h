@@ -221,6 +221,9 @@ Placement dive_portfolio(const Problem& p, Size target, const Deadline& dl);
 Placement place_in_order(const Problem& p, Size capacity, const std::vector<int>& order, const Deadline* dl = nullptr);
 // Number of buffers placed at one of their in-place parents' address.
 int in_place_handoffs(const Problem& p, const Placement& pl);
+// Spills every member of an atomic group (Buffer::group) that has a spilled member: dropping
+// buffers keeps a plan valid, and makes it respect the groups.
+void keep_groups_whole(const Problem& p, Placement& pl);
 // torch-spyre FirstFit/BestFit order: score sort then topological sort over in-place edges.
 std::vector<int> first_fit_order(const Problem& p);
 // Selection lower bound: forced spills plus, per instant, the cheapest fractional removal of the excess load.

@@ -18,6 +18,7 @@ const char* violation_name(Violation v) {
     case Violation::kOverlap: return "overlap";
     case Violation::kBadInPlace: return "bad_in_place";
     case Violation::kSpillRequired: return "spilled_in_pack";
+    case Violation::kGroupSplit: return "group_split";
   }
   return "unknown";
 }
@@ -68,10 +69,26 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
       rep.add(Violation::kFixedMoved, i, -1, "'" + b.id + "' must be at " + std::to_string(b.fixed_offset));
     if (!b.residency_reason.empty()) rep.add(Violation::kForcedPlaced, i, -1, "'" + b.id + "' must be spilled: " + b.residency_reason);
   }
-  // Legal hand-offs: a placed child at a placed declared parent's exact base, parent ending at
-  // child.start+1. The parent then counts as dead from child.start on; one child per parent.
-  std::vector<Time> eff_end(n);
-  for (int i = 0; i < n; ++i) eff_end[i] = bs[i].end;
+  // Atomic groups: a member placed and another spilled.
+  {
+    std::vector<int> placed_member(n, -1), spilled_member(n, -1);
+    for (int i = 0; i < n; ++i) {
+      const int g = bs[i].group;
+      if (g < 0 || g >= n) continue;
+      (pl.offsets[i] == kSpilled ? spilled_member : placed_member)[g] = i;
+    }
+    for (int g = 0; g < n; ++g)
+      if (placed_member[g] >= 0 && spilled_member[g] >= 0)
+        rep.add(Violation::kGroupSplit, placed_member[g], spilled_member[g],
+                "'" + bs[placed_member[g]].id + "' is placed but '" + bs[spilled_member[g]].id + "', paired with it, is spilled");
+  }
+  // Legal hand-offs: a placed child at a placed declared parent's exact base, no larger than the
+  // parent, the parent ending at child.start+1; one child per parent. On that tick the parent's
+  // whole footprint is live (torch-spyre keeps it: no third buffer and no sibling may use any of
+  // its bytes, those above the child's size included) and the child lies inside it, so the child
+  // enters the sweep one tick late and the parent keeps its full lifetime.
+  std::vector<Time> eff_start(n);
+  for (int i = 0; i < n; ++i) eff_start[i] = bs[i].start;
   std::vector<int> taken_by(n, -1);
   for (int c = 0; c < n; ++c) {
     if (pl.offsets[c] == kSpilled) continue;
@@ -83,7 +100,7 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
         continue;
       }
       taken_by[q] = c;
-      eff_end[q] = bs[c].start;
+      eff_start[c] = bs[c].start + 1;
       break;
     }
   }
@@ -91,12 +108,12 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
   std::vector<int> order;
   order.reserve(n);
   for (int i = 0; i < n; ++i)
-    if (pl.offsets[i] != kSpilled && pl.offsets[i] >= 0 && bs[i].size > 0 && eff_end[i] > bs[i].start) order.push_back(i);
+    if (pl.offsets[i] != kSpilled && pl.offsets[i] >= 0 && bs[i].size > 0 && bs[i].end > eff_start[i]) order.push_back(i);
   std::vector<std::pair<Time, int>> events;  // (time, +id+1 start | -(id+1) end); ends sort first
   events.reserve(order.size() * 2);
   for (int i : order) {
-    events.push_back({bs[i].start, i + 1});
-    events.push_back({eff_end[i], -(i + 1)});
+    events.push_back({eff_start[i], i + 1});
+    events.push_back({bs[i].end, -(i + 1)});
   }
   std::sort(events.begin(), events.end());
   std::set<std::pair<Offset, int>> live;

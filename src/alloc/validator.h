@@ -19,6 +19,7 @@ enum class Violation {
   kOverlap,          // two co-live buffers share addresses (and are not a legal in-place hand-off)
   kBadInPlace,       // same-address hand-off that is not declared, or a parent slot taken twice
   kSpillRequired,    // pack objective: a buffer was spilled
+  kGroupSplit,       // an atomic group (paired_with) has members placed and members spilled
 };
 
 const char* violation_name(Violation v);
@@ -38,6 +39,8 @@ struct ValidationReport {
 // Checks `pl` against `p`: alignment, capacity, fixed offsets, forced spills, and that no two
 // co-live placed buffers overlap in address space, except an in-place child at its declared
 // parent's exact base address during the single hand-off tick (at most one child per parent).
+// On that tick the parent's whole footprint is live: no other buffer (a sibling child included)
+// may use any of its bytes, also those above the child's size (torch-spyre's rule).
 // With require_all_placed, any spilled buffer is a violation (the pack objective). `capacity`
 // >= 0 replaces p.capacity (pack plans are judged without a ceiling, then on their height).
 // Overflow-safe for any offsets and sizes: an end past INT64_MAX is over capacity, and the

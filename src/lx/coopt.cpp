@@ -25,50 +25,73 @@ const std::vector<std::pair<int, int>>* match_list(const CdBuffer& child, int pa
   return nullptr;
 }
 
-bool gate_ok(const Ctx& c, const std::vector<int>& div, int b) {
-  for (int ch : c.children[b]) {
-    const auto* l = match_list(c.p->buffers[ch], b);
-    if (!l) return false;
-    bool ok = false;
-    for (auto [pd, cd] : *l) ok = ok || (pd == div[b] && cd == div[ch]);
-    if (!ok) return false;
-  }
-  return true;
-}
-
 int64_t cost_of(const CdBuffer& b) { return b.size < 0 ? 0 : b.size * static_cast<int64_t>(b.uses.size()); }
 
 struct Eval {
   int64_t cost = 0;
   std::vector<int64_t> address;
+  std::vector<std::string> reason;  // per buffer, "" when resident
 };
+
+// Why a buffer cannot be resident under `div` before any placement ("" when it may be).
+std::string exclusion(const Ctx& c, const std::vector<int>& div, int b) {
+  const CdBuffer& x = c.p->buffers[b];
+  if (!x.residency_reason.empty()) return x.residency_reason;
+  if (x.size < 0) return "unsized";
+  if (x.uses.empty()) return "no consumer reads it from LX";
+  const int64_t fp = cd_footprint(x, div[b]);
+  if (fp > c.p->capacity)
+    return "capacity: per-core footprint " + std::to_string(fp) + " B exceeds LX capacity " + std::to_string(c.p->capacity);
+  for (int ch : c.children[b]) {
+    const auto* l = match_list(c.p->buffers[ch], b);
+    bool ok = false;
+    if (l)
+      for (auto [pd, cd] : *l) ok = ok || (pd == div[b] && cd == div[ch]);
+    if (!ok) return "core-div mismatch: " + c.p->buffers[ch].name + " slices it differently";
+  }
+  return {};
+}
 
 // Scores a division assignment: eligible buffers go to the alloc engine's selection objective.
 Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double seconds) {
   const CdProblem& p = *c.p;
   const int n = static_cast<int>(p.buffers.size());
+  std::vector<std::string> why(n);
+  for (int b = 0; b < n; ++b) why[b] = exclusion(c, div, b);
+  // A group goes to HBM whole when one of its members must.
+  std::vector<int> out_member(n, -1);
+  for (int b = 0; b < n; ++b)
+    if (p.buffers[b].group >= 0 && !why[b].empty() && out_member[p.buffers[b].group] < 0) out_member[p.buffers[b].group] = b;
+  for (int b = 0; b < n; ++b) {
+    const int g = p.buffers[b].group;
+    if (g >= 0 && why[b].empty() && out_member[g] >= 0)
+      why[b] = "paired with " + p.buffers[out_member[g]].name + ", which stays in HBM";
+  }
   alloc::Problem ap;
   ap.capacity = p.capacity;
   std::vector<int> idx(n, -1), back;
   for (int b = 0; b < n; ++b) {
     const CdBuffer& x = p.buffers[b];
-    if (!x.residency_reason.empty() || x.size < 0 || x.uses.empty()) continue;
-    int64_t fp = cd_footprint(x, div[b]);
-    if (fp > p.capacity || !gate_ok(c, div, b)) continue;
+    if (!why[b].empty()) continue;
     alloc::Buffer ab;
     ab.id = x.name;
-    ab.size = fp;
-    ab.start = x.uses.front();
-    ab.end = x.uses.back() + 1;
+    ab.size = cd_footprint(x, div[b]);
+    ab.start = x.start;
+    ab.end = x.end;
     ab.alignment = p.alignment;
     ab.spill_cost = cost_of(x);
     idx[b] = static_cast<int>(ap.buffers.size());
     back.push_back(b);
     ap.buffers.push_back(std::move(ab));
   }
+  std::vector<int> first_in_ap(n, -1);  // cd group -> its lowest member in `ap` (the group's id there)
   for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
-    const CdBuffer& ch = p.buffers[back[k]];
-    for (int q : ch.in_place_parents) {
+    const CdBuffer& x = p.buffers[back[k]];
+    if (x.group >= 0) {
+      if (first_in_ap[x.group] < 0) first_in_ap[x.group] = static_cast<int>(k);
+      ap.buffers[k].group = first_in_ap[x.group];
+    }
+    for (int q : x.in_place_parents) {
       if (idx[q] < 0) continue;
       const alloc::Buffer& pa = ap.buffers[idx[q]];
       const CdBuffer& qb = p.buffers[q];
@@ -83,6 +106,8 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
   if (fast) {
     alloc::Placement a = alloc::place_first_fit(ap, ap.capacity, true);
     alloc::Placement b = alloc::place_first_fit(ap, ap.capacity, false);
+    alloc::keep_groups_whole(ap, a);
+    alloc::keep_groups_whole(ap, b);
     pl = alloc::spilled_cost(ap, a) <= alloc::spilled_cost(ap, b) ? a : b;
   } else {
     alloc::SolveOptions so;
@@ -90,12 +115,23 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
     so.solver = alloc::SolverKind::kAuto;
     so.time_limit = std::max(0.0, seconds);
     auto r = alloc::solve(ap, so);
-    if (r) pl = r->placement;
-    else pl = alloc::place_first_fit(ap, ap.capacity, true);
+    if (r) {
+      pl = r->placement;
+    } else {
+      pl = alloc::place_first_fit(ap, ap.capacity, true);
+      alloc::keep_groups_whole(ap, pl);
+    }
   }
-  for (std::size_t k = 0; k < ap.buffers.size(); ++k) e.address[back[k]] = pl.offsets[k];
+  for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
+    e.address[back[k]] = pl.offsets[k];
+    if (pl.offsets[k] == alloc::kSpilled)
+      why[back[k]] = k < pl.spill_reasons.size() && !pl.spill_reasons[k].empty()
+                         ? pl.spill_reasons[k]
+                         : "no room on scratchpad (capacity " + std::to_string(p.capacity) + ")";
+  }
   for (int b = 0; b < n; ++b)
     if (e.address[b] < 0) e.cost += cost_of(p.buffers[b]);
+  e.reason = std::move(why);
   return e;
 }
 
@@ -175,8 +211,8 @@ int64_t lower_bound(const CdProblem& p) {
     alloc::Buffer ab;
     ab.id = x.name;
     ab.size = fp;
-    ab.start = x.uses.front() + (x.in_place_parents.empty() ? 0 : 1);
-    ab.end = x.uses.back() + 1;
+    ab.start = x.start + (x.in_place_parents.empty() ? 0 : 1);  // inside its parent at the hand-off tick
+    ab.end = x.end;
     if (ab.start >= ab.end) continue;  // lives only at its hand-off tick: may share its parent's slot
     ab.alignment = 1;
     ab.spill_cost = cost_of(x);
@@ -227,8 +263,8 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
     // the capture but not needed here (accepted, not read). Anything else is a typo.
     static const std::vector<std::string> kKeys = {
         "name", "size", "uses", "first_use_is_read", "in_place_parents", "residency_reason", "parents", "core_divisions",
-        "cd_parent_matches", "lifetime_end_override", "start", "end", "boundary", "placement", "boundary_cost",
-        "spill_write_cost"};
+        "cd_parent_matches", "lifetime_end_override", "lifetime_start_override", "paired_with", "start", "end", "boundary",
+        "placement", "boundary_cost", "spill_write_cost"};
     static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
                                                            "tiling"};
     // A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
@@ -257,16 +293,32 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
       for (std::size_t k = 1; k < x.uses.size(); ++k)
         if (x.uses[k] <= x.uses[k - 1]) b.at("uses").fail("expected strictly increasing op indices");
       x.first_use_is_read = b.has("first_use_is_read") && b.at("first_use_is_read").as_bool();
-      // Lifetimes come from the uses; an override that would extend one is not modelled here.
-      if (b.has("lifetime_end_override") &&
-          b.at("lifetime_end_override").as_int() > (x.uses.empty() ? 0 : x.uses.back() + 1))
-        b.at("lifetime_end_override").fail("an end beyond the last use + 1 is not supported by core-division co-optimization");
+      // The lifetime: [uses[0], uses[-1]+1), widened by the overrides (torch-spyre asserts that an
+      // override never narrows it). A graph input's empty use list has no lifetime on LX.
+      if (!x.uses.empty()) {
+        x.start = x.uses.front();
+        x.end = x.uses.back() + 1;
+        if (b.has("lifetime_end_override")) {
+          const int64_t e = b.at("lifetime_end_override").as_int();
+          if (e < x.end)
+            b.at("lifetime_end_override").fail("lifetime_end_override " + std::to_string(e) + " is below uses[-1]+1 = " + std::to_string(x.end));
+          x.end = e;
+        }
+        if (b.has("lifetime_start_override")) {
+          const int64_t st = b.at("lifetime_start_override").as_int();
+          if (st > x.start)
+            b.at("lifetime_start_override").fail("lifetime_start_override " + std::to_string(st) + " is after uses[0] = " + std::to_string(x.start));
+          x.start = st;
+        }
+        if (x.start < -(int64_t{1} << 50) || x.end > (int64_t{1} << 50)) b.fail("expected a lifetime within [-2^50, 2^50]");
+      }
       if (b.has("in_place_parents"))
         for (const auto& q : b.at("in_place_parents").elements()) x.in_place_parents.push_back(ref(q));
       if (b.has("residency_reason")) x.residency_reason = b.at("residency_reason").as_string();
       if (b.has("parents"))
         for (const auto& q : b.at("parents").elements()) x.parents.push_back(ref(q));
       const std::size_t ndiv = b.at("core_divisions").array_size();
+      if (ndiv == 0) b.at("core_divisions").fail("expected at least one core division (index 0 is the committed one)");
       for (const auto& d : b.at("core_divisions").elements()) {
         d.expect_keys(kDivisionKeys);
         CdDivision cd;
@@ -282,7 +334,6 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
         }
         x.divisions.push_back(std::move(cd));
       }
-      if (x.divisions.empty()) x.divisions.emplace_back();
       if (b.has("cd_parent_matches")) {
         JsonCursor m = b.at("cd_parent_matches");
         m.require_object();
@@ -306,6 +357,34 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
       }
       p.buffers.push_back(std::move(x));
     }
+    // torch-spyre's in-place rules on every edge, then the paired_with groups.
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const CdBuffer& ch = p.buffers[i];
+      for (int q : ch.in_place_parents) {
+        const CdBuffer& par = p.buffers[q];
+        const bool read_after_write = par.first_use_is_read || par.uses.size() >= 2;
+        const int64_t csize = ch.size < 0 ? 0 : ch.size, psize = par.size < 0 ? INT64_MAX : par.size;
+        std::string why = alloc::in_place_edge_error(ch.name, par.name, par.end, ch.start, read_after_write, csize, psize);
+        if (par.uses.empty()) why = "in-place parent '" + par.name + "' of '" + ch.name + "' has no uses";
+        if (!why.empty()) list[i].at("in_place_parents").fail(why);
+      }
+    }
+    std::vector<int> up(list.size());
+    for (std::size_t i = 0; i < up.size(); ++i) up[i] = static_cast<int>(i);
+    auto group_of = [&](int x) {
+      while (up[x] != x) x = up[x] = up[up[x]];
+      return x;
+    };
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].has("paired_with"))
+        for (const auto& q : list[i].at("paired_with").elements()) {
+          int a = group_of(static_cast<int>(i)), c2 = group_of(ref(q));
+          if (a != c2) up[std::max(a, c2)] = std::min(a, c2);
+        }
+    std::vector<int> members(list.size(), 0);
+    for (std::size_t i = 0; i < list.size(); ++i) ++members[group_of(static_cast<int>(i))];
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (members[group_of(static_cast<int>(i))] > 1) p.buffers[i].group = group_of(static_cast<int>(i));
     return p;
   } catch (const JsonInputError& e) {
     return bad_input(e.what());
@@ -322,18 +401,34 @@ Status cd_check(const CdProblem& p, const std::vector<int>& division, const std:
   for (int b = 0; b < n; ++b)
     if (division[b] < 0 || division[b] >= static_cast<int>(p.buffers[b].divisions.size()))
       return internal_error(p.buffers[b].name + ": division index out of its menu");
+  // Per-core footprints, re-derived from the splits (a stride split as reduction does not count).
+  std::vector<int64_t> fp(n, 0);
+  for (int b = 0; b < n; ++b) {
+    const CdBuffer& x = p.buffers[b];
+    int64_t part = 1;
+    std::set<int64_t> red;
+    for (auto [st, f] : x.divisions[division[b]].reduction_splits) red.insert(st);
+    for (auto [st, f] : x.divisions[division[b]].output_splits)
+      if (!red.count(st)) part = std::min<int64_t>(part * f, int64_t{1} << 40);
+    fp[b] = x.size < 0 ? 0 : (x.size + part - 1) / part;
+  }
+  // Atomic groups: all members resident or none.
+  std::map<int, std::pair<int, int>> group_state;  // group -> (a resident member, a spilled one)
+  for (int b = 0; b < n; ++b) {
+    if (p.buffers[b].group < 0) continue;
+    auto& [in, out] = group_state.try_emplace(p.buffers[b].group, -1, -1).first->second;
+    (address[b] < 0 ? out : in) = b;
+  }
+  for (auto& [g, st] : group_state)
+    if (st.first >= 0 && st.second >= 0)
+      return internal_error(p.buffers[st.first].name + " is resident but " + p.buffers[st.second].name + ", paired with it, is not");
   for (int b = 0; b < n; ++b) {
     const CdBuffer& x = p.buffers[b];
     if (address[b] < 0) continue;
-    if (!x.residency_reason.empty() || x.size < 0) return internal_error(x.name + " is resident despite a forced spill");
-    int64_t part = 1;
-    std::set<int64_t> red;
-    for (auto [s, f] : x.divisions[division[b]].reduction_splits) red.insert(s);
-    for (auto [s, f] : x.divisions[division[b]].output_splits)
-      if (!red.count(s)) part *= f;
-    int64_t fp = (x.size + part - 1) / part;
+    if (!x.residency_reason.empty() || x.size < 0 || x.uses.empty())
+      return internal_error(x.name + " is resident despite a forced spill");
     if (address[b] % p.alignment) return internal_error(x.name + " is not aligned");
-    if (address[b] + fp > p.capacity) return internal_error(x.name + " exceeds the capacity");
+    if (fp[b] > p.capacity || address[b] > p.capacity - fp[b]) return internal_error(x.name + " exceeds the capacity");
     for (int ch : children[b]) {
       bool ok = false;
       for (const auto& [q, list] : p.buffers[ch].matches)
@@ -341,25 +436,31 @@ Status cd_check(const CdProblem& p, const std::vector<int>& division, const std:
           for (auto [pd, cd] : list) ok = ok || (pd == division[b] && cd == division[ch]);
       if (!ok) return internal_error(x.name + " is resident but child " + p.buffers[ch].name + " slices it differently");
     }
+  }
+  // Co-live residents are address-disjoint, except a declared in-place child at its parent's base
+  // that starts on the parent's last tick and is no larger: they share only that tick, inside the
+  // parent's footprint. A third buffer or a sibling touching any byte of the parent then is an overlap.
+  auto handoff = [&](int par, int chd) {
+    const CdBuffer& c = p.buffers[chd];
+    return address[par] == address[chd] && p.buffers[par].end == c.start + 1 && fp[chd] <= fp[par] &&
+           std::find(c.in_place_parents.begin(), c.in_place_parents.end(), par) != c.in_place_parents.end();
+  };
+  for (int b = 0; b < n; ++b) {
+    if (address[b] < 0 || fp[b] == 0) continue;
     for (int o = b + 1; o < n; ++o) {
-      if (address[o] < 0) continue;
-      const CdBuffer& y = p.buffers[o];
-      if (!(x.uses.front() <= y.uses.back() && y.uses.front() <= x.uses.back())) continue;
-      int64_t part2 = 1;
-      std::set<int64_t> red2;
-      for (auto [s, f] : y.divisions[division[o]].reduction_splits) red2.insert(s);
-      for (auto [s, f] : y.divisions[division[o]].output_splits)
-        if (!red2.count(s)) part2 *= f;
-      int64_t fp2 = (y.size + part2 - 1) / part2;
-      if (address[b] + fp <= address[o] || address[o] + fp2 <= address[b]) continue;
-      auto handoff = [&](const CdBuffer& par, const CdBuffer& chd, int pi, int ci) {
-        return address[pi] == address[ci] && par.uses.back() == chd.uses.front() &&
-               std::find(chd.in_place_parents.begin(), chd.in_place_parents.end(), pi) != chd.in_place_parents.end();
-      };
-      if (!handoff(x, y, b, o) && !handoff(y, x, o, b))
-        return internal_error(x.name + " and " + y.name + " overlap on LX while both live");
+      if (address[o] < 0 || fp[o] == 0) continue;
+      const CdBuffer &x = p.buffers[b], &y = p.buffers[o];
+      if (!(x.start < y.end && y.start < x.end)) continue;
+      if (address[b] - address[o] >= fp[o] || address[o] - address[b] >= fp[b]) continue;
+      if (!handoff(b, o) && !handoff(o, b)) return internal_error(x.name + " and " + y.name + " overlap on LX while both live");
     }
   }
+  // At most one child takes a parent's slot (two at its base would overlap each other too).
+  std::vector<int> takers(n, 0);
+  for (int c = 0; c < n; ++c)
+    for (int q : p.buffers[c].in_place_parents)
+      if (address[c] >= 0 && address[q] >= 0 && fp[c] > 0 && handoff(q, c) && ++takers[q] > 1)
+        return internal_error("two in-place children take the slot of " + p.buffers[q].name);
   return ok_status();
 }
 
@@ -408,6 +509,7 @@ Result<CdSolution> cd_solve(const CdProblem& p, double time_limit) {
   s.seed_hbm_bytes = seed_full.cost;
   s.division = cur;
   s.address = final_full.address;
+  s.reason = final_full.reason;
   s.hbm_bytes = final_full.cost;
   s.proven_optimal = s.hbm_bytes <= s.lower_bound;
   if (Status st = cd_check(p, s.division, s.address); !st) return st.error();

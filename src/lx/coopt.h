@@ -24,7 +24,9 @@ struct CdBuffer {
   std::string name;
   int64_t size = 0;                      // bytes; -1 = unsized (never resident)
   std::vector<int64_t> uses;             // strictly increasing op indices
+  int64_t start = 0, end = 0;            // lifetime [start, end): uses widened by the overrides
   bool first_use_is_read = false;
+  int group = -1;                        // atomic residency group (paired_with): lowest member index
   std::vector<int> in_place_parents;     // buffer indices
   std::string residency_reason;          // non-empty: forced to HBM
   std::vector<int> parents;              // buffer indices
@@ -43,6 +45,7 @@ struct CdSolution {
   std::vector<int64_t> address;     // per buffer, -1 = HBM
   int64_t hbm_bytes = 0;            // objective
   int64_t seed_hbm_bytes = 0;       // best plan with every buffer at division 0
+  std::vector<std::string> reason;  // per buffer: why it is in HBM ("" when resident)
   int64_t lower_bound = 0;          // proven: no division choice and placement does better
   int64_t evaluations = 0;          // division assignments scored
   bool proven_optimal = false;      // hbm_bytes == lower_bound
@@ -57,8 +60,10 @@ int64_t cd_footprint(const CdBuffer& b, int d);
 int64_t cd_seed_footprint(const CdProblem& p);
 // The objective of a (division, address) assignment (does not check validity).
 int64_t cd_hbm_bytes(const CdProblem& p, const std::vector<char>& resident);
-// Independent check: menu indices, residency gate, forced spills, alignment, capacity, and no
-// overlap of co-live residents except an in-place child at its parent's exact base address.
+// Independent check: menu indices, residency gate, forced spills, atomic groups, alignment,
+// capacity, and no overlap of co-live residents except a declared in-place child (no larger than
+// its parent, starting at the parent's last tick) at its parent's exact base address: on that
+// hand-off tick the parent's whole footprint stays live (torch-spyre's rule).
 Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address);
 // Anytime search from the seed division; the result passed cd_check and is never worse than the seed.
 Result<CdSolution> cd_solve(const CdProblem& p, double time_limit);

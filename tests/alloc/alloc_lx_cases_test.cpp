@@ -34,7 +34,7 @@ Case build(const Json& c, const std::string& buffers_key = "buffers") {
   const Size al = c.contains("alignment") && c["alignment"].is_number() ? c["alignment"].get<Size>() : 1;
   out.p.capacity = c.contains("capacity") && c["capacity"].is_number() ? c["capacity"].get<Size>() : kUnbounded;
   for (const Json& b : c[buffers_key]) {
-    Time over = b.contains("lifetime_end_override") && b["lifetime_end_override"].is_number() ? b["lifetime_end_override"].get<Time>() : -1;
+    Time over = b.contains("lifetime_end_override") && b["lifetime_end_override"].is_number() ? b["lifetime_end_override"].get<Time>() : kNoOverride;
     auto r = buffer_from_uses(b["name"], b["size"], b["uses"].get<std::vector<Time>>(), b.value("first_use_is_read", false), over);
     if (!r) {
       out.built = r.error();
