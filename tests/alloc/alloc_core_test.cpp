@@ -304,6 +304,110 @@ TEST(AllocSolvers, LoadRelaxationBoundIsBelowBruteForce) {
   }
 }
 
+// torch-spyre's hand-off rule: on the hand-off tick the parent's whole footprint is live. A third
+// buffer in the parent's bytes above the child's size, or a sibling child in that remainder, is
+// an overlap; the legal hand-off and a third buffer beside the parent pass.
+TEST(AllocValidator, HandOffKeepsTheParentsWholeFootprint) {
+  Problem p;
+  p.capacity = 400;
+  p.buffers = {buf("P", 130, 0, 2), buf("C", 10, 1, 3), buf("S", 10, 1, 2)};
+  p.buffers[1].in_place_parents = {0};
+  for (auto& b : p.buffers) b.alignment = 128;
+  EXPECT_TRUE(validate(p, {{0, 0, 256}, {"", "", ""}}).ok());
+  auto third = validate(p, {{0, 0, 128}, {"", "", ""}});  // S inside P's remainder at tick 1
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.issues[0].kind, Violation::kOverlap);
+  EXPECT_EQ(validate(p, {{0, kSpilled, 128}, {"", "", ""}}).issues.at(0).kind, Violation::kOverlap);  // spilled child too
+  // A sibling child in the parent's remainder, beside the child at the base.
+  Problem q;
+  q.capacity = 400;
+  q.buffers = {buf("P", 40, 0, 2), buf("first", 20, 1, 4), buf("second", 5, 1, 3)};
+  q.buffers[1].in_place_parents = {0};
+  q.buffers[2].in_place_parents = {0};
+  EXPECT_FALSE(validate(q, {{0, 0, 30}, {"", "", ""}}).ok());
+  EXPECT_TRUE(validate(q, {{0, 0, 40}, {"", "", ""}}).ok());
+}
+
+// The smallest case of the bug: every solver's plan is legal, and "proven" only comes with the
+// true optimum (S spilled: 10; P or C off chip would cost more).
+TEST(AllocSolvers, HandOffThirdBufferNeverOverlapsTheParent) {
+  Problem p;
+  p.capacity = 144;
+  p.buffers = {*buffer_from_uses("P", 130, {0, 1}, false), *buffer_from_uses("C", 10, {1, 2}, false),
+               *buffer_from_uses("S", 10, {1}, false)};
+  p.buffers[1].in_place_parents = {0};
+  for (auto& b : p.buffers) b.alignment = 128;
+  for (SolverKind k : {SolverKind::kAuto, SolverKind::kExact, SolverKind::kGreedy, SolverKind::kFirstFit,
+                       SolverKind::kBestFit, SolverKind::kAnnealing}) {
+    SolveOptions o;
+    o.objective = Objective::kSelect;
+    o.solver = k;
+    o.time_limit = 0.3;
+    auto r = solve(p, o);
+    ASSERT_TRUE(r.ok()) << solver_kind_name(k);
+    EXPECT_TRUE(validate(p, r->placement).ok()) << solver_kind_name(k);
+    EXPECT_LE(r->lower_bound, 10) << solver_kind_name(k);
+    if (r->proven_optimal) EXPECT_EQ(r->spill_cost, 10) << solver_kind_name(k);
+  }
+  SolveOptions o;
+  o.objective = Objective::kSelect;
+  auto r = solve(p, o);
+  EXPECT_EQ(r->spill_cost, 10);
+  EXPECT_TRUE(r->proven_optimal);  // the hand-off relaxation's bound reaches it
+}
+
+// A pack with a hand-off: the max-load bound counts the parent once at the hand-off tick, so a
+// capacity of one buffer is feasible, not "proven infeasible".
+TEST(AllocSolvers, PackBoundCountsAHandOffOnce) {
+  Problem p;
+  p.capacity = 64;
+  p.buffers = {buf("parent", 64, 0, 2), buf("child", 64, 1, 3)};
+  p.buffers[1].in_place_parents = {0};
+  SolveOptions o;
+  o.objective = Objective::kPack;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->feasible);
+  EXPECT_EQ(r->placement.offsets, (std::vector<Offset>{0, 0}));
+  EXPECT_EQ(max_load(handoff_relaxation(p)), 64);
+}
+
+// paired_with: an atomic group is placed whole or spilled whole; a member forced off chip takes
+// the group with it; the validator names a split group.
+TEST(AllocSolvers, PairedGroupsArePlacedWholeOrSpilledWhole) {
+  Problem p;
+  p.capacity = 130;  // any two fit; apart, spilling a (60) would be best
+  p.buffers = {buf("a", 60, 0, 3), buf("b", 60, 1, 4), buf("c", 70, 0, 4)};
+  p.buffers[0].group = p.buffers[1].group = 0;
+  for (auto& b : p.buffers) b.spill_cost = b.size;
+  auto split = validate(p, {{0, kSpilled, 60}, {"", "", ""}});
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.issues[0].kind, Violation::kGroupSplit);
+  SolveOptions o;
+  o.objective = Objective::kSelect;
+  o.time_limit = 0.5;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(validate(p, r->placement).ok());
+  EXPECT_EQ(r->spill_cost, 70);  // a and b together (120 B), c off chip
+  p.buffers[1].residency_reason = "op not allowed";
+  r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->placement.offsets[0], kSpilled);
+  EXPECT_NE(r->placement.offsets[2], kSpilled);
+  EXPECT_NE(r->placement.spill_reasons[0].find("paired with 'b'"), std::string::npos);
+}
+
+// Lifetime overrides widen a lifetime; one that would narrow it is refused, as torch-spyre asserts.
+TEST(AllocModel, LifetimeOverridesOnlyWiden) {
+  auto b = buffer_from_uses("x", 8, {4, 6}, false, 9, 2);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->start, 2);
+  EXPECT_EQ(b->end, 9);
+  EXPECT_FALSE(buffer_from_uses("x", 8, {4, 6}, false, kNoOverride, 5).ok());
+  EXPECT_FALSE(buffer_from_uses("x", 8, {4, 6}, false, 6).ok());
+}
+
 // In-place hand-off: the child shares its parent's bytes at the hand-off tick, so the load
 // relaxation must not count both there (capacity = one buffer, nothing has to be spilled).
 TEST(AllocSolvers, LoadRelaxationHonoursInPlaceHandOff) {

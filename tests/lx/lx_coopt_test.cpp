@@ -128,5 +128,54 @@ TEST(LxCoopt, CheckerRejectsBrokenSolutionsAndReaderNamesThePath) {
       << r.error().message;
 }
 
+// torch-spyre's hand-off rule on the joint path: P 130 B, its in-place child C 10 B and S 10 B
+// live at the hand-off tick, alignment 128, capacity 144. The solver leaves S in HBM; the checker
+// refuses S in P's remainder (P@0, C@0, S@128) and a child away from its parent's base.
+TEST(LxCoopt, HandOffKeepsTheParentsWholeFootprint) {
+  const Json whole = Json::array({{{"output_splits", Json::object()}, {"reduction_splits", Json::object()}}});
+  Json bufs = Json::array({{{"name", "P"}, {"size", 130}, {"uses", {0, 1}}, {"core_divisions", whole}},
+                           {{"name", "C"}, {"size", 10}, {"uses", {1, 2}}, {"in_place_parents", {"P"}}, {"parents", {"P"}},
+                            {"core_divisions", whole}, {"cd_parent_matches", {{"P", {{0, 0}}}}}},
+                           {{"name", "S"}, {"size", 10}, {"uses", {1}}, {"core_divisions", whole}}});
+  auto p = cd_problem_from_json(bufs, "handoff", 144, 128);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto s = cd_solve(*p, 0.3);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->address, (std::vector<int64_t>{0, 0, -1}));
+  EXPECT_NE(s->reason[2].find("capacity"), std::string::npos) << s->reason[2];
+  EXPECT_FALSE(cd_check(*p, s->division, {0, 0, 128}).ok());
+  EXPECT_FALSE(cd_check(*p, s->division, {0, 128, -1}).ok());
+  EXPECT_TRUE(cd_check(*p, s->division, {0, 0, -1}).ok());
+}
+
+// The joint reader keeps torch-spyre's contract: every buffer has a division menu, in-place
+// parents are read after their write, and lifetime_end_override may extend a lifetime (it may
+// not shorten one).
+TEST(LxCoopt, ReaderKeepsTheContractAndWidensLifetimes) {
+  const Json whole = Json::array({{{"output_splits", Json::object()}, {"reduction_splits", Json::object()}}});
+  auto err = [](const Json& b) {
+    auto r = cd_problem_from_json(b, "cd.json", 1000, 1);
+    return r.ok() ? std::string() : r.error().message;
+  };
+  EXPECT_NE(err(Json::array({{{"name", "a"}, {"size", 8}, {"uses", {0, 1}}, {"core_divisions", Json::array()}}}))
+                .find("at least one core division"),
+            std::string::npos);
+  EXPECT_NE(err(Json::array({{{"name", "P"}, {"size", 40}, {"uses", {0}}, {"core_divisions", whole}},
+                             {{"name", "C"}, {"size", 40}, {"uses", {0, 2}}, {"in_place_parents", {"P"}}, {"core_divisions", whole}}}))
+                .find("computed buffer that is never read"),
+            std::string::npos);
+  EXPECT_NE(err(Json::array({{{"name", "a"}, {"size", 8}, {"uses", {0, 9}}, {"lifetime_end_override", 9}, {"core_divisions", whole}}}))
+                .find("below uses[-1]+1"),
+            std::string::npos);
+  Json carry = Json::array({{{"name", "carry"}, {"size", 100}, {"uses", {0, 5}}, {"lifetime_end_override", 7}, {"core_divisions", whole}},
+                            {{"name", "sharer"}, {"size", 100}, {"uses", {6}}, {"core_divisions", whole}}});
+  auto p = cd_problem_from_json(carry, "cd.json", 100, 1);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->buffers[0].end, 7);
+  auto s = cd_solve(*p, 0.2);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((s->address[0] < 0) + (s->address[1] < 0), 1);  // the override makes them co-live at tick 6
+}
+
 }  // namespace
 }  // namespace sp::lx
