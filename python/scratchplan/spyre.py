@@ -141,6 +141,10 @@ def _check_contract(bufs: List[Any], joint: bool) -> None:
             if menu is _MISSING or menu is None or len(menu) == 0:
                 raise ContractError(f"buffer '{n}': a CoreDivisionBuffer needs core_divisions (at least one "
                                     "CoreDivision; index 0 is the committed one)")
+            for k, cd in enumerate(menu):
+                if _get(cd, "tiling"):
+                    raise ContractError(f"buffer '{n}': core_divisions[{k}]: coarse tiling is not supported by "
+                                        "scratchplan's solvers (give divisions without tiling)")
 
 
 def _common_fields(b: Any, i: int) -> Dict[str, Any]:
@@ -352,7 +356,7 @@ def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int =
     child edge slices it compatibly (``cd_parent_matches``); footprints are
     ``ceil(size / output_partition)``. Never worse than the seed divisions. With ``set_reasons``
     a buffer left in HBM without a ``residency_reason`` gets one ("capacity: ..." when it did not
-    fit, "core-div mismatch: ..." when a consumer slices it differently). The same checks as
+    fit, "core div mismatch" when a consumer slices it differently). The same checks as
     ``solve`` (ContractError), and every buffer needs ``core_divisions``."""
     capacity = flag("--capacity", "bytes", capacity)
     alignment = flag("alignment", "count", alignment, 1, 2 ** 62)

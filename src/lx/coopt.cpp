@@ -47,7 +47,7 @@ std::string exclusion(const Ctx& c, const std::vector<int>& div, int b) {
     bool ok = false;
     if (l)
       for (auto [pd, cd] : *l) ok = ok || (pd == div[b] && cd == div[ch]);
-    if (!ok) return "core-div mismatch: " + c.p->buffers[ch].name + " slices it differently";
+    if (!ok) return "core div mismatch";  // torch-spyre's words (a consumer slices it differently)
   }
   return {};
 }
@@ -321,6 +321,9 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
       if (ndiv == 0) b.at("core_divisions").fail("expected at least one core division (index 0 is the committed one)");
       for (const auto& d : b.at("core_divisions").elements()) {
         d.expect_keys(kDivisionKeys);
+        // Tiling changes footprints, cuts and lifetimes; it is not modelled, so it is refused.
+        if (d.has("tiling") && d.at("tiling").array_size() > 0)
+          d.at("tiling").fail("coarse tiling of a core division is not supported (give an empty tiling)");
         CdDivision cd;
         std::set<int64_t> red;
         for (auto [dim, f] : splits(d.at("reduction_splits"))) {
