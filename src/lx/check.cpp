@@ -131,9 +131,10 @@ Status check_plan(const Plan& p) {
     for (std::size_t b = a + 1; b < rects.size() && rects[b].t0 <= rects[a].t1; ++b) {
       const Rect &x = rects[a], &y = rects[b];
       if (x.a1 <= y.a0 || y.a1 <= x.a0) continue;
-      // y starts at x's last op: allowed iff y is x's declared in-place child at the same base
+      // y starts at x's last op: allowed iff y is x's declared in-place child at the same base and
+      // no larger (x's whole range stays live at that op, so anything else touching it overlaps)
       const PlanValue& yv = p.values[y.value];
-      bool handoff = x.t1 == y.t0 && x.a0 == y.a0 && yv.in_place_parent == x.value && yv.def == y.t0 &&
+      bool handoff = x.t1 == y.t0 && x.a0 == y.a0 && y.a1 <= x.a1 && yv.in_place_parent == x.value && yv.def == y.t0 &&
                      g.ops[yv.def].in_placeable;
       if (!handoff)
         return fail("LX overlap: " + p.values[x.value].name + " and " + yv.name + " share addresses while both live");
