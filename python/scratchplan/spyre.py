@@ -39,6 +39,7 @@ class ContractError(BadInput, AssertionError):
 
 
 _MISSING = object()
+_SYMBOL_IDS = 2 ** 52  # ids of symbolic split keys (the engine reads non-negative integer keys)
 
 
 def _get(b: Any, field: str, default: Any = None) -> Any:
@@ -274,10 +275,10 @@ def _splits(cd: Any, keys: Dict[str, int]) -> Dict[str, Dict[str, int]]:
 
     def key(k: Any) -> str:
         s = str(k)
-        if s.lstrip("-").isdigit():
+        if s.isdigit():
             return s
         if s not in keys:
-            keys[s] = -(len(keys) + 1)  # negative: never collides with a stride
+            keys[s] = _SYMBOL_IDS + len(keys)  # above any stride: never collides with one
         return str(keys[s])
 
     out = _get(cd, "output_splits")

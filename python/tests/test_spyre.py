@@ -323,3 +323,16 @@ def test_base_cases_through_the_joint_entry_point(case):
     e = case["expect"]
     if e["kind"] == "addresses":
         assert sum(b.address is not None for b in bufs) >= sum(a is not None for a in e["one_of"][0])
+
+
+def test_symbolic_split_keys():
+    """torch-spyre keys a CoreDivision's splits by stride or by symbol; a symbol is an identity
+    (the same symbol in two divisions is the same dimension), and a symbol listed in
+    reduction_syms does not shrink the footprint."""
+    menu = [{"splits": {"d0": 4}, "reduction_syms": []}, {"splits": {"d1": 4}, "reduction_syms": ["d1"]}]
+    p = CoreDivisionBuffer(name="p", size=400, uses=[0, 1], core_divisions=menu)
+    c = CoreDivisionBuffer(name="c", size=400, uses=[1, 2], parents=["p"], core_divisions=menu,
+                           cd_parent_matches={"p": [[0, 0], [1, 1]]})
+    r = sp.spyre.solve_core_divisions([p, c], 256, alignment=1)
+    assert (p.chosen_division, c.chosen_division) == (0, 0)  # only d0 gives a 100-byte footprint
+    assert p.address is not None and c.address is not None and r.hbm_bytes == 0
