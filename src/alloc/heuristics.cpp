@@ -2,6 +2,7 @@
 // bucketed sweep for very large instances, and the first-fit decoder used by annealing.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <numeric>
@@ -726,33 +727,52 @@ Cost selection_lower_bound(const Problem& p) {
   }
   // Per event time: the live load above capacity must be removed; the cheapest fractional removal
   // (by cost per byte) is a valid bound for that instant. Take the max over instants.
-  std::vector<Time> times;
-  for (int i : cand) times.push_back(bs[i].start);
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
+  // The load at every start, by a sweep over starts and ends (ends first at equal times).
+  std::vector<std::pair<Time, Size>> ev;
+  ev.reserve(cand.size() * 2);
+  for (int i : cand) {
+    ev.push_back({bs[i].start, bs[i].size});
+    ev.push_back({bs[i].end, -bs[i].size});
+  }
+  std::sort(ev.begin(), ev.end());
+  std::vector<std::pair<Size, Time>> excess;  // (load - capacity, start time), where positive
+  Size load = 0;
+  for (std::size_t k = 0; k < ev.size(); ++k) {
+    load += ev[k].second;
+    const bool last_at_t = k + 1 == ev.size() || ev[k + 1].first != ev[k].first;
+    if (last_at_t && ev[k].second > 0 && load > p.capacity) excess.push_back({load - p.capacity, ev[k].first});
+  }
+  if (excess.empty()) return forced;
   std::vector<int> by_ratio = cand;
   std::sort(by_ratio.begin(), by_ratio.end(), [&](int a, int b) {
     // cost_a/size_a < cost_b/size_b, zero sizes last
     return static_cast<long double>(spill_cost(bs[a])) * bs[b].size < static_cast<long double>(spill_cost(bs[b])) * bs[a].size;
   });
   long double best = 0;
-  if (times.size() * by_ratio.size() <= 50'000'000ULL) {
-    for (Time t : times) {
-      Size load = 0;
-      for (int i : cand)
-        if (bs[i].start <= t && t < bs[i].end) load += bs[i].size;
-      Size excess = load - p.capacity;
-      if (excess <= 0) continue;
-      long double c = 0;
-      for (int i : by_ratio) {
-        if (!(bs[i].start <= t && t < bs[i].end) || bs[i].size == 0) continue;
-        Size take = std::min(excess, bs[i].size);
-        c += static_cast<long double>(spill_cost(bs[i])) * take / bs[i].size;
-        excess -= take;
-        if (excess == 0) break;
-      }
-      best = std::max(best, c);
+  // Every instant at the cheapest ratio of all (exact when every byte costs the same, as in CSV
+  // instances), O(n log n); then the exact removal at the instants of largest excess, as many as
+  // 50M buffer visits allow (all of them on small instances).
+  long double min_ratio = -1;
+  for (int i : by_ratio)
+    if (bs[i].size > 0) {
+      min_ratio = static_cast<long double>(spill_cost(bs[i])) / bs[i].size;
+      break;
     }
+  for (const auto& [x, t] : excess) best = std::max(best, min_ratio * x);
+  std::sort(excess.begin(), excess.end(), std::greater<>());
+  const std::size_t instants = std::max<std::size_t>(1, 50'000'000ULL / std::max<std::size_t>(1, by_ratio.size()));
+  for (std::size_t k = 0; k < excess.size() && k < instants; ++k) {
+    const Time t = excess[k].second;
+    Size left = excess[k].first;
+    long double c = 0;
+    for (int i : by_ratio) {
+      if (!(bs[i].start <= t && t < bs[i].end) || bs[i].size == 0) continue;
+      Size take = std::min(left, bs[i].size);
+      c += static_cast<long double>(spill_cost(bs[i])) * take / bs[i].size;
+      left -= take;
+      if (left == 0) break;
+    }
+    best = std::max(best, c);
   }
   return forced + static_cast<Cost>(std::ceil(best - 1e-9L));
 }

@@ -557,3 +557,47 @@ TEST(AllocSolve, HugeBufferAboveCapacityIsProvenInfeasible) {
 
 }  // namespace
 }  // namespace sp::alloc
+
+namespace sp::alloc {
+namespace {
+
+// The per-instant selection bound at any size: with every byte costing the same (CSV instances,
+// spill cost 2 x size) it is exactly 2 x (max load - capacity), also where there are too many
+// instants for the exact removal at each (it once returned 0 above 50M buffer visits).
+TEST(AllocSolvers, SelectionBoundScalesAndStaysValid) {
+  for (int n : {2000, 60000}) {
+    Problem p = generate_random(n, 3);
+    const Size peak = max_load(p);
+    p.capacity = peak * 6 / 10;
+    EXPECT_EQ(selection_lower_bound(p), 2 * (peak - p.capacity)) << n;
+  }
+  // Mixed costs: still below a plan's cost.
+  Problem p = generate_random(60000, 4);
+  p.capacity = max_load(p) / 2;
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) p.buffers[i].spill_cost = static_cast<Cost>(i % 7) * p.buffers[i].size;
+  const Cost lb = selection_lower_bound(p);
+  Placement pl = place_sweep(p, p.capacity);
+  EXPECT_GT(lb, 0);
+  EXPECT_LE(lb, spilled_cost(p, pl));
+}
+
+// auto on a large selection uses its budget on better orders and the load relaxation's bound: it
+// is never worse than the size-order sweep or the first-fit placer alone, and its bound is at
+// least the per-instant one.
+TEST(AllocSolvers, LargeSelectionPortfolioBeatsItsMembers) {
+  Problem p = generate_random(9000, 5);
+  p.capacity = max_load(p) * 6 / 10;
+  SolveOptions o;
+  o.objective = Objective::kSelect;
+  o.time_limit = 1.5;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(validate(p, r->placement).ok());
+  EXPECT_LE(r->spill_cost, spilled_cost(p, place_sweep(p, p.capacity)));
+  EXPECT_LE(r->spill_cost, spilled_cost(p, place_first_fit(p, p.capacity, false)));
+  EXPECT_GE(r->lower_bound, selection_lower_bound(p));
+  EXPECT_LE(r->lower_bound, r->spill_cost);
+}
+
+}  // namespace
+}  // namespace sp::alloc
