@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -163,17 +164,59 @@ bool has_in_place(const Problem& p) {
   return false;
 }
 
-Problem handoff_relaxation(const Problem& p) {
+Problem handoff_relaxation(const Problem& p, Handoff which) {
   Problem r = p;
-  for (Buffer& b : r.buffers) {
-    if (b.in_place_parents.empty()) continue;
+  std::vector<char> is_parent(p.buffers.size(), 0);
+  for (const Buffer& b : p.buffers)
+    for (int q : b.in_place_parents) is_parent[q] = 1;
+  for (std::size_t i = 0; i < r.buffers.size(); ++i) {
+    Buffer& b = r.buffers[i];
+    const bool shift = which == Handoff::kChildLate ? !b.in_place_parents.empty() : is_parent[i] != 0;
     b.in_place_parents.clear();
+    if (!shift) continue;
     if (b.start + 1 < b.end) {
-      ++b.start;
-    } else {  // live only at the hand-off tick: it may sit inside its parent, so no footprint
+      if (which == Handoff::kChildLate) ++b.start;
+      else --b.end;
+    } else {  // live only at the hand-off tick: it may share its bytes there, so no footprint
       b.spill_cost = spill_cost(b);  // (the cost stays: spilling it still costs the same)
       b.size = 0;
     }
+  }
+  return r;
+}
+
+Problem handoff_restriction(const Problem& p, std::vector<int>& merged_of) {
+  const int n = static_cast<int>(p.buffers.size());
+  std::vector<int> head(n), next(n, -1), prev(n, -1);
+  auto mergeable = [&](const Buffer& b) {
+    return b.residency_reason.empty() && b.fixed_offset == kNoFixedOffset && b.group < 0;
+  };
+  for (int c = 0; c < n; ++c)
+    for (int q : p.buffers[c].in_place_parents)
+      if (next[q] < 0 && prev[c] < 0 && mergeable(p.buffers[c]) && mergeable(p.buffers[q])) {
+        next[q] = c;
+        prev[c] = q;
+        break;
+      }
+  Problem r;
+  r.capacity = p.capacity;
+  merged_of.assign(n, -1);
+  for (int i = 0; i < n; ++i) {
+    if (prev[i] >= 0) continue;  // not a chain's first member
+    Buffer m = p.buffers[i];
+    m.in_place_parents.clear();
+    Cost cost = spill_cost(p.buffers[i]);
+    for (int j = next[i]; j >= 0; j = next[j]) {
+      const Buffer& b = p.buffers[j];
+      m.size = std::max(m.size, b.size);
+      m.start = std::min(m.start, b.start);
+      m.end = std::max(m.end, b.end);
+      m.alignment = std::lcm(m.alignment, b.alignment);
+      cost += spill_cost(b);
+    }
+    m.spill_cost = std::min(cost, kMaxTotalCost);
+    for (int j = i; j >= 0; j = next[j]) merged_of[j] = static_cast<int>(r.buffers.size());
+    r.buffers.push_back(std::move(m));
   }
   return r;
 }

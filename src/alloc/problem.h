@@ -84,11 +84,23 @@ Status check_problem(const Problem& p);
 
 // True when some buffer declares an in-place parent.
 bool has_in_place(const Problem& p);
-// The hand-off relaxation: every plan valid for `p` is valid for it at the same cost, so its
-// bounds bound `p`. At a hand-off tick the parent's whole footprint stays live and a child at its
-// base lies inside it, so each child with declared parents starts one tick later (a child live
-// only at that tick keeps no footprint); in-place edges are dropped. docs/alloc.md.
-Problem handoff_relaxation(const Problem& p);
+// The hand-off relaxations: every plan valid for `p` is valid for each at the same cost, so their
+// bounds bound `p`; in-place edges are dropped. At a hand-off tick the parent's whole footprint
+// stays live and a child at its base lies inside it. kChildLate: each child with declared parents
+// starts one tick later (exact when the parent is kept; loose when it is spilled, since the child
+// then still holds its bytes at that tick). kParentEarly: each parent with children ends one tick
+// earlier (exact when the parent is spilled; loose when it is kept and larger than its child).
+// A buffer left without a tick keeps no footprint but its spill cost. docs/alloc.md.
+enum class Handoff { kChildLate, kParentEarly };
+Problem handoff_relaxation(const Problem& p, Handoff which = Handoff::kChildLate);
+
+// The hand-off restriction: each chain of hand-offs (a matching: one child per parent, one parent
+// per child, in buffer order) becomes one buffer over the chain's lifetime, as large as its
+// largest member, costing their summed spill costs. A plan of it, expanded (`merged_of[i]` is
+// buffer i's buffer there), puts every chain at one base: legal hand-offs, kept or spilled
+// whole. So it gives plans for `p` (not bounds), which an exact search without hand-offs then
+// finds. Forced, pinned and grouped buffers are not merged.
+Problem handoff_restriction(const Problem& p, std::vector<int>& merged_of);
 
 // Max-load lower bound: the largest total size live at one instant (alignment ignored). With
 // in-place edges, take it on handoff_relaxation(p): a hand-off pair counts the parent once.

@@ -181,7 +181,11 @@ LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int
   // In-place hand-offs: a child at its parent's base lies inside the parent's footprint at the
   // hand-off tick, so the load is counted on the hand-off relaxation (never above what a valid
   // plan occupies at any instant).
-  if (has_in_place(p)) return load_relaxation(handoff_relaxation(p), upper, seconds, node_limit);
+  if (has_in_place(p)) {  // both relaxations, half the time each; the higher bound wins
+    LoadRelaxation a = load_relaxation(handoff_relaxation(p, Handoff::kChildLate), upper, seconds / 2, node_limit);
+    LoadRelaxation b = load_relaxation(handoff_relaxation(p, Handoff::kParentEarly), upper, seconds / 2, node_limit);
+    return b.bound > a.bound ? b : a;
+  }
   LoadRelaxation out;
   Deadline dl(seconds);
   const auto& bs = p.buffers;

@@ -238,7 +238,9 @@ Placement anneal(const Problem& p, Objective obj, Size cap, const SolveOptions& 
   const int64_t budget = o.iterations > 0 ? o.iterations : INT64_MAX;
   double t0 = std::max(1.0, 0.02 * static_cast<double>(std::min<int64_t>(cur_v, kUnbounded / 2)));
   auto floor_of = [&](const Problem& q) -> int64_t { return obj == Objective::kSelect ? selection_lower_bound(q) : max_load(q); };
-  const int64_t floor_v = has_in_place(p) ? floor_of(handoff_relaxation(p)) : floor_of(p);
+  const int64_t floor_v = !has_in_place(p) ? floor_of(p)
+                          : std::max(floor_of(handoff_relaxation(p)),
+                                     obj == Objective::kSelect ? floor_of(handoff_relaxation(p, Handoff::kParentEarly)) : 0);
   for (int64_t it = 0; it < budget && best_v > floor_v; ++it) {  // stop once provably optimal
     // The limit holds with --iterations too (a run it cuts short is no longer seed-determined).
     if (dl.expired() || (stop && stop->load())) break;  // a decode costs far more than a clock read
@@ -326,7 +328,10 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   // counts a parent and its child twice at the hand-off tick, where a valid plan holds the
   // parent's footprint once (docs/alloc.md).
   const bool has_ip = has_in_place(p);
+  // (For a pack every buffer is kept, and the child-late relaxation is the tighter one; a
+  // selection takes the better of both.)
   const Problem relaxed = has_ip ? handoff_relaxation(p) : Problem{};
+  const Problem relaxed_pe = has_ip && !pack ? handoff_relaxation(p, Handoff::kParentEarly) : Problem{};
   const Problem& bounded = has_ip ? relaxed : p;
   Size lb_pack = max_load(bounded);
   {
@@ -335,7 +340,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       if (b.residency_reason.empty()) biggest = std::max(biggest, b.size);
     lb_pack = std::max(lb_pack, biggest);
   }
-  const Cost lb_sel = pack ? 0 : selection_lower_bound(bounded);
+  const Cost lb_sel = pack ? 0 : std::max(selection_lower_bound(bounded), has_ip ? selection_lower_bound(relaxed_pe) : 0);
   res.lower_bound = pack ? lb_pack : lb_sel;
   // A pack whose lower bound is above the capacity is infeasible: answer before any heuristic runs
   // (they place below kUnbounded = 2^61, which one buffer of up to 2^62 bytes can exceed).
@@ -412,6 +417,24 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     best.nodes = nodes;
     best.complete = complete;
     return best;
+  };
+  // The hand-off restriction's exact plan, expanded: every chain of hand-offs at one base.
+  auto exact_on_restriction = [&](double secs) {
+    std::vector<int> merged_of;
+    Problem m = handoff_restriction(p, merged_of);
+    if (m.buffers.size() == p.buffers.size() || !check_problem(m)) return;
+    ExactResult e = par_exact(m, pack && o.minimize, secs, nullptr);
+    res.nodes += e.nodes;
+    if (!e.found) return;
+    Placement pl;
+    pl.offsets.resize(p.buffers.size());
+    pl.spill_reasons.resize(p.buffers.size());
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+      pl.offsets[i] = e.placement.offsets[merged_of[i]];
+      pl.spill_reasons[i] = e.placement.spill_reasons[merged_of[i]];
+    }
+    if (!pack) keep_groups_whole(p, pl);
+    if (validate(p, pl, pack, pack ? kUnbounded : -1).ok()) consider(cands, p, obj, std::move(pl), "exact");
   };
 
   // auto: a short annealing pass on problems too big to settle by search alone may improve the
@@ -521,10 +544,17 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       exact_complete = e.complete && e.found;
       return;
     }
-    ExactResult r = par_exact(relaxed, false, std::max(0.0, dl.remaining_seconds()), nullptr);
+    // Plans with every hand-off chain at one base (the exact search itself knows no hand-offs),
+    // then bounds from both hand-off relaxations (each is loose where the other is exact).
+    exact_on_restriction(0.3 * std::max(0.0, dl.remaining_seconds()));
+    ExactResult r = par_exact(relaxed, false, 0.5 * std::max(0.0, dl.remaining_seconds()), nullptr);
     res.nodes += r.nodes;
     consider_relaxed(r);
     if (r.complete && r.found) exact_lb = std::max<int64_t>(exact_lb, r.value);
+    ExactResult r2 = par_exact(relaxed_pe, false, std::max(0.0, dl.remaining_seconds()), nullptr);
+    res.nodes += r2.nodes;
+    consider_relaxed(r2);
+    if (r2.complete && r2.found) exact_lb = std::max<int64_t>(exact_lb, r2.value);
   };
 
   switch (o.solver) {
