@@ -77,6 +77,7 @@ class AllocResult(Result):
 
     @property
     def capacity(self) -> Optional[int]:
+        """The capacity in bytes; None when none was given (``null`` in the JSON)."""
         return self._r.capacity
 
     def to_csv(self) -> str:

@@ -50,6 +50,19 @@ def test_pack_minimizes_height_without_capacity():
     assert "3 buffers" in repr(r)
 
 
+def test_no_capacity_is_none_and_null_as_in_the_cli(tmp_path):
+    # --minimize without --capacity: None in Python, null in the JSON (not the internal sentinel).
+    r = sp.alloc.alloc(SMALL_CSV, minimize=True)
+    assert r.capacity is None and r.to_dict()["capacity"] is None
+    c = cli("alloc", SMALL_CSV, "--minimize", "-o", "-")
+    assert c.returncode == 0, c.stderr
+    want = json.loads(c.stdout)
+    assert want["capacity"] is None and '"capacity": null,' in c.stdout
+    got = r.to_dict()
+    want.pop("seconds"), got.pop("seconds")
+    assert got == want
+
+
 def test_pack_random_problems_are_legal_and_bounded():
     for seed in range(5):
         sizes, starts, ends = random_problem(200, seed)

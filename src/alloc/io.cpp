@@ -255,7 +255,8 @@ Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& 
   out["version"] = 1;
   out["solver"] = r.solver;
   out["objective"] = o.objective == Objective::kPack ? (o.minimize ? "pack-min" : "pack") : "select";
-  out["capacity"] = p.capacity;
+  // No capacity (pack --minimize without one) is null, not the internal sentinel.
+  out["capacity"] = p.capacity == kUnbounded ? Json(nullptr) : Json(p.capacity);
   out["feasible"] = r.feasible;
   out["height"] = r.height;
   out["spill_cost"] = r.spill_cost;

@@ -348,8 +348,9 @@ def check_lx_plan(path):
     assert t["hbm_bytes"] >= t["lower_bound_hbm_bytes"], "HBM bytes below the lower bound"
 
 
-# null is legal only where a format says "none": a spilled buffer's offset, a traversal order.
-NULL_OK = {"offset", "traversal_orders", "address"}
+# null is legal only where a format says "none": a spilled buffer's offset, a traversal order,
+# an alloc plan's capacity when none was given.
+NULL_OK = {"offset", "traversal_orders", "address", "capacity"}
 
 
 def no_nulls(path):
