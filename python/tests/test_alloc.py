@@ -123,6 +123,18 @@ def test_select_spills_minimum_cost():
     check_plan([100] * 3, [0] * 3, [2] * 3, r.offsets, capacity=200, allow_spill=True)
 
 
+def test_repr_says_which_quantity_each_number_is():
+    # select: the bound is on the spill cost, not on the height.
+    r = sp.alloc.select([100, 100, 100], [0, 0, 0], [2, 2, 2], capacity=200, spill_costs=[5, 1, 9])
+    assert r.objective == "select"
+    assert ("3 buffers, spill cost 1 (1 spilled), lower bound on the spill cost 1, proven, height 200, solver"
+            in repr(r)), repr(r)
+    p = sp.alloc.pack([10, 20, 30], [0, 1, 2], [3, 4, 5])
+    assert p.objective == "pack-min" == p.to_dict()["objective"]
+    assert "3 buffers, height 60, lower bound on the height 60, proven, solver" in repr(p), repr(p)
+    assert sp.alloc.pack([10], [0], [1], capacity=10).objective == "pack"
+
+
 def test_select_default_costs_and_random_legality():
     sizes, starts, ends = random_problem(150, 2)
     cap = int(sizes.sum() // 6)
