@@ -3,6 +3,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/options.h"
 #include "cli/verbs.h"
 #include "core/json_reader.h"
 #include "core/result.h"
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
       const std::string hint = sp::closest_word(verb, verbs);
       std::string list;
       for (const auto& v : verbs) list += (list.empty() ? "" : ", ") + v;
-      std::cerr << "scratchplan: unknown verb '" << (i > 1 ? prefix.substr(12) + " " : "") << verb << "'"
+      std::cerr << sp::cli::kErrorPrefix << "unknown verb '" << (i > 1 ? prefix.substr(12) + " " : "") << verb << "'"
                 << (hint.empty() ? " (verbs: " + list + ")" : " (did you mean '" + hint + "'?)") << "\n";
       return sp::kExitBadInput;
     }
@@ -49,10 +50,10 @@ int main(int argc, char** argv) {
     std::string m = e.what();
     for (char& c : m)
       if (c == '\n') c = ' ';
-    std::cerr << "scratchplan: " << m << " (see --help)\n";
+    std::cerr << sp::cli::kErrorPrefix << m << " (see --help)\n";
     return sp::kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "scratchplan: internal error: " << e.what() << "\n";
+    std::cerr << sp::cli::kErrorPrefix << "internal error: " << e.what() << "\n";
     return sp::kExitInternal;
   }
   return exit_code;

@@ -214,6 +214,39 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
   expect_one_line_exit2(r, "allocation violation");
 }
 
+// One prefix for every one-line error, whichever part produced it (README, "Conventions of
+// every verb"): the flag parser, the verb lookup, the verbs, the scheduler front end shared with
+// mlsys. It used to be "scratchplan: " from the parser and "error: " from the rest.
+TEST(CliContract, EveryErrorLineStartsWithTheProgramName) {
+  const std::string p = alloc_problem();
+  for (const std::string& args : {
+           "alloc " + p + " --bogus -o x.json",              // parser: unknown flag
+           "plan " + kSoftmax + " --cores 0",                // parser: flag validator
+           "alloc " + p,                                     // parser: missing -o
+           "shedule " + kMlp,                                // verb lookup
+           "nki chek " + kKernel,                            // sub-verb lookup
+           std::string("plan /nonexistent/prog.json"),       // a verb's fail()
+           "alloc " + p + " --capacity 150 -o x.json",       // infeasible pack
+           std::string("schedule /nonexistent/p.json -o x.json"),  // the scheduler front end
+           "nki check " + kSrc + "/examples/nki/overlap_t0_t1.json",  // a verdict
+       }) {
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("scratchplan: ", 0), 0u) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("error: "), std::string::npos) << args << "\n" << r.err;
+  }
+  // The contest entry point names itself the same way.
+  for (const std::string& args : {std::string("/nonexistent/p.json x.json"), kMlp + " x.json --bogus",
+                                  "MLSYS_TIME_LIMIT=nan " + std::string(SCRATCHPLAN_MLSYS) + " " + kMlp + " x.json"}) {
+    auto r = args.rfind("MLSYS_TIME_LIMIT", 0) == 0 ? run_program("", args) : run_program(SCRATCHPLAN_MLSYS, args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("mlsys: ", 0), 0u) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("error: "), std::string::npos) << args << "\n" << r.err;
+  }
+}
+
 // Found by the end-to-end fuzzer: a 2^62-byte buffer made every heuristic leave it unplaced
 // (exit 1, "invalid plan"), three of them overflowed the validator (exit 0 with two at one
 // offset), and two short lifetimes 10^12 ticks apart made the sweep allocate a bucket per tick.
