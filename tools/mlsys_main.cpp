@@ -10,7 +10,7 @@
 #include "mlsys/scheduler.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"mlsys: MLSys 2026 contest scheduler (same engine as `scratchplan schedule`)"};
+  CLI::App app{"mlsys: MLSys 2026 contest scheduler (same engine as `scratchplan schedule`)", "mlsys"};
   sp::mlsys::ScheduleRunOptions run;
   run.program = "mlsys";
   sp::mlsys::SchedulerOptions opt;

@@ -9,7 +9,8 @@
 #include "core/result.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"scratchplan: plans the on-chip memory of ML accelerators"};
+  // Named here: CLI11 would otherwise show argv[0], the binary's full path, in every usage line.
+  CLI::App app{"scratchplan: plans the on-chip memory of ML accelerators", "scratchplan"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "scratchplan 0.1.0");
   int exit_code = sp::kExitOk;
@@ -20,6 +21,8 @@ int main(int argc, char** argv) {
   sp::cli::register_schedule(app, exit_code);
   sp::cli::register_alloc(app, exit_code);
   sp::cli::register_plan(app, exit_code);
+  // After the verbs: CLI11 copies a footer into subcommands created after it.
+  app.footer("Also installed: mlsys INPUT.json OUTPUT.json, the MLSys 2026 contest entry point (same scheduler as schedule).");
   // An unknown verb (or nki sub-verb) would otherwise be reported as "A subcommand is required".
   CLI::App* level = &app;
   std::string prefix = "scratchplan";

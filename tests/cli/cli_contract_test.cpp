@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
@@ -245,6 +246,24 @@ TEST(CliContract, EveryErrorLineStartsWithTheProgramName) {
     EXPECT_EQ(r.err.rfind("mlsys: ", 0), 0u) << args << "\n" << r.err;
     EXPECT_EQ(r.err.find("error: "), std::string::npos) << args << "\n" << r.err;
   }
+}
+
+// --help names the program as the user types it, not by the binary's build path, and the top
+// level mentions the contest entry point the build installs beside it.
+TEST(CliContract, HelpNamesTheProgramNotItsPath) {
+  for (const auto& [program, args, usage] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {SCRATCHPLAN_CLI, "--help", "Usage: scratchplan [OPTIONS] SUBCOMMAND"},
+           {SCRATCHPLAN_CLI, "alloc --help", "Usage: scratchplan alloc [OPTIONS] input"},
+           {SCRATCHPLAN_CLI, "nki plan --help", "Usage: scratchplan nki plan [OPTIONS]"},
+           {SCRATCHPLAN_MLSYS, "--help", "Usage: mlsys [OPTIONS] input output"}}) {
+    auto r = run_program(program, args);
+    EXPECT_EQ(r.exit_code, 0) << args << r.err;
+    EXPECT_NE(r.out.find(usage), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.find(program), std::string::npos) << args << "\n" << r.out;
+  }
+  auto r = run_cli("--help");
+  EXPECT_NE(r.out.find("mlsys INPUT.json OUTPUT.json"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli("alloc --help").out.find("mlsys INPUT.json"), std::string::npos);  // the top level only
 }
 
 // Found by the end-to-end fuzzer: a 2^62-byte buffer made every heuristic leave it unplaced
