@@ -10,8 +10,9 @@
 #include "mlsys/scheduler.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"mlsys: MLSys 2026 contest scheduler (same engine as `scratchplan schedule`)"};
+  CLI::App app{"mlsys: MLSys 2026 contest scheduler (same engine as `scratchplan schedule`)", "mlsys"};
   sp::mlsys::ScheduleRunOptions run;
+  run.program = "mlsys";
   sp::mlsys::SchedulerOptions opt;
   opt.threads = 0;
   std::string mm_compute = "opk";
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       const double v = std::strtod(env, &end);
       if (end == env || *end != '\0' || !(v > 0 && v <= sp::cli::kMaxSeconds)) {
-        std::cerr << "error: MLSYS_TIME_LIMIT must be a positive number of seconds, got '" << env << "'\n";
+        std::cerr << "mlsys: MLSYS_TIME_LIMIT must be a positive number of seconds, got '" << env << "'\n";
         return sp::kExitBadInput;
       }
       opt.time_limit_s = v;

@@ -123,6 +123,7 @@ void bind_alloc(py::module_& m) {
       .def_property_readonly("feasible", [](const AllocResult& r) { return r.result.feasible; })
       .def_property_readonly("spill_cost", [](const AllocResult& r) { return r.result.spill_cost; })
       .def_property_readonly("solver", [](const AllocResult& r) { return r.result.solver; })
+      .def_property_readonly("objective", [](const AllocResult& r) { return alloc::objective_name(r.options); })
       .def_property_readonly("seconds", [](const AllocResult& r) { return r.result.seconds; })
       .def_property_readonly("nodes", [](const AllocResult& r) { return r.result.nodes; })
       .def_property_readonly("capacity", [](const AllocResult& r) {

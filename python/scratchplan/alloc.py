@@ -71,12 +71,18 @@ class AllocResult(Result):
         return self._r.solver
 
     @property
+    def objective(self) -> str:
+        """``"pack"``, ``"pack-min"`` (height minimized) or ``"select"``: the JSON's objective."""
+        return self._r.objective
+
+    @property
     def seconds(self) -> float:
         """Solver wall time (what the CLI prints as ``time:``)."""
         return self._r.seconds
 
     @property
     def capacity(self) -> Optional[int]:
+        """The capacity in bytes; None when none was given (``null`` in the JSON)."""
         return self._r.capacity
 
     def to_csv(self) -> str:
@@ -84,8 +90,14 @@ class AllocResult(Result):
         return self._r.to_csv()
 
     def __repr__(self) -> str:
-        return (f"<scratchplan.alloc.AllocResult {len(self.offsets)} buffers, height {self.height}, "
-                f"lower bound {self.lower_bound}{', proven' if self.proven else ''}, solver {self.solver}>")
+        # The bound is on the objective (height or spill cost): say which, as the CLI's summary does.
+        proven = ", proven" if self.proven else ""
+        if self.objective == "select":
+            what = (f"spill cost {self.spill_cost} ({int(self.spilled.sum())} spilled), "
+                    f"lower bound on the spill cost {self.lower_bound}{proven}, height {self.height}")
+        else:
+            what = f"height {self.height}, lower bound on the height {self.lower_bound}{proven}"
+        return f"<scratchplan.alloc.AllocResult {len(self.offsets)} buffers, {what}, solver {self.solver}>"
 
 
 def _ints(x: Any, what: str, n: Optional[int] = None) -> np.ndarray:

@@ -16,6 +16,7 @@ BUILD = os.environ.get("SCRATCHPLAN_BUILD", os.path.join(ROOT, "build", "release
 DATA = os.path.join(ROOT, "tests", "data")
 EXAMPLES = os.path.join(ROOT, "examples")
 CLI = os.path.join(BUILD, "scratchplan")
+CLI_PREFIX = "scratchplan: "  # starts every one-line error of the CLI
 
 try:
     import scratchplan  # noqa: F401
@@ -50,16 +51,14 @@ def cli_json(*args):
 
 def cli_error(*args, stdin=None):
     """The CLI's one-line error for a bad invocation, without the front end's decoration
-    ("error: " / "scratchplan: " before it, " (see --help)" after it): the text BadInput carries."""
+    ("scratchplan: " before it, " (see --help)" after parser errors): the text BadInput carries."""
     r = cli(*args, stdin=stdin)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     line = lines[0]
-    for prefix in ("error: ", "scratchplan: "):
-        if line.startswith(prefix):
-            line = line[len(prefix):]
-            break
+    assert line.startswith(CLI_PREFIX), line  # one prefix for every error line
+    line = line[len(CLI_PREFIX):]
     if line.endswith(" (see --help)"):
         line = line[: -len(" (see --help)")]
     return line

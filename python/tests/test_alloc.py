@@ -50,6 +50,19 @@ def test_pack_minimizes_height_without_capacity():
     assert "3 buffers" in repr(r)
 
 
+def test_no_capacity_is_none_and_null_as_in_the_cli(tmp_path):
+    # --minimize without --capacity: None in Python, null in the JSON (not the internal sentinel).
+    r = sp.alloc.alloc(SMALL_CSV, minimize=True)
+    assert r.capacity is None and r.to_dict()["capacity"] is None
+    c = cli("alloc", SMALL_CSV, "--minimize", "-o", "-")
+    assert c.returncode == 0, c.stderr
+    want = json.loads(c.stdout)
+    assert want["capacity"] is None and '"capacity": null,' in c.stdout
+    got = r.to_dict()
+    want.pop("seconds"), got.pop("seconds")
+    assert got == want
+
+
 def test_pack_random_problems_are_legal_and_bounded():
     for seed in range(5):
         sizes, starts, ends = random_problem(200, seed)
@@ -108,6 +121,18 @@ def test_select_spills_minimum_cost():
     assert r.spill_cost == 1 and r.proven and r.lower_bound == 1
     assert r.spilled.tolist() == [False, True, False]
     check_plan([100] * 3, [0] * 3, [2] * 3, r.offsets, capacity=200, allow_spill=True)
+
+
+def test_repr_says_which_quantity_each_number_is():
+    # select: the bound is on the spill cost, not on the height.
+    r = sp.alloc.select([100, 100, 100], [0, 0, 0], [2, 2, 2], capacity=200, spill_costs=[5, 1, 9])
+    assert r.objective == "select"
+    assert ("3 buffers, spill cost 1 (1 spilled), lower bound on the spill cost 1, proven, height 200, solver"
+            in repr(r)), repr(r)
+    p = sp.alloc.pack([10, 20, 30], [0, 1, 2], [3, 4, 5])
+    assert p.objective == "pack-min" == p.to_dict()["objective"]
+    assert "3 buffers, height 60, lower bound on the height 60, proven, solver" in repr(p), repr(p)
+    assert sp.alloc.pack([10], [0], [1], capacity=10).objective == "pack"
 
 
 def test_select_default_costs_and_random_legality():

@@ -7,7 +7,7 @@ import os
 import pytest
 
 import scratchplan as sp
-from conftest import EXAMPLES, cli, data, load
+from conftest import CLI_PREFIX, EXAMPLES, cli, data, load
 
 KERNELS = sorted(glob.glob(os.path.join(EXAMPLES, "nki", "*.json")))
 KERNELS = [k for k in KERNELS if not k.endswith("hardware_small.json")]
@@ -18,10 +18,10 @@ MLP_SOL = os.path.join(EXAMPLES, "mlsys", "mlp_block_solution.json")
 def same(call, *cli_args):
     """Python and the CLI agree: the same JSON, or the same one-line error (BadInput)."""
     c = cli(*cli_args)
-    if c.returncode == 2 and c.stderr.startswith("error: "):
+    if c.returncode == 2 and c.stderr.startswith(CLI_PREFIX):
         with pytest.raises(sp.BadInput) as e:
             call()
-        assert "error: " + str(e.value) == c.stderr.strip()
+        assert CLI_PREFIX + str(e.value) == c.stderr.strip()
         return None
     r = call()
     assert r.to_dict() == json.loads(c.stdout)
@@ -143,7 +143,7 @@ def test_nki_plan_equals_cli(kernel, tmp_path):
     if c.returncode == 2:  # e.g. direct allocations that cannot be kept: the same line from Python
         with pytest.raises(sp.BadInput) as e:
             sp.nki.plan(kernel, time_limit=2)
-        assert "error: " + str(e.value) == c.stderr.strip()
+        assert CLI_PREFIX + str(e.value) == c.stderr.strip()
         return
     r = sp.nki.plan(kernel, time_limit=2)
     assert r.to_dict() == json.loads(c.stdout)
@@ -168,7 +168,7 @@ def test_nki_hardware_dict_and_path():
     assert c.returncode == 2  # does not fit the small core: same one line from Python
     with pytest.raises(sp.BadInput) as e:
         sp.nki.plan(k, hardware=hw_path, max_buffers=2, time_limit=1)
-    assert "error: " + str(e.value) == c.stderr.strip()
+    assert CLI_PREFIX + str(e.value) == c.stderr.strip()
     k = os.path.join(EXAMPLES, "nki", "softmax_rows.json")
     k = os.path.join(EXAMPLES, "nki", "load_exp.json")
     same(lambda: sp.nki.plan(k, hardware=load(hw_path), max_buffers=2, time_limit=1),

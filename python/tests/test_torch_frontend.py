@@ -535,6 +535,16 @@ def test_cli_module_form(tmp_path):
     assert r.returncode == 2 and "nope" in r.stderr
 
 
+def test_cli_help_is_plain_text():
+    # --help is read in a terminal: no reStructuredText markup (it showed ``...`` from the docstring).
+    r = subprocess.run([sys.executable, "-m", "scratchplan.torch", "--help"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "`" not in r.stdout, r.stdout
+    text = " ".join(r.stdout.split())  # argparse wraps lines
+    assert "usage: python3 -m scratchplan.torch" in text and "scratchplan plan model.program.json" in text
+
+
 # ------------------------------------------------------------------ sweep
 
 def _plan_cores(cfg):

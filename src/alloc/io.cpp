@@ -249,13 +249,18 @@ std::string plan_to_csv(const Problem& p, const Placement& pl) {
   return out;
 }
 
+const char* objective_name(const SolveOptions& o) {
+  return o.objective == Objective::kPack ? (o.minimize ? "pack-min" : "pack") : "select";
+}
+
 Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& o) {
   Json out;
   out["format"] = "scratchplan-alloc-plan";
   out["version"] = 1;
   out["solver"] = r.solver;
-  out["objective"] = o.objective == Objective::kPack ? (o.minimize ? "pack-min" : "pack") : "select";
-  out["capacity"] = p.capacity;
+  out["objective"] = objective_name(o);
+  // No capacity (pack --minimize without one) is null, not the internal sentinel.
+  out["capacity"] = p.capacity == kUnbounded ? Json(nullptr) : Json(p.capacity);
   out["feasible"] = r.feasible;
   out["height"] = r.height;
   out["spill_cost"] = r.spill_cost;

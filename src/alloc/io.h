@@ -19,6 +19,8 @@ Result<Problem> read_problem(const std::string& path);
 
 // Plan as MiniMalloc CSV (offset column; empty offset = spilled).
 std::string plan_to_csv(const Problem& p, const Placement& pl);
+// The plan's "objective": "pack", "pack-min" (height minimized) or "select".
+const char* objective_name(const SolveOptions& o);
 // Plan and result summary as JSON.
 Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& o);
 // The same plan as text, byte for byte result_to_json(...).dump(1) + "\n", with the buffer list

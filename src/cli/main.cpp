@@ -3,12 +3,14 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/options.h"
 #include "cli/verbs.h"
 #include "core/json_reader.h"
 #include "core/result.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"scratchplan: plans the on-chip memory of ML accelerators"};
+  // Named here: CLI11 would otherwise show argv[0], the binary's full path, in every usage line.
+  CLI::App app{"scratchplan: plans the on-chip memory of ML accelerators", "scratchplan"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "scratchplan 0.1.0");
   int exit_code = sp::kExitOk;
@@ -19,6 +21,8 @@ int main(int argc, char** argv) {
   sp::cli::register_schedule(app, exit_code);
   sp::cli::register_alloc(app, exit_code);
   sp::cli::register_plan(app, exit_code);
+  // After the verbs: CLI11 copies a footer into subcommands created after it.
+  app.footer("Also installed: mlsys INPUT.json OUTPUT.json, the MLSys 2026 contest entry point (same scheduler as schedule).");
   // An unknown verb (or nki sub-verb) would otherwise be reported as "A subcommand is required".
   CLI::App* level = &app;
   std::string prefix = "scratchplan";
@@ -30,7 +34,7 @@ int main(int argc, char** argv) {
       const std::string hint = sp::closest_word(verb, verbs);
       std::string list;
       for (const auto& v : verbs) list += (list.empty() ? "" : ", ") + v;
-      std::cerr << "scratchplan: unknown verb '" << (i > 1 ? prefix.substr(12) + " " : "") << verb << "'"
+      std::cerr << sp::cli::kErrorPrefix << "unknown verb '" << (i > 1 ? prefix.substr(12) + " " : "") << verb << "'"
                 << (hint.empty() ? " (verbs: " + list + ")" : " (did you mean '" + hint + "'?)") << "\n";
       return sp::kExitBadInput;
     }
@@ -49,10 +53,10 @@ int main(int argc, char** argv) {
     std::string m = e.what();
     for (char& c : m)
       if (c == '\n') c = ' ';
-    std::cerr << "scratchplan: " << m << " (see --help)\n";
+    std::cerr << sp::cli::kErrorPrefix << m << " (see --help)\n";
     return sp::kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "scratchplan: internal error: " << e.what() << "\n";
+    std::cerr << sp::cli::kErrorPrefix << "internal error: " << e.what() << "\n";
     return sp::kExitInternal;
   }
   return exit_code;

@@ -37,7 +37,7 @@ int fail(const Error& e) {
   for (char& c : m)
     if (c == '\n' || c == '\r') c = ' ';
   std::cout.flush();  // a report already printed comes before the error line when both share a pipe
-  std::cerr << "error: " << m << "\n";
+  std::cerr << kErrorPrefix << m << "\n";
   return exit_code(e);
 }
 

@@ -36,7 +36,11 @@ CLI::Validator thread_count();
 // start with the file name are left as they are.
 Error located(Error e, const std::string& input_path);
 
-// Prints "error: <message>" on one line (newlines in names are flattened) and returns the exit code.
+// Starts every one-line error of the CLI, from the flag parser as from the verbs: the program
+// name, as Unix tools do (README, "Conventions of every verb").
+inline constexpr const char* kErrorPrefix = "scratchplan: ";
+
+// Prints "scratchplan: <message>" on one line (newlines in names are flattened) and returns the exit code.
 int fail(const Error& e);
 
 }  // namespace sp::cli

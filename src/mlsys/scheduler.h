@@ -71,6 +71,7 @@ struct ScheduleRunOptions {
   std::string problem_path;
   std::string output_path;
   bool verbose = false;  // lower bounds and progress on stderr
+  std::string program = "scratchplan";  // starts each error line, as the front end's other errors
 };
 // Returns the process exit code (0, 1 or 2) and prints errors to stderr.
 int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& options);

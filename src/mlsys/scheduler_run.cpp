@@ -16,14 +16,14 @@ namespace sp::mlsys {
 int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& options_in) {
   // The output path is checked before any work: a bad path fails now, not after the budget.
   if (Status st = check_output_path("-o", run.output_path); !st) {
-    std::cerr << "error: " << st.error().message << "\n";
+    std::cerr << run.program << ": " << st.error().message << "\n";
     return exit_code(st.error());
   }
   // "-": only the final schedule goes to standard output; the summary goes to stderr.
   const bool to_stdout = run.output_path == "-";
   auto problem = read_problem(run.problem_path);
   if (!problem) {
-    std::cerr << "error: " << problem.error().message << "\n";
+    std::cerr << run.program << ": " << problem.error().message << "\n";
     return exit_code(problem.error());
   }
   SchedulerOptions options = options_in;
@@ -51,14 +51,14 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
     // The scheduler says what cannot be scheduled; the file is named here.
     const std::string name = input_name(run.problem_path);
     const std::string& m = result.error().message;
-    std::cerr << "error: " << (m.rfind(name + ":", 0) == 0 ? m : name + ": " + m) << "\n";
+    std::cerr << run.program << ": " << (m.rfind(name + ":", 0) == 0 ? m : name + ": " + m) << "\n";
     return exit_code(result.error());
   }
   // The final pick is deterministic; write it even if an equal-cost schedule was written first.
   write(result->solution, result->stats.total);
   if (to_stdout) std::cout << solution_to_json(result->solution).dump(1) << "\n" << std::flush;
   if (!write_status.ok()) {
-    std::cerr << "error: " << write_status.error().message << "\n";
+    std::cerr << run.program << ": " << write_status.error().message << "\n";
     return exit_code(write_status.error());
   }
   if (run.verbose) {

@@ -95,6 +95,19 @@ TEST(AllocCli, MinimizeProvesOptimalHeight) {
   EXPECT_NE(r.out.find("height: 8 (lower bound 8, proven optimal)"), std::string::npos) << r.out;
 }
 
+// --minimize without --capacity: the plan has no capacity, written null (not the internal sentinel).
+TEST(AllocCli, MinimizeWithoutCapacityWritesNullCapacity) {
+  fs::path in = tmp("nocap.csv", "id,lower,upper,size\n0,0,2,4\n1,1,3,4\n");
+  fs::path out = tmp("nocap.json");
+  CliRun r = run_cli(in.string() + " --minimize -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("\"capacity\": null,"), std::string::npos) << ss.str();
+  EXPECT_EQ(ss.str().find("2305843009213693951"), std::string::npos) << ss.str();
+}
+
 // Without --threads the exact search keeps one worker (reproducible small plans) and the
 // multi-start takes every hardware thread (0); a given --threads sets both.
 TEST(AllocCli, ThreadsDefaultOneExactWorkerAndEveryCoreForTheMultiStart) {

@@ -35,6 +35,10 @@ TEST(AllocIo, DirectJsonTextMatchesTheJsonTree) {
   Problem none;
   SolveResult empty;
   EXPECT_EQ(result_to_json_text(none, empty, o), result_to_json(none, empty, o).dump(1) + "\n");
+  // No capacity (kUnbounded) is written as null by both writers, not as the sentinel.
+  EXPECT_TRUE(result_to_json(none, empty, o)["capacity"].is_null());
+  EXPECT_NE(result_to_json_text(none, empty, o).find("\"capacity\": null,"), std::string::npos);
+  EXPECT_EQ(result_to_json(p, *r, o)["capacity"], 96);
 }
 
 using testing::buf;

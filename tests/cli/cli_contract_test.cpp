@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
@@ -212,6 +213,57 @@ TEST(CliContract, ErrorsAreOneLocatedLine) {
   // A kernel with violations: one line on stderr too.
   r = run_cli("nki check " + kSrc + "/examples/nki/overlap_t0_t1.json");
   expect_one_line_exit2(r, "allocation violation");
+}
+
+// One prefix for every one-line error, whichever part produced it (README, "Conventions of
+// every verb"): the flag parser, the verb lookup, the verbs, the scheduler front end shared with
+// mlsys. It used to be "scratchplan: " from the parser and "error: " from the rest.
+TEST(CliContract, EveryErrorLineStartsWithTheProgramName) {
+  const std::string p = alloc_problem();
+  for (const std::string& args : {
+           "alloc " + p + " --bogus -o x.json",              // parser: unknown flag
+           "plan " + kSoftmax + " --cores 0",                // parser: flag validator
+           "alloc " + p,                                     // parser: missing -o
+           "shedule " + kMlp,                                // verb lookup
+           "nki chek " + kKernel,                            // sub-verb lookup
+           std::string("plan /nonexistent/prog.json"),       // a verb's fail()
+           "alloc " + p + " --capacity 150 -o x.json",       // infeasible pack
+           std::string("schedule /nonexistent/p.json -o x.json"),  // the scheduler front end
+           "nki check " + kSrc + "/examples/nki/overlap_t0_t1.json",  // a verdict
+       }) {
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("scratchplan: ", 0), 0u) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("error: "), std::string::npos) << args << "\n" << r.err;
+  }
+  // The contest entry point names itself the same way.
+  for (const std::string& args : {std::string("/nonexistent/p.json x.json"), kMlp + " x.json --bogus",
+                                  "MLSYS_TIME_LIMIT=nan " + std::string(SCRATCHPLAN_MLSYS) + " " + kMlp + " x.json"}) {
+    auto r = args.rfind("MLSYS_TIME_LIMIT", 0) == 0 ? run_program("", args) : run_program(SCRATCHPLAN_MLSYS, args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("mlsys: ", 0), 0u) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("error: "), std::string::npos) << args << "\n" << r.err;
+  }
+}
+
+// --help names the program as the user types it, not by the binary's build path, and the top
+// level mentions the contest entry point the build installs beside it.
+TEST(CliContract, HelpNamesTheProgramNotItsPath) {
+  for (const auto& [program, args, usage] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {SCRATCHPLAN_CLI, "--help", "Usage: scratchplan [OPTIONS] SUBCOMMAND"},
+           {SCRATCHPLAN_CLI, "alloc --help", "Usage: scratchplan alloc [OPTIONS] input"},
+           {SCRATCHPLAN_CLI, "nki plan --help", "Usage: scratchplan nki plan [OPTIONS]"},
+           {SCRATCHPLAN_MLSYS, "--help", "Usage: mlsys [OPTIONS] input output"}}) {
+    auto r = run_program(program, args);
+    EXPECT_EQ(r.exit_code, 0) << args << r.err;
+    EXPECT_NE(r.out.find(usage), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.find(program), std::string::npos) << args << "\n" << r.out;
+  }
+  auto r = run_cli("--help");
+  EXPECT_NE(r.out.find("mlsys INPUT.json OUTPUT.json"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli("alloc --help").out.find("mlsys INPUT.json"), std::string::npos);  // the top level only
 }
 
 // Found by the end-to-end fuzzer: a 2^62-byte buffer made every heuristic leave it unplaced

@@ -17,14 +17,14 @@ struct CommandResult {
   std::string err;      // stderr
 };
 
-// Runs `scratchplan <args>` through the shell; stdout and stderr are captured separately.
-inline CommandResult run_cli(const std::string& args) {
+// Runs `<program> <args>` through the shell; stdout and stderr are captured separately.
+inline CommandResult run_program(const std::string& program, const std::string& args) {
   namespace fs = std::filesystem;
   static int counter = 0;
   fs::path dir = fs::temp_directory_path() / ("sp_cli_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::string base = (dir / std::to_string(counter++)).string();
-  std::string cmd = std::string(SCRATCHPLAN_CLI) + " " + args + " >" + base + ".out 2>" + base + ".err";
+  std::string cmd = program + " " + args + " >" + base + ".out 2>" + base + ".err";
   int status = std::system(cmd.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -38,6 +38,9 @@ inline CommandResult run_cli(const std::string& args) {
   fs::remove(base + ".err");
   return r;
 }
+
+// Runs `scratchplan <args>`.
+inline CommandResult run_cli(const std::string& args) { return run_program(SCRATCHPLAN_CLI, args); }
 
 // A file in a per-process temp directory holding `content`.
 inline std::string temp_file(const std::string& name, const std::string& content) {

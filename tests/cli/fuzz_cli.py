@@ -348,8 +348,9 @@ def check_lx_plan(path):
     assert t["hbm_bytes"] >= t["lower_bound_hbm_bytes"], "HBM bytes below the lower bound"
 
 
-# null is legal only where a format says "none": a spilled buffer's offset, a traversal order.
-NULL_OK = {"offset", "traversal_orders", "address"}
+# null is legal only where a format says "none": a spilled buffer's offset, a traversal order,
+# an alloc plan's capacity when none was given.
+NULL_OK = {"offset", "traversal_orders", "address", "capacity"}
 
 
 def no_nulls(path):
@@ -472,8 +473,13 @@ class Fuzzer:
         return p
 
     def located(self, line, argv):
-        """One line naming where: an input path (or <stdin>), a flag, or the CLI parser."""
-        if line.startswith("scratchplan: ") or line.startswith("mlsys: "):
+        """One line naming where: an input path (or <stdin>), a flag, or the CLI parser; after the
+        program name, which starts every error line."""
+        prog = "mlsys: " if argv[0] == self.mlsys else "scratchplan: "
+        if not line.startswith(prog):
+            return False
+        line = line[len(prog):]
+        if line.endswith(" (see --help)") or line.startswith("unknown verb "):
             return True  # the flag parser (unknown flag, missing argument) names the flag itself
         names = [a for a in argv[1:] if isinstance(a, str) and a not in ("-",) and not a.startswith("-")]
         if any(n in line for n in names if "/" in n) or "<stdin>" in line:

@@ -105,7 +105,7 @@ TEST(NkiCli, CheckSvgOutlinesBothTilesOfAnOverlap) {
   auto r = testing::run_cli("nki check --json --svg " + svg + " " + testing::example("overlap_t0_t1.json"));
   EXPECT_EQ(r.exit_code, 2);
   // run_cli merges stderr: the JSON report, then the one-line error.
-  const auto error_at = r.out.rfind("\nerror: ");
+  const auto error_at = r.out.rfind("\nscratchplan: ");
   ASSERT_NE(error_at, std::string::npos) << r.out;
   Json j = Json::parse(r.out.substr(0, error_at));
   EXPECT_EQ(j["violations"][0]["overwritten_by"]["tensor"], "t1");

@@ -29,9 +29,16 @@ def _shape(text: str):
     return dims
 
 
+# Plain text for --help (the module docstring is reStructuredText for the docs).
+_DESCRIPTION = "Trace a PyTorch model on meta tensors and write its scratchplan program JSON."
+_EPILOG = ("MODEL names a torch.nn.Module instance, class or factory called with no arguments "
+           "(torchvision factories default to weights=None); the inputs are float32 tensors of the given "
+           "shapes. Then: scratchplan plan model.program.json. Bad input: one line on stderr, exit 2.")
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m scratchplan.torch", description=__doc__.splitlines()[0])
-    ap.add_argument("model", help="MODULE:ATTR, e.g. torchvision.models:vit_b_16")
+    ap = argparse.ArgumentParser(prog="python3 -m scratchplan.torch", description=_DESCRIPTION, epilog=_EPILOG)
+    ap.add_argument("model", metavar="MODEL", help="MODULE:ATTR, e.g. torchvision.models:vit_b_16")
     ap.add_argument("--input", action="append", required=True, help="input shape, e.g. 1,3,224,224 (repeat per input)")
     ap.add_argument("--dtype", default=None, help="fp16, bf16 or fp32 for every floating tensor")
     ap.add_argument("--name", default=None, help="program name")
