@@ -212,35 +212,79 @@ LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int
     R.size.push_back(bs[vars[k]].size);
     R.cost.push_back(spill_cost(bs[vars[k]]));
   }
-  std::vector<Time> times;
-  for (int i : vars) times.push_back(bs[i].start);
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
-  std::vector<std::vector<int>> sets;
-  // Too large to build (and to search): report only the forced spills, not complete.
-  if (static_cast<double>(times.size()) * static_cast<double>(R.n) > 5e7) {
-    out.bound = out.root_bound = std::min(forced, upper);
-    return out;
+  // The live set at each start, by one sweep (ends first at equal times); only the instants whose
+  // load exceeds the capacity give constraints. Any subset of them is still a relaxation, so on
+  // large instances the constraints are those of largest excess, up to 4M nonzeros (before, such
+  // instances got no bound beyond the forced spills).
+  std::vector<std::pair<Time, int>> ev;  // (time, +k+1 start | -(k+1) end)
+  ev.reserve(2 * static_cast<std::size_t>(R.n));
+  for (int k = 0; k < R.n; ++k) {
+    ev.push_back({bs[vars[k]].start, k + 1});
+    ev.push_back({end[vars[k]], -(k + 1)});
   }
-  std::size_t nnz = 0;
-  for (Time t : times) {
-    std::vector<int> live;
+  std::sort(ev.begin(), ev.end());
+  struct Instant { Size excess; Time t; int live; std::size_t event; };
+  std::vector<Instant> over;
+  {
     Size load = 0;
-    for (int k = 0; k < R.n; ++k)
-      if (bs[vars[k]].start <= t && t < end[vars[k]]) {
-        live.push_back(k);
-        load += R.size[k];
-      }
-    if (load <= p.capacity) continue;
-    // Skip a constraint equal to the previous one (same live set).
-    if (!sets.empty() && sets.back() == live) continue;
-    nnz += live.size();
-    if (nnz > 4'000'000) {
-      out.bound = out.root_bound = std::min(forced, upper);
-      return out;
+    int live = 0;
+    for (std::size_t e = 0; e < ev.size(); ++e) {
+      const int k = ev[e].second > 0 ? ev[e].second - 1 : -ev[e].second - 1;
+      load += ev[e].second > 0 ? R.size[k] : -R.size[k];
+      live += ev[e].second > 0 ? 1 : -1;
+      const bool last_at_t = e + 1 == ev.size() || ev[e + 1].first != ev[e].first;
+      if (last_at_t && ev[e].second > 0 && load > p.capacity) over.push_back({load - p.capacity, ev[e].first, live, e});
     }
-    sets.push_back(live);
-    R.need.push_back(load - p.capacity);
+  }
+  std::vector<char> keep(over.size(), 1);
+  {
+    std::size_t total = 0;
+    for (const Instant& x : over) total += static_cast<std::size_t>(x.live);
+    if (total > 4'000'000) {  // the instants of largest excess, up to 4M nonzeros
+      std::vector<std::size_t> by(over.size());
+      std::iota(by.begin(), by.end(), 0);
+      std::stable_sort(by.begin(), by.end(), [&](std::size_t a, std::size_t b) { return over[a].excess > over[b].excess; });
+      std::fill(keep.begin(), keep.end(), 0);
+      std::size_t nnz = 0;
+      for (std::size_t i : by) {
+        if (nnz + static_cast<std::size_t>(over[i].live) > 4'000'000) continue;
+        nnz += static_cast<std::size_t>(over[i].live);
+        keep[i] = 1;
+      }
+    }
+  }
+  std::vector<std::vector<int>> sets;
+  {
+    std::vector<int> live_list, pos(R.n, -1);  // the live set, O(1) insert and erase
+    std::size_t next = 0;
+    for (std::size_t e = 0; e < ev.size() && next < over.size(); ++e) {
+      const int k = ev[e].second > 0 ? ev[e].second - 1 : -ev[e].second - 1;
+      if (ev[e].second > 0) {
+        pos[k] = static_cast<int>(live_list.size());
+        live_list.push_back(k);
+      } else if (pos[k] >= 0) {
+        const int last = live_list.back();
+        live_list[pos[k]] = last;
+        pos[last] = pos[k];
+        live_list.pop_back();
+        pos[k] = -1;
+      }
+      if (e != over[next].event) continue;
+      if ((e & 1023) == 0 && dl.expired()) {  // building alone can take a share at 200k buffers
+        out.bound = out.root_bound = std::min(forced, upper);
+        return out;
+      }
+      if (keep[next]) {
+        std::vector<int> live = live_list;
+        std::sort(live.begin(), live.end());
+        // Skip a constraint equal to the previous one (same live set).
+        if (sets.empty() || sets.back() != live) {
+          sets.push_back(std::move(live));
+          R.need.push_back(over[next].excess);
+        }
+      }
+      ++next;
+    }
   }
   R.m = static_cast<int>(sets.size());
   R.vars_of = sets;
