@@ -283,7 +283,9 @@ class TimeIndex {
   // first gap that holds the buffer (about half the spans are above it), without copying.
   // The same offsets as a first fit over overlaps() (AllocLimits.SweepLowestFitEqualsFirstFit);
   // with the floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k (per slice: 0.6-0.8 s).
-  Offset lowest_fit(const Buffer& b, Size size, Size align, bool* on_top = nullptr) const {
+  // `limit`: the fit must end at or below it; the walk stops (returning an offset past it) as
+  // soon as none can, so a buffer that a capacity spills costs no walk to the top of its stack.
+  Offset lowest_fit(const Buffer& b, Size size, Size align, bool* on_top = nullptr, Offset limit = kUnbounded) const {
     const Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     auto counts = [&](const Entry& x) { return x.s < b.end && b.start < x.e && x.hi > x.lo; };
     Offset cur = 0;  // every address below a slice's floor is taken at some instant of b's
@@ -296,6 +298,8 @@ class TimeIndex {
       }
     }
     heap_.clear();
+    if (on_top) *on_top = false;
+    if (align_up(cur, align) > limit - size) return align_up(cur, align);
     // A cursor moves to the next entry that is live with b and ends above cur; entries ending
     // at or below cur cannot move it (cur only grows). A whole chunk is passed at once when it
     // ends at or below cur (on stretched SOMAS traces two thirds of the entries the walk took
@@ -339,6 +343,7 @@ class TimeIndex {
         cur = std::max(cur, c.p->hi);
         c.next();
       }
+      if (align_up(cur, align) > limit - size) return align_up(cur, align);  // no fit below the limit
       advance(c);
       if (c.done()) heap_.pop_back();
       else std::push_heap(heap_.begin(), heap_.end(), later);
@@ -569,7 +574,7 @@ Placement place_sweep_in_order(const Problem& p, Size capacity, const std::funct
     Offset at = -1;
     if (!best_fit) {
       bool on_top = false;
-      at = index.lowest_fit(b, b.size, b.alignment, &on_top);
+      at = index.lowest_fit(b, b.size, b.alignment, &on_top, capacity);
       if (at + b.size > capacity) at = -1;
       else if (two_sided && on_top && capacity < kUnbounded) at = (capacity - b.size) / b.alignment * b.alignment;
     } else {
