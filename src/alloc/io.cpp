@@ -192,30 +192,17 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
         if (it == index.end()) cur.fail("in-place parent '" + name + "' does not exist");
         p.buffers[i].in_place_parents.push_back(it->second);
       }
-    // paired_with: the groups are the connected components of the (symmetric) pairing relation;
-    // each is named by its lowest member index.
-    std::vector<int> up(items.size());
-    std::iota(up.begin(), up.end(), 0);
-    auto group_of = [&](int x) {
-      while (up[x] != x) x = up[x] = up[up[x]];
-      return x;
-    };
-    bool paired = false;
+    // paired_with: the groups are the connected components of the (symmetric) pairing relation.
+    std::vector<std::pair<int, int>> paired;
     for (std::size_t i = 0; i < items.size(); ++i)
       for (auto& [name, cur] : pairs[i]) {
         auto it = index.find(name);
         if (it == index.end()) cur.fail("paired buffer '" + name + "' does not exist");
-        int a = group_of(static_cast<int>(i)), b = group_of(it->second);
-        if (a != b) up[std::max(a, b)] = std::min(a, b);
-        paired = true;
+        paired.emplace_back(static_cast<int>(i), it->second);
       }
-    if (paired) {
-      std::vector<int> members(items.size(), 0);
-      for (std::size_t i = 0; i < items.size(); ++i) ++members[group_of(static_cast<int>(i))];
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        int r = group_of(static_cast<int>(i));
-        if (members[r] > 1) p.buffers[i].group = r;
-      }
+    if (!paired.empty()) {
+      std::vector<int> g = group_ids(static_cast<int>(items.size()), paired);
+      for (std::size_t i = 0; i < items.size(); ++i) p.buffers[i].group = g[i];
     }
     if (Status st = check_problem(p); !st) return bad_input(source + ": " + st.error().message);
     return p;

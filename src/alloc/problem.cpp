@@ -59,6 +59,24 @@ bool has_groups(const Problem& p) {
   return false;
 }
 
+std::vector<int> group_ids(int n, const std::vector<std::pair<int, int>>& pairs) {
+  std::vector<int> up(n);
+  std::iota(up.begin(), up.end(), 0);
+  auto root = [&](int x) {
+    while (up[x] != x) x = up[x] = up[up[x]];
+    return x;
+  };
+  for (auto [a, b] : pairs) {
+    const int x = root(a), y = root(b);
+    if (x != y) up[std::max(x, y)] = std::min(x, y);  // the lowest index names the group
+  }
+  std::vector<int> members(n, 0), out(n, -1);
+  for (int i = 0; i < n; ++i) ++members[root(i)];
+  for (int i = 0; i < n; ++i)
+    if (members[root(i)] > 1) out[i] = root(i);
+  return out;
+}
+
 Problem with_group_reasons(const Problem& p) {
   std::unordered_map<int, int> forced;  // group -> a member with a residency reason
   for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i)

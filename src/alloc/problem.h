@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -75,6 +76,9 @@ std::string in_place_edge_error(const std::string& child, const std::string& par
 // Groups: members of a group with a forced spill get a residency reason naming it (so that the
 // solvers see the whole group forced off chip). Returns p unchanged when no group has one.
 bool has_groups(const Problem& p);
+// Atomic groups from paired_with pairs over n buffers: the connected components of the pairing
+// relation, each named by its lowest member; -1 for a buffer paired with none.
+std::vector<int> group_ids(int n, const std::vector<std::pair<int, int>>& pairs);
 Problem with_group_reasons(const Problem& p);
 
 // Structural checks (the kMaxTotalBytes / kMaxTotalCost bounds, sizes, lifetimes, alignment > 0, parents exist, no parent cycles, fixed

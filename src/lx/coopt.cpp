@@ -372,22 +372,14 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
         if (!why.empty()) list[i].at("in_place_parents").fail(why);
       }
     }
-    std::vector<int> up(list.size());
-    for (std::size_t i = 0; i < up.size(); ++i) up[i] = static_cast<int>(i);
-    auto group_of = [&](int x) {
-      while (up[x] != x) x = up[x] = up[up[x]];
-      return x;
-    };
+    std::vector<std::pair<int, int>> paired;
     for (std::size_t i = 0; i < list.size(); ++i)
       if (list[i].has("paired_with"))
-        for (const auto& q : list[i].at("paired_with").elements()) {
-          int a = group_of(static_cast<int>(i)), c2 = group_of(ref(q));
-          if (a != c2) up[std::max(a, c2)] = std::min(a, c2);
-        }
-    std::vector<int> members(list.size(), 0);
-    for (std::size_t i = 0; i < list.size(); ++i) ++members[group_of(static_cast<int>(i))];
-    for (std::size_t i = 0; i < list.size(); ++i)
-      if (members[group_of(static_cast<int>(i))] > 1) p.buffers[i].group = group_of(static_cast<int>(i));
+        for (const auto& q : list[i].at("paired_with").elements()) paired.emplace_back(static_cast<int>(i), ref(q));
+    if (!paired.empty()) {
+      std::vector<int> g = alloc::group_ids(static_cast<int>(list.size()), paired);
+      for (std::size_t i = 0; i < list.size(); ++i) p.buffers[i].group = g[i];
+    }
     return p;
   } catch (const JsonInputError& e) {
     return bad_input(e.what());
