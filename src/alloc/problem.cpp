@@ -211,7 +211,8 @@ Problem handoff_restriction(const Problem& p, std::vector<int>& merged_of) {
   };
   for (int c = 0; c < n; ++c)
     for (int q : p.buffers[c].in_place_parents)
-      if (next[q] < 0 && prev[c] < 0 && mergeable(p.buffers[c]) && mergeable(p.buffers[q])) {
+      if (next[q] < 0 && prev[c] < 0 && mergeable(p.buffers[c]) && mergeable(p.buffers[q]) &&
+          p.buffers[c].alignment == p.buffers[q].alignment) {
         next[q] = c;
         prev[c] = q;
         break;
@@ -229,7 +230,6 @@ Problem handoff_restriction(const Problem& p, std::vector<int>& merged_of) {
       m.size = std::max(m.size, b.size);
       m.start = std::min(m.start, b.start);
       m.end = std::max(m.end, b.end);
-      m.alignment = std::lcm(m.alignment, b.alignment);
       cost += spill_cost(b);
     }
     m.spill_cost = std::min(cost, kMaxTotalCost);

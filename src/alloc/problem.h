@@ -103,7 +103,7 @@ Problem handoff_relaxation(const Problem& p, Handoff which = Handoff::kChildLate
 // largest member, costing their summed spill costs. A plan of it, expanded (`merged_of[i]` is
 // buffer i's buffer there), puts every chain at one base: legal hand-offs, kept or spilled
 // whole. So it gives plans for `p` (not bounds), which an exact search without hand-offs then
-// finds. Forced, pinned and grouped buffers are not merged.
+// finds. Forced, pinned and grouped buffers, and edges between two alignments, are not merged.
 Problem handoff_restriction(const Problem& p, std::vector<int>& merged_of);
 
 // Max-load lower bound: the largest total size live at one instant (alignment ignored). With
