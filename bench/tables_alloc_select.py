@@ -62,5 +62,5 @@ def tables(ctx):
     out += ["", "At 200k buffers one sweep takes about the whole budget: `auto` runs the size-order sweep under the "
             "same deadline as the `sweep` member, so the two differ by where the deadline cuts them (the smallest "
             "buffers it did not reach are spilled), and the target is not met there: it depends on the timing of the "
-            "run. `exact` keeps its greedy-by-size incumbent, which it runs to completion past the limit.", ""]
+            "run. `exact` answers with its greedy-by-size incumbent when its search finds nothing better in time.", ""]
     return "\n".join(out)

@@ -564,7 +564,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       consider(cands, p, obj, anneal(p, obj, hcap, o, dl, nullptr), "annealing");
       break;
     case SolverKind::kExact: {
-      Placement inc = place_greedy_by_size(p, hcap);
+      // (Under the deadline: a selection's incumbent cut short is still a plan; a pack's is no incumbent.)
+      Placement inc = place_greedy_by_size(p, hcap, &dl);
       const Placement* incp = pack ? (all_placed(p, inc) && height(p, inc) <= p.capacity ? &inc : nullptr) : &inc;
       run_exact(incp, dl.remaining_seconds());
       // A selection always has an answer: the search's incumbent when it found nothing better in time.
