@@ -100,13 +100,13 @@ Problem random_instance(uint64_t seed) {
   int prev = parent;
   const int links = static_cast<int>(rng.range(1, 2));
   for (int k = 0; k < links; ++k) {
-    const Buffer& par = p.buffers[prev];
-    const Time h = par.end - 1;  // the hand-off tick
+    const Size par_size = p.buffers[prev].size;  // (copied: add() may move the buffers)
+    const Time h = p.buffers[prev].end - 1;        // the hand-off tick
     // (two ticks at least: it may be the next link's parent, which must be read after its write)
-    const int c = add("C" + std::to_string(k), rng.range(1, par.size), h, h + rng.range(2, 3));
+    const int c = add("C" + std::to_string(k), rng.range(1, par_size), h, h + rng.range(2, 3));
     p.buffers[c].in_place_parents = {prev};
     if (rng.chance(0.4)) {  // a sibling child of the same parent
-      const int s = add("sib" + std::to_string(k), rng.range(1, par.size), h, h + rng.range(1, 2));
+      const int s = add("sib" + std::to_string(k), rng.range(1, par_size), h, h + rng.range(1, 2));
       p.buffers[s].in_place_parents = {prev};
     }
     add("S" + std::to_string(k), rng.range(1, 3), h, h + 1);  // a third buffer on the hand-off tick
