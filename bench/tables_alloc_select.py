@@ -62,6 +62,6 @@ def tables(ctx):
     out += ["", "At 200k buffers one sweep takes about the whole budget: `auto` runs the size-order sweep under the "
             "same deadline as the `sweep` member, so the two differ by where the deadline cuts them (the smallest "
             "buffers it did not reach are spilled): there the comparison depends on the timing of the run (an earlier "
-            "run of this table, on a busier machine, had `auto` 10.5 % behind the sweep). `exact` answers with its "
+            "run of this table had `auto` 10.5 % behind the sweep). `exact` answers with its "
             "greedy-by-size incumbent when its search finds nothing better in time.", ""]
     return "\n".join(out)
