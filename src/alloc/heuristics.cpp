@@ -90,18 +90,6 @@ bool settle(Placement& pl, int i, Offset at, Size size, Size capacity) {
   return false;
 }
 
-// Size-descending order, longer lifetimes first, then index (greedy-by-size and sweep).
-std::vector<int> by_size_order(const Problem& p) {
-  const auto& bs = p.buffers;
-  std::vector<int> order(bs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    if (bs[a].size != bs[b].size) return bs[a].size > bs[b].size;
-    if (bs[a].end - bs[a].start != bs[b].end - bs[b].start) return bs[a].end - bs[a].start > bs[b].end - bs[b].start;
-    return a < b;
-  });
-  return order;
-}
 
 // Pre-places buffers with fixed offsets; returns their indices.
 std::vector<int> place_fixed(const Problem& p, Placement& pl) {
@@ -390,6 +378,19 @@ class TimeIndex {
 };
 
 }  // namespace
+
+// Size-descending order, longer lifetimes first, then index (greedy-by-size and sweep).
+std::vector<int> by_size_order(const Problem& p) {
+  const auto& bs = p.buffers;
+  std::vector<int> order(bs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (bs[a].size != bs[b].size) return bs[a].size > bs[b].size;
+    if (bs[a].end - bs[a].start != bs[b].end - bs[b].start) return bs[a].end - bs[a].start > bs[b].end - bs[b].start;
+    return a < b;
+  });
+  return order;
+}
 
 Placement place_greedy(const Problem& p, Size capacity, const Deadline* dl) {
   const auto& bs = p.buffers;

@@ -77,18 +77,19 @@ std::vector<int> group_ids(int n, const std::vector<std::pair<int, int>>& pairs)
   return out;
 }
 
-Problem with_group_reasons(const Problem& p) {
+bool add_group_reasons(Problem& p) {
   std::unordered_map<int, int> forced;  // group -> a member with a residency reason
   for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i)
     if (p.buffers[i].group >= 0 && !p.buffers[i].residency_reason.empty()) forced.emplace(p.buffers[i].group, i);
-  Problem q = p;
-  for (Buffer& b : q.buffers) {
+  bool added = false;
+  for (Buffer& b : p.buffers) {
     auto it = b.group >= 0 ? forced.find(b.group) : forced.end();
     if (it == forced.end() || !b.residency_reason.empty()) continue;
     const Buffer& m = p.buffers[it->second];
     b.residency_reason = "paired with '" + m.id + "', which stays in HBM: " + m.residency_reason;
+    added = true;
   }
-  return q;
+  return added;
 }
 
 Status check_problem(const Problem& p) {

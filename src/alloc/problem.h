@@ -74,12 +74,12 @@ std::string in_place_edge_error(const std::string& child, const std::string& par
                                 bool parent_read_after_write, Size child_size, Size parent_size);
 
 // Groups: members of a group with a forced spill get a residency reason naming it (so that the
-// solvers see the whole group forced off chip). Returns p unchanged when no group has one.
+// solvers see the whole group forced off chip). Returns whether it gave any buffer a reason.
 bool has_groups(const Problem& p);
+bool add_group_reasons(Problem& p);
 // Atomic groups from paired_with pairs over n buffers: the connected components of the pairing
 // relation, each named by its lowest member; -1 for a buffer paired with none.
 std::vector<int> group_ids(int n, const std::vector<std::pair<int, int>>& pairs);
-Problem with_group_reasons(const Problem& p);
 
 // Structural checks (the kMaxTotalBytes / kMaxTotalCost bounds, sizes, lifetimes, alignment > 0, parents exist, no parent cycles, fixed
 // offsets aligned and not colliding) plus torch-spyre's in-place rules (parent.end == child.start+1,

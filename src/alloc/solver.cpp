@@ -127,28 +127,27 @@ constexpr std::size_t kMultiStartFrom = 2000;
 // first-fit order (by lifetime), the order by spill cost per byte-tick (a knapsack's value
 // density: keeping a buffer costs its bytes over its whole lifetime) and the order by size; then
 // noisy copies of the best order's ranks, lowest fit or tightest gap, until the deadline, keeping
-// each better plan. Why: on 10k random buffers at a fixed capacity the size-order sweep alone
-// ended 12.5 % above the quadratic first-fit placer after 0.19 s of a 3 s budget (docs/alloc.md).
-Placement select_at_scale(const Problem& p, const Deadline& dl, uint64_t seed, const std::function<void(Cost)>& report,
-                          Cost lower_bound) {
+// each better plan. Why: on 10k random buffers at 60 % of the max load the size-order sweep
+// alone spilled 206.1 M, 4.4 % more than the quadratic first-fit placer (197.5 M), and `auto`
+// stopped there after 0.19 s of a 3 s budget; now it ends at 192.6 M (docs/benchmarks.md).
+// `sweep` is the size-order lowest-fit plan the caller already has (the `sweep` solver's): it is
+// the incumbent, and that decode is not repeated.
+Placement select_at_scale(const Problem& p, const Placement& sweep, const Deadline& dl, uint64_t seed,
+                          const std::function<void(Cost)>& report, Cost lower_bound) {
   if (dl.expired()) return {};
   const int n = static_cast<int>(p.buffers.size());
-  std::vector<std::vector<int>> orders;
-  orders.push_back(first_fit_order(p));
-  std::vector<int> by(n);
-  std::iota(by.begin(), by.end(), 0);
+  std::vector<int> by_density(n);
+  std::iota(by_density.begin(), by_density.end(), 0);
   auto density = [&](int i) {
     const Buffer& b = p.buffers[i];
     const long double area = static_cast<long double>(std::max<Size>(1, b.size)) * static_cast<long double>(b.end - b.start);
     return static_cast<long double>(spill_cost(b)) / area;
   };
-  std::stable_sort(by.begin(), by.end(), [&](int a, int b) { return density(a) > density(b); });
-  orders.push_back(by);
-  std::stable_sort(by.begin(), by.end(), [&](int a, int b) { return p.buffers[a].size > p.buffers[b].size; });
-  orders.push_back(by);
-  Placement best;
-  Cost best_cost = std::numeric_limits<Cost>::max();
-  std::vector<int> best_order;
+  std::stable_sort(by_density.begin(), by_density.end(), [&](int a, int b) { return density(a) > density(b); });
+  const std::vector<int> by_size = by_size_order(p);
+  Placement best = sweep;
+  Cost best_cost = spilled_cost(p, sweep);
+  std::vector<int> best_order = by_size;
   bool best_fit = false;
   auto decode = [&](const std::vector<int>& order, bool tight) {
     if (dl.expired()) return;
@@ -164,7 +163,8 @@ Placement select_at_scale(const Problem& p, const Deadline& dl, uint64_t seed, c
       if (report) report(c);
     }
   };
-  for (const auto& order : orders)
+  decode(by_size, true);
+  for (const auto& order : {first_fit_order(p), by_density})
     for (bool tight : {false, true}) decode(order, tight);
   // Noisy restarts around the best order: ranks jittered by a Gaussian of a few percent of n.
   Rng rng(seed);
@@ -316,10 +316,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   if (Status st = check_problem(p); !st) return st.error();
   // A group with a member forced off chip goes off chip whole: solve with that stated.
   if (has_groups(p)) {
-    Problem q = with_group_reasons(p);
-    bool changed = false;
-    for (std::size_t i = 0; i < p.buffers.size() && !changed; ++i) changed = q.buffers[i].residency_reason != p.buffers[i].residency_reason;
-    if (changed) return solve(q, o);
+    Problem q = p;
+    if (add_group_reasons(q)) return solve(q, o);
   }
   const bool grouped = has_groups(p);
   SolveResult res;
@@ -366,14 +364,16 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   int64_t exact_lb = res.lower_bound;
 
   // The exact search treats an in-place pair as an ordinary conflict, so its plans are valid but
-  // its proofs ignore hand-offs. With in-place edges, proofs come from the hand-off relaxation
-  // instead (each child starts one tick late, inside its parent's footprint). Its optimum is a
-  // lower bound; its plan is used too when the validator accepts it for the real problem.
-  auto consider_relaxed = [&](const ExactResult& e) {
-    if (!e.found) return;
-    Placement pl = e.placement;
+  // its proofs ignore hand-offs. With in-place edges, proofs come from the hand-off relaxations
+  // instead (problem.h); their optima are lower bounds, and their plans are used too when the
+  // validator accepts them for the real problem.
+  // A plan of a derived problem (a relaxation, the restriction) counts only when it is valid here.
+  auto consider_if_valid = [&](Placement pl) {
     if (!pack) keep_groups_whole(p, pl);
     if (validate(p, pl, pack, pack ? kUnbounded : -1).ok()) consider(cands, p, obj, std::move(pl), "exact");
+  };
+  auto consider_relaxed = [&](const ExactResult& e) {
+    if (e.found) consider_if_valid(e.placement);
   };
 
   // Exact search on `threads` workers with different restart seeds; the first to finish
@@ -435,8 +435,7 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       pl.offsets[i] = e.placement.offsets[merged_of[i]];
       pl.spill_reasons[i] = e.placement.spill_reasons[merged_of[i]];
     }
-    if (!pack) keep_groups_whole(p, pl);
-    if (validate(p, pl, pack, pack ? kUnbounded : -1).ok()) consider(cands, p, obj, std::move(pl), "exact");
+    consider_if_valid(std::move(pl));
   };
 
   // auto: a short annealing pass on problems too big to settle by search alone may improve the
@@ -641,8 +640,9 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       }
       if (large && !pack) {
         // Select: first the load relaxation's bound with a fifth of the budget (the per-instant
-        // bound alone can be far below: 16.6 M against 353.6 M proven on 10k random buffers),
-        // so that progress is measured against it; then sweep decodes of better orders.
+        // bound alone can be far below: 23.6 M against the relaxation's 122.7 M on 10k random
+        // buffers at 60 % of the max load), so that progress is measured against it; then sweep
+        // decodes of better orders, from the sweep's plan.
         const double share = std::max(0.0, 0.2 * (dl.remaining_seconds() - repair_reserve(first_placer_s)));
         if (o.exact.load_bound && share >= 0.02) {
           LoadRelaxation lr = load_relaxation(p, best_it->value, share);
@@ -652,7 +652,8 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
         }
         if (best_it->value <= exact_lb) break;
         const Deadline sdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
-        Placement sel = select_at_scale(p, sdl, o.seed, [&](Cost c) { pool.report(c, "select-orders"); }, exact_lb);
+        Placement sel = select_at_scale(p, cands.front().pl, sdl, o.seed, [&](Cost c) { pool.report(c, "select-orders"); },
+                                        exact_lb);
         if (!sel.offsets.empty()) consider(cands, p, obj, std::move(sel), "select-orders");
         break;
       }

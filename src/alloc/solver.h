@@ -226,6 +226,8 @@ int in_place_handoffs(const Problem& p, const Placement& pl);
 void keep_groups_whole(const Problem& p, Placement& pl);
 // torch-spyre FirstFit/BestFit order: score sort then topological sort over in-place edges.
 std::vector<int> first_fit_order(const Problem& p);
+// Size-descending order, longer lifetimes first, then index (greedy-by-size and sweep).
+std::vector<int> by_size_order(const Problem& p);
 // Selection lower bound: forced spills plus, per instant, the cheapest fractional removal of the excess load.
 Cost selection_lower_bound(const Problem& p);
 
