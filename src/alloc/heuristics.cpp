@@ -90,7 +90,6 @@ bool settle(Placement& pl, int i, Offset at, Size size, Size capacity) {
   return false;
 }
 
-
 // Pre-places buffers with fixed offsets; returns their indices.
 std::vector<int> place_fixed(const Problem& p, Placement& pl) {
   std::vector<int> f;
@@ -272,7 +271,8 @@ class TimeIndex {
   // The same offsets as a first fit over overlaps() (AllocLimits.SweepLowestFitEqualsFirstFit);
   // with the floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k (per slice: 0.6-0.8 s).
   // `limit`: the fit must end at or below it; the walk stops (returning an offset past it) as
-  // soon as none can, so a buffer that a capacity spills costs no walk to the top of its stack.
+  // soon as none can, so a buffer that a capacity spills costs no walk to the top of its stack
+  // (one capacity-bound sweep of 50k random buffers: 0.77 -> 0.64 s).
   Offset lowest_fit(const Buffer& b, Size size, Size align, bool* on_top = nullptr, Offset limit = kUnbounded) const {
     const Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     auto counts = [&](const Entry& x) { return x.s < b.end && b.start < x.e && x.hi > x.lo; };

@@ -148,11 +148,7 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
         Time over = c.has("lifetime_end_override") ? c.at("lifetime_end_override").as_int() : kNoOverride;
         Time under = c.has("lifetime_start_override") ? c.at("lifetime_start_override").as_int() : kNoOverride;
         auto r = buffer_from_uses(id, size, u.as_int_array(0), fuir, over, under);
-        if (!r) (r.error().message.find("override") != std::string::npos
-                     ? c.at(r.error().message.find("start_override") != std::string::npos ? "lifetime_start_override"
-                                                                                          : "lifetime_end_override")
-                     : u)
-                    .fail(r.error().message);
+        if (!r) c.fail(r.error().message);  // (the message names the field: uses or an override)
         b = std::move(*r);
       } else {
         b.id = id;

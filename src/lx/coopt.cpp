@@ -293,23 +293,16 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
       for (std::size_t k = 1; k < x.uses.size(); ++k)
         if (x.uses[k] <= x.uses[k - 1]) b.at("uses").fail("expected strictly increasing op indices");
       x.first_use_is_read = b.has("first_use_is_read") && b.at("first_use_is_read").as_bool();
-      // The lifetime: [uses[0], uses[-1]+1), widened by the overrides (torch-spyre asserts that an
-      // override never narrows it). A graph input's empty use list has no lifetime on LX.
+      // The lifetime: [uses[0], uses[-1]+1), widened by the overrides, by the alloc engine's rule
+      // (an override that would narrow it is refused, as torch-spyre asserts). A graph input's
+      // empty use list has no lifetime on LX.
       if (!x.uses.empty()) {
-        x.start = x.uses.front();
-        x.end = x.uses.back() + 1;
-        if (b.has("lifetime_end_override")) {
-          const int64_t e = b.at("lifetime_end_override").as_int();
-          if (e < x.end)
-            b.at("lifetime_end_override").fail("lifetime_end_override " + std::to_string(e) + " is below uses[-1]+1 = " + std::to_string(x.end));
-          x.end = e;
-        }
-        if (b.has("lifetime_start_override")) {
-          const int64_t st = b.at("lifetime_start_override").as_int();
-          if (st > x.start)
-            b.at("lifetime_start_override").fail("lifetime_start_override " + std::to_string(st) + " is after uses[0] = " + std::to_string(x.start));
-          x.start = st;
-        }
+        auto over = [&](const char* key) { return b.has(key) ? b.at(key).as_int() : alloc::kNoOverride; };
+        auto life = alloc::buffer_from_uses(x.name, 0, x.uses, x.first_use_is_read, over("lifetime_end_override"),
+                                            over("lifetime_start_override"));
+        if (!life) b.fail(life.error().message);
+        x.start = life->start;
+        x.end = life->end;
         if (x.start < -(int64_t{1} << 50) || x.end > (int64_t{1} << 50)) b.fail("expected a lifetime within [-2^50, 2^50]");
       }
       if (b.has("in_place_parents"))
