@@ -12,6 +12,8 @@ PACKAGES=(
   python3-dev pybind11-dev python3-numpy python3-pytest
   python3-setuptools python3-venv python3-pip python3-wheel
   python3-torch python3-torchvision python3-distributed
+  # Picture tests render every SVG (rsvg-convert).
+  librsvg2-bin
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
