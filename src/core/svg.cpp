@@ -45,6 +45,13 @@ std::string three_digits(double v) {
   return trim_zeros(b);
 }
 
+// num() without a trailing ".0": the band's paths are most of a large picture's bytes.
+std::string short_num(double v) {
+  std::string s = num(v);
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
+  return s == "-0" ? "0" : s;
+}
+
 }  // namespace
 
 std::string num(double v) {
@@ -118,7 +125,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target, bool binary) {
     step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
   }
   const double first = std::ceil(lo / step - 1e-9) * step;
-  for (double v = first; v <= hi + step * 1e-9 && out.size() < 1000; v += step) out.push_back(v);
+  for (double v = first; v <= hi + step * 1e-9 && out.size() < 1000; v += step) out.push_back(v + 0.0);  // no "-0"
   return out;
 }
 
@@ -288,8 +295,8 @@ void OccupancyGrid::draw(SvgCanvas& c, const std::string& fill, const std::strin
         }
         int e = i;
         while (e < cols_ && level(row[e]) == k) ++e;
-        d += "M" + num(x_ + i * cell_) + " " + num(y_ + j * cell_) + "h" + num((e - i) * cell_) + "v" + num(cell_) + "h" +
-             num(-(e - i) * cell_) + "z";
+        d += "M" + short_num(x_ + i * cell_) + " " + short_num(y_ + j * cell_) + "h" + short_num((e - i) * cell_) + "v" +
+             short_num(cell_) + "h" + short_num(-(e - i) * cell_) + "z";
         i = e;
       }
     }

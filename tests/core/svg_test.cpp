@@ -28,6 +28,8 @@ TEST(Svg, TicksAreNiceAndInsideTheRange) {
     EXPECT_LE(v, 23);
   }
   EXPECT_EQ(nice_ticks(5, 5, 4).size(), 1u);
+  EXPECT_EQ(human_bytes(nice_ticks(0, 4096, 4, true).front()), "0 B");  // not "-0 B"
+  EXPECT_EQ(human_count(nice_ticks(0, 50000, 5).front()), "0");
 }
 
 TEST(Svg, EllipsizeFitsAndKeepsShortText) {
@@ -79,8 +81,8 @@ TEST(Svg, OccupancyGridShadesCoveredCellsOnly) {
   EXPECT_EQ(g.count(), 1001);
   g.draw(c, "#123", "small buffers");
   const std::string s = c.finish();
-  EXPECT_NE(s.find("M0.0 0.0h50.0v10.0h-50.0z"), std::string::npos) << s;  // one run for the full cells
-  EXPECT_NE(s.find("M50.0 50.0h10.0v10.0h-10.0z"), std::string::npos) << s;
+  EXPECT_NE(s.find("M0 0h50v10h-50z"), std::string::npos) << s;  // one run for the full cells
+  EXPECT_NE(s.find("M50 50h10v10h-10z"), std::string::npos) << s;
   EXPECT_NE(s.find("small buffers (covering over 75 % of the area)"), std::string::npos);
   EXPECT_NE(s.find("small buffers (covering up to 25 % of the area)"), std::string::npos);
   EXPECT_EQ(s.find("50-75"), std::string::npos);
