@@ -458,7 +458,8 @@ std::string plan_to_svg(const Problem& p, const Placement& pl, const std::string
     const Buffer& b = p.buffers[i];
     const double x = X(b.start) + 2, y = Y(static_cast<double>(pl.offsets[i] + b.size)) + 1;
     const std::string shown = svg::ellipsize(b.id, px_w(i) - 4, font);
-    if (shown.empty() || !boxes.claim(x, y, x + svg::text_width(shown, font), y + font + 1)) continue;
+    // A cut id needs 3 characters before "…" (3 bytes) to say anything.
+    if (shown.empty() || (shown != b.id && shown.size() < 6) || !boxes.claim(x, y, x + svg::text_width(shown, font), y + font + 1)) continue;
     c.text(x, y + font - 1, b.id, px_w(i) - 4);
   }
   if (cap_line) c.line(left, Y(static_cast<double>(p.capacity)), left + PW, Y(static_cast<double>(p.capacity)),

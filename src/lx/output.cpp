@@ -444,9 +444,11 @@ std::string plan_svg(const Plan& p) {
       if (s->w < 20 || s->h < font + 3) continue;
       const double x = X + s->x + 2, y = Y + s->y + 1;
       const std::string shown = svg::ellipsize(s->v->name, s->w - 4, font);
-      if (shown.empty() || !boxes.claim(x, y, x + svg::text_width(shown, font), y + font + 1)) continue;
+      // A cut name needs 3 characters before "…" (3 bytes) to say anything.
+      if (shown.empty() || (shown != s->v->name && shown.size() < 6) || !boxes.claim(x, y, x + svg::text_width(shown, font), y + font + 1)) continue;
       c.text(x, y + font - 1, s->v->name, s->w - 4);
     }
+    if (segs[k].empty()) c.text(X + PW / 2, Y + PH / 2, "no value on LX: every tensor stays in HBM", PW - 8, "middle");
     c.x_axis(X, X + PW, Y + PH, 0, nops, false, svg::human_count, "op index");
     c.y_axis(X, Y + PH, Y, 0, ymax, true, svg::human_bytes, "LX address", X - L + font);
   }
