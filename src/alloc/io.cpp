@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <numeric>
 #include <sstream>
 #include <string_view>
 
+#include "core/svg.h"
 #include "core/xml.h"
 
 namespace sp::alloc {
@@ -343,91 +345,153 @@ Json problem_to_json(const Problem& p) {
 }
 
 std::string plan_to_svg(const Problem& p, const Placement& pl, const std::string& title, Size minimize_bound) {
-  const double W = 900, H = 500, left = 70, top = 30;
+  namespace svg = sp::svg;
+  const double W = 960, left = 80, right = 20, PW = W - left - right, PH = 400, font = 11;
+  const std::size_t n = p.buffers.size();
   Time t0 = 0, t1 = 1;
-  if (!p.buffers.empty()) {
+  if (n > 0) {
     t0 = p.buffers[0].start;
     t1 = p.buffers[0].end;
-    for (const Buffer& b : p.buffers) {
-      t0 = std::min(t0, b.start);
-      t1 = std::max(t1, b.end);
-    }
+    for (const Buffer& b : p.buffers) t0 = std::min(t0, b.start), t1 = std::max(t1, b.end);
   }
   // --minimize: the capacity is only an upper limit, so the axis ends at the height reached.
   const bool mini = minimize_bound >= 0;
   const Size reached = height(p, pl);
   Size h = std::max<Size>(1, reached);
   if (!mini && p.capacity != kUnbounded) h = std::max(h, p.capacity);
-  const auto esc = [](const std::string& s) { return xml_escape(s); };
-  std::vector<std::string> spilled;
-  for (std::size_t i = 0; i < p.buffers.size(); ++i)
-    if (pl.offsets[i] == kSpilled) spilled.push_back(p.buffers[i].id);
-  constexpr std::size_t kListed = 40;  // spilled ids listed; the rest summarized as "and N more"
-  double list_h = spilled.empty() ? 0 : 20.0 + 14.0 * (std::min(spilled.size(), kListed) + (spilled.size() > kListed));
-  char buf[512];
-  std::string s;
-  std::snprintf(buf, sizeof buf,
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
-                W + left + 20, H + top + 50 + list_h);
-  s += buf;
-  s += "<title>" + esc(title) + "</title>\n<text x=\"" + std::to_string(int(left)) + "\" y=\"18\" font-size=\"14\">" + esc(title) +
-       "</text>\n";
-  std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f8f8f8\" stroke=\"#444\"/>\n", left, top, W, H);
-  s += buf;
-  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
-    if (pl.offsets[i] == kSpilled) continue;
+  const bool cap_line = !mini && p.capacity != kUnbounded;
+  const bool bound_line = mini && minimize_bound > 0 && minimize_bound <= h;
+
+  // Roles: one colour each. A child placed at its in-place parent's base took the parent's slot.
+  const svg::Role resident{"resident buffer", "#6baed6"}, handoff{"in place (hand-off)", "#fdae6b"},
+      pinned{"pinned offset", "#c39bd3"}, band{"buffers below one pixel (occupancy)", "#636363"},
+      capacity{"capacity", "#d62728"}, bound{"lower bound", "#2ca02c"};
+  std::vector<std::string> spilled_ids;
+  std::vector<std::size_t> spilled;
+  std::vector<signed char> role(n, 0);  // 0 resident, 1 hand-off, 2 pinned, -1 spilled or empty
+  for (std::size_t i = 0; i < n; ++i) {
     const Buffer& b = p.buffers[i];
-    double x = left + W * static_cast<double>(b.start - t0) / static_cast<double>(t1 - t0);
-    double w = W * static_cast<double>(b.end - b.start) / static_cast<double>(t1 - t0);
-    double y1 = top + H - H * static_cast<double>(pl.offsets[i] + b.size) / static_cast<double>(h);
-    double hh = H * static_cast<double>(b.size) / static_cast<double>(h);
-    unsigned hue = static_cast<unsigned>((i * 137) % 360);
-    std::snprintf(buf, sizeof buf,
-                  "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"hsl(%u,65%%,60%%)\" stroke=\"#222\" stroke-width=\"0.3\">",
-                  x, y1, w, hh, hue);
-    s += buf;
-    s += "<title>" + esc(b.id) + " size " + std::to_string(b.size) + " @" + std::to_string(pl.offsets[i]) + " [" +
-         std::to_string(b.start) + "," + std::to_string(b.end) + ")</title></rect>\n";
-  }
-  std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"%.0f\">time %lld .. %lld</text>\n", left, top + H + 16, (long long)t0, (long long)t1);
-  s += buf;
-  // Address ticks: 0, quarters and the top of the axis, right-aligned left of the chart.
-  for (int k = 0; k <= 4; ++k) {
-    const double y = top + H - H * k / 4.0;
-    std::snprintf(buf, sizeof buf,
-                  "<line x1=\"%.0f\" y1=\"%.2f\" x2=\"%.0f\" y2=\"%.2f\" stroke=\"#444\"/><text x=\"%.0f\" y=\"%.2f\" text-anchor=\"end\">%lld</text>\n",
-                  left - 4, y, left, y, left - 6, y + 4, static_cast<long long>(static_cast<double>(h) * k / 4.0));
-    s += buf;
-  }
-  std::snprintf(buf, sizeof buf, "<text x=\"12\" y=\"%.0f\" transform=\"rotate(-90 12 %.0f)\" text-anchor=\"middle\">address (bytes)</text>\n",
-                top + H / 2, top + H / 2);
-  s += buf;
-  if (mini && minimize_bound > 0 && minimize_bound <= h) {
-    double yl = top + H - H * static_cast<double>(minimize_bound) / static_cast<double>(h);
-    std::snprintf(buf, sizeof buf,
-                  "<line x1=\"%.0f\" y1=\"%.2f\" x2=\"%.0f\" y2=\"%.2f\" stroke=\"#06c\" stroke-dasharray=\"4 3\"/>"
-                  "<text x=\"%.0f\" y=\"%.2f\" text-anchor=\"end\" fill=\"#06c\">lower bound %lld, height %lld</text>\n",
-                  left, yl, left + W, yl, left + W - 4, yl - 4, static_cast<long long>(minimize_bound), static_cast<long long>(reached));
-    s += buf;
-  }
-  if (!mini && p.capacity != kUnbounded) {
-    double yc = top + H - H * static_cast<double>(p.capacity) / static_cast<double>(h);
-    std::snprintf(buf, sizeof buf, "<line x1=\"%.0f\" y1=\"%.2f\" x2=\"%.0f\" y2=\"%.2f\" stroke=\"red\" stroke-dasharray=\"4 3\"/>\n", left, yc, left + W, yc);
-    s += buf;
-  }
-  if (!spilled.empty()) {
-    double y = top + H + 36;
-    s += "<text x=\"" + std::to_string(int(left)) + "\" y=\"" + std::to_string(int(y)) + "\">spilled (" + std::to_string(spilled.size()) + "):</text>\n";
-    for (std::size_t k = 0; k < spilled.size() && k < kListed; ++k) {
-      y += 14;
-      s += "<text x=\"" + std::to_string(int(left + 10)) + "\" y=\"" + std::to_string(int(y)) + "\">" + esc(spilled[k]) + "</text>\n";
+    if (pl.offsets[i] == kSpilled) {
+      spilled.push_back(i);
+      role[i] = -1;
+      continue;
     }
-    if (spilled.size() > kListed)
-      s += "<text x=\"" + std::to_string(int(left + 10)) + "\" y=\"" + std::to_string(int(y + 14)) + "\">and " +
-           std::to_string(spilled.size() - kListed) + " more</text>\n";
+    if (b.size <= 0) role[i] = -1;  // no bytes: nothing to draw
+    else if (b.fixed_offset != kNoFixedOffset) role[i] = 2;
+    else
+      for (int q : b.in_place_parents)
+        if (pl.offsets[q] == pl.offsets[i]) role[i] = 1;
   }
-  s += "</svg>\n";
-  return s;
+
+  // Layout from the top: title, summary, legend, chart, x axis, spilled list.
+  svg::SvgCanvas c(W, 100, title, font);
+  c.text(W / 2, 18, title, W - 20, "middle", 14);
+  std::string summary = std::to_string(n) + " buffers, height " + svg::human_bytes(static_cast<double>(reached));
+  if (cap_line) summary += " of capacity " + svg::human_bytes(static_cast<double>(p.capacity));
+  if (mini) summary += ", lower bound " + svg::human_bytes(static_cast<double>(minimize_bound));
+  if (!spilled.empty()) summary += ", " + std::to_string(spilled.size()) + " spilled";
+
+  // Which buffers are drawn one by one: those at least a pixel each way, the largest first up
+  // to a budget (each costs ~150 bytes with its tooltip); the rest become the occupancy band.
+  constexpr std::size_t kMaxRects = 2500;
+  const double sx = PW / static_cast<double>(t1 - t0), sy = PH / static_cast<double>(h);
+  auto px_w = [&](std::size_t i) { return sx * static_cast<double>(p.buffers[i].end - p.buffers[i].start); };
+  auto px_h = [&](std::size_t i) { return sy * static_cast<double>(p.buffers[i].size); };
+  std::vector<std::size_t> big, small;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (role[i] < 0) continue;
+    (px_w(i) >= 1 && px_h(i) >= 1 ? big : small).push_back(i);
+  }
+  auto area_desc = [&](std::size_t a, std::size_t b) {
+    const double x = px_w(a) * px_h(a), y = px_w(b) * px_h(b);
+    return x != y ? x > y : a < b;
+  };
+  if (big.size() > kMaxRects) {
+    std::nth_element(big.begin(), big.begin() + kMaxRects, big.end(), area_desc);
+    small.insert(small.end(), big.begin() + kMaxRects, big.end());
+    big.resize(kMaxRects);
+  }
+  if (!small.empty()) summary += "; " + std::to_string(small.size()) + " below one pixel shown as occupancy";
+  c.text(W / 2, 34, summary, W - 20, "middle");
+  std::vector<svg::Role> roles;
+  bool used[3] = {false, false, false};
+  for (std::size_t i : big) used[static_cast<int>(role[i])] = true;
+  if (used[0]) roles.push_back(resident);
+  if (used[1]) roles.push_back(handoff);
+  if (used[2]) roles.push_back(pinned);
+  if (!small.empty()) roles.push_back(band);
+  if (cap_line) roles.push_back(capacity);
+  if (bound_line) roles.push_back(bound);
+  const double top = 44 + (roles.empty() ? 0 : c.legend(left, 42, PW, roles)) + 6;
+  const double bottom = top + PH;
+  c.rect(left, top, PW, PH, "#f8f8f8", "", "stroke=\"#444\"");
+  auto X = [&](Time t) { return left + sx * static_cast<double>(t - t0); };
+  auto Y = [&](double v) { return bottom - sy * v; };
+
+  if (!small.empty()) {
+    // Cells of 3 px: fine enough to show the packing's shape, coarse enough that a fully
+    // mixed picture stays a few hundred KB.
+    svg::OccupancyGrid g(left, top, PW, PH, 3);
+    for (std::size_t i : small) {
+      const Buffer& b = p.buffers[i];
+      g.add(X(b.start), Y(static_cast<double>(pl.offsets[i] + b.size)), X(b.end), Y(static_cast<double>(pl.offsets[i])));
+    }
+    g.draw(c, band.fill, std::to_string(small.size()) + " buffers below one pixel");
+  }
+  std::sort(big.begin(), big.end());  // input order: the picture does not depend on the budget's pick
+  for (std::size_t i : big) {
+    const Buffer& b = p.buffers[i];
+    const Offset o = pl.offsets[i];
+    std::string tip = b.id + ": " + svg::human_bytes(static_cast<double>(b.size)) + " at " + std::to_string(o) +
+                      ", time [" + std::to_string(b.start) + ", " + std::to_string(b.end) + ")";
+    if (role[i] == 1) tip += ", in place";
+    if (role[i] == 2) tip += ", pinned";
+    const std::string& fill = role[i] == 1 ? handoff.fill : role[i] == 2 ? pinned.fill : resident.fill;
+    c.rect(X(b.start), Y(static_cast<double>(o + b.size)), px_w(i), px_h(i), fill, tip,
+           "stroke=\"#fff\" stroke-width=\"0.4\"");
+  }
+  // Ids inside the rectangles large enough, largest first, never overlapping one another.
+  std::sort(big.begin(), big.end(), area_desc);
+  svg::LabelBoxes boxes;
+  for (std::size_t i : big) {
+    if (px_w(i) < 20 || px_h(i) < font + 3) continue;
+    const Buffer& b = p.buffers[i];
+    const double x = X(b.start) + 2, y = Y(static_cast<double>(pl.offsets[i] + b.size)) + 1;
+    const std::string shown = svg::ellipsize(b.id, px_w(i) - 4, font);
+    // A cut id needs 3 characters before "…" (3 bytes) to say anything.
+    if (shown.empty() || (shown != b.id && shown.size() < 6) || !boxes.claim(x, y, x + svg::text_width(shown, font), y + font + 1)) continue;
+    c.text(x, y + font - 1, b.id, px_w(i) - 4);
+  }
+  if (cap_line) c.line(left, Y(static_cast<double>(p.capacity)), left + PW, Y(static_cast<double>(p.capacity)),
+                       capacity.fill, "stroke-width=\"1.5\" stroke-dasharray=\"6 3\"");
+  if (bound_line) c.line(left, Y(static_cast<double>(minimize_bound)), left + PW, Y(static_cast<double>(minimize_bound)),
+                         bound.fill, "stroke-width=\"1.5\" stroke-dasharray=\"6 3\"");
+  c.x_axis(left, left + PW, bottom, static_cast<double>(t0), static_cast<double>(t1), false, svg::human_count, "time step");
+  c.y_axis(left, bottom, top, 0, static_cast<double>(h), true, svg::human_bytes, "address");
+  double y = bottom + 2 * font + 12;
+
+  // Spilled buffers, largest first: at most kListed in a grid of columns, then "and N more".
+  if (!spilled.empty()) {
+    constexpr std::size_t kListed = 40, kCols = 5;
+    std::stable_sort(spilled.begin(), spilled.end(),
+                     [&](std::size_t a, std::size_t b) { return p.buffers[a].size > p.buffers[b].size; });
+    y += 2 * font;
+    c.text(left, y, "spilled (" + std::to_string(spilled.size()) + "), largest first:", PW);
+    const double cw = PW / kCols;
+    const std::size_t shown = std::min(spilled.size(), kListed);
+    for (std::size_t k = 0; k < shown; ++k) {
+      const Buffer& b = p.buffers[spilled[k]];
+      c.text(left + cw * static_cast<double>(k % kCols), y + (font + 4) * static_cast<double>(1 + k / kCols),
+             b.id + " (" + svg::human_bytes(static_cast<double>(b.size)) + ")", cw - 10);
+    }
+    y += (font + 4) * static_cast<double>((shown + kCols - 1) / kCols);
+    if (spilled.size() > kListed) {
+      y += font + 4;
+      c.text(left, y, "and " + std::to_string(spilled.size() - kListed) + " more", PW);
+    }
+  }
+  c.set_height(std::ceil(y + font));
+  return c.finish();
 }
 
 }  // namespace sp::alloc

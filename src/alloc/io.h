@@ -29,9 +29,10 @@ Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& 
 std::string result_to_json_text(const Problem& p, const SolveResult& r, const SolveOptions& o);
 // Problem back to JSON (round trip for tests and fuzzing).
 Json problem_to_json(const Problem& p);
-// SVG picture: address x time rectangles, one colour per buffer, spilled ones listed.
-// Address x time picture. With minimize_bound >= 0 (pack --minimize) the address axis is scaled
-// to the height reached and the lower bound is drawn; otherwise to the capacity, drawn dashed.
+// Address x time picture (docs/alloc.md): one colour per role with a legend, buffers below one
+// pixel (and past a budget of rectangles) as an occupancy band, so that it stays small at any
+// count; spilled ones listed (bounded). With minimize_bound >= 0 (pack --minimize) the address
+// axis is scaled to the height reached and the lower bound is drawn; otherwise to the capacity.
 std::string plan_to_svg(const Problem& p, const Placement& pl, const std::string& title, Size minimize_bound = -1);
 
 }  // namespace sp::alloc

@@ -45,6 +45,13 @@ std::string three_digits(double v) {
   return trim_zeros(b);
 }
 
+// num() without a trailing ".0": the band's paths are most of a large picture's bytes.
+std::string short_num(double v) {
+  std::string s = num(v);
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
+  return s == "-0" ? "0" : s;
+}
+
 }  // namespace
 
 std::string num(double v) {
@@ -118,7 +125,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target, bool binary) {
     step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
   }
   const double first = std::ceil(lo / step - 1e-9) * step;
-  for (double v = first; v <= hi + step * 1e-9 && out.size() < 1000; v += step) out.push_back(v);
+  for (double v = first; v <= hi + step * 1e-9 && out.size() < 1000; v += step) out.push_back(v + 0.0);  // no "-0"
   return out;
 }
 
@@ -178,7 +185,7 @@ void SvgCanvas::x_axis(double px0, double px1, double y, double lo, double hi, b
 }
 
 void SvgCanvas::y_axis(double x, double py_bottom, double py_top, double lo, double hi, bool binary,
-                       std::string (*format)(double), const std::string& caption) {
+                       std::string (*format)(double), const std::string& caption, double caption_x) {
   line(x, py_bottom, x, py_top, "#444");
   const int target = std::max(2, static_cast<int>((py_bottom - py_top) / 40));
   LabelRow labels(2);
@@ -189,10 +196,10 @@ void SvgCanvas::y_axis(double x, double py_bottom, double py_top, double lo, dou
     if (labels.claim(y - font_px_ / 2, y + font_px_ / 2)) text(x - 6, y + font_px_ * 0.35, format(v), room - 14, "end");
   }
   if (!caption.empty()) {
-    const double cy = (py_bottom + py_top) / 2;
+    const double cy = (py_bottom + py_top) / 2, cx = caption_x >= 0 ? caption_x : font_px_;
     const std::string shown = ellipsize(caption, py_bottom - py_top, font_px_);
-    body_ += "<text x=\"" + num(font_px_) + "\" y=\"" + num(cy) + "\" text-anchor=\"middle\" transform=\"rotate(-90 " +
-             num(font_px_) + " " + num(cy) + ")\">" + xml_escape(shown) + "</text>\n";
+    body_ += "<text x=\"" + num(cx) + "\" y=\"" + num(cy) + "\" text-anchor=\"middle\" transform=\"rotate(-90 " +
+             num(cx) + " " + num(cy) + ")\">" + xml_escape(shown) + "</text>\n";
   }
 }
 
@@ -229,6 +236,74 @@ bool LabelRow::claim(double x0, double x1) {
   if (it != taken_.begin() && std::prev(it)->second > a) return false;
   taken_.emplace(x0, x1);
   return true;
+}
+
+
+bool LabelBoxes::claim(double x0, double y0, double x1, double y1) {
+  constexpr double kB = 64;  // bucket size in px
+  const Box b{x0 - gap_, y0 - gap_, x1 + gap_, y1 + gap_};
+  const long bx0 = static_cast<long>(std::floor(b.x0 / kB)), bx1 = static_cast<long>(std::floor(b.x1 / kB));
+  const long by0 = static_cast<long>(std::floor(b.y0 / kB)), by1 = static_cast<long>(std::floor(b.y1 / kB));
+  for (long i = bx0; i <= bx1; ++i)
+    for (long j = by0; j <= by1; ++j) {
+      auto it = buckets_.find({i, j});
+      if (it == buckets_.end()) continue;
+      for (const Box& o : it->second)
+        if (o.x0 < x1 && x0 < o.x1 && o.y0 < y1 && y0 < o.y1) return false;
+    }
+  // Stored with the gap on both sides, tested against the bare box: one gap between any two.
+  for (long i = bx0; i <= bx1; ++i)
+    for (long j = by0; j <= by1; ++j) buckets_[{i, j}].push_back(b);
+  return true;
+}
+
+OccupancyGrid::OccupancyGrid(double x, double y, double w, double h, double cell)
+    : x_(x), y_(y), cell_(cell > 0 ? cell : 1) {
+  cols_ = std::max(1, static_cast<int>(std::ceil(w / cell_)));
+  rows_ = std::max(1, static_cast<int>(std::ceil(h / cell_)));
+  cover_.assign(static_cast<std::size_t>(cols_) * rows_, 0.0f);
+}
+
+void OccupancyGrid::add(double x0, double y0, double x1, double y1) {
+  ++count_;
+  // To cell units, clipped.
+  const double cx0 = std::clamp((x0 - x_) / cell_, 0.0, double(cols_)), cx1 = std::clamp((x1 - x_) / cell_, 0.0, double(cols_));
+  const double cy0 = std::clamp((y0 - y_) / cell_, 0.0, double(rows_)), cy1 = std::clamp((y1 - y_) / cell_, 0.0, double(rows_));
+  if (!(cx1 > cx0) || !(cy1 > cy0)) return;
+  const int i0 = static_cast<int>(cx0), i1 = std::min(cols_ - 1, static_cast<int>(std::ceil(cx1)) - 1);
+  const int j0 = static_cast<int>(cy0), j1 = std::min(rows_ - 1, static_cast<int>(std::ceil(cy1)) - 1);
+  for (int j = j0; j <= j1; ++j) {
+    const double fy = std::min(cy1, j + 1.0) - std::max(cy0, double(j));
+    float* row = &cover_[static_cast<std::size_t>(j) * cols_];
+    for (int i = i0; i <= i1; ++i) row[i] += static_cast<float>(fy * (std::min(cx1, i + 1.0) - std::max(cx0, double(i))));
+  }
+}
+
+void OccupancyGrid::draw(SvgCanvas& c, const std::string& fill, const std::string& what) const {
+  // Shade k covers (k/4 - 1/4, k/4] of a cell; a trace below 2 % is left blank (noise of edges).
+  static const char* opacity[] = {"0.3", "0.5", "0.75", "1"};
+  static const char* range[] = {"up to 25", "25-50", "50-75", "over 75"};
+  auto level = [](float v) { return v < 0.02f ? -1 : v <= 0.25f ? 0 : v <= 0.5f ? 1 : v <= 0.75f ? 2 : 3; };
+  for (int k = 0; k < 4; ++k) {
+    std::string d;
+    for (int j = 0; j < rows_; ++j) {
+      const float* row = &cover_[static_cast<std::size_t>(j) * cols_];
+      for (int i = 0; i < cols_;) {
+        if (level(row[i]) != k) {
+          ++i;
+          continue;
+        }
+        int e = i;
+        while (e < cols_ && level(row[e]) == k) ++e;
+        d += "M" + short_num(x_ + i * cell_) + " " + short_num(y_ + j * cell_) + "h" + short_num((e - i) * cell_) + "v" +
+             short_num(cell_) + "h" + short_num(-(e - i) * cell_) + "z";
+        i = e;
+      }
+    }
+    if (d.empty()) continue;
+    c.raw("<path d=\"" + d + "\" fill=\"" + fill + "\" fill-opacity=\"" + opacity[k] + "\"><title>" +
+          xml_escape(what + " (covering " + range[k] + " % of the area)") + "</title></path>\n");
+  }
 }
 
 }  // namespace sp::svg

@@ -63,8 +63,9 @@ class SvgCanvas {
   // `format`. The y axis runs from py_bottom (value lo) up to py_top (value hi) at x.
   void x_axis(double px0, double px1, double y, double lo, double hi, bool binary,
               std::string (*format)(double), const std::string& caption);
+  // The rotated caption sits at caption_x (default: the canvas's left edge).
   void y_axis(double x, double py_bottom, double py_top, double lo, double hi, bool binary,
-              std::string (*format)(double), const std::string& caption);
+              std::string (*format)(double), const std::string& caption, double caption_x = -1);
   // Legend of colour swatches in one row from (x, y), wrapping at max_px; returns the height used.
   double legend(double x, double y, double max_px, const std::vector<Role>& roles);
 
@@ -88,6 +89,42 @@ class LabelRow {
  private:
   double gap_;
   std::map<double, double> taken_;  // kept spans, start -> end, disjoint
+};
+
+// Label boxes anywhere on the canvas (labels inside shapes): a box is kept only if it overlaps
+// no box kept before (offered in priority order). Bucketed, so many labels stay cheap.
+class LabelBoxes {
+ public:
+  explicit LabelBoxes(double gap = 2) : gap_(gap) {}
+  bool claim(double x0, double y0, double x1, double y1);
+
+ private:
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  double gap_;
+  std::map<std::pair<long, long>, std::vector<Box>> buckets_;
+};
+
+// Many small rectangles (below a pixel each) drawn as the share of each grid cell they cover,
+// in four shades of one colour: the picture stays small and shows where the bytes are instead
+// of a solid block of strokes. Cost: one pass over the cells each rectangle touches, then one
+// path per shade made of horizontal runs.
+class OccupancyGrid {
+ public:
+  // The grid covers [x, x + w) x [y, y + h) in cells of `cell` px.
+  OccupancyGrid(double x, double y, double w, double h, double cell);
+  // Adds a rectangle in canvas px (clipped to the grid).
+  void add(double x0, double y0, double x1, double y1);
+  long count() const { return count_; }
+  // One <path> per shade with a tooltip "`what` (covering a-b % of the area)".
+  void draw(SvgCanvas& c, const std::string& fill, const std::string& what) const;
+
+ private:
+  double x_, y_, cell_;
+  int cols_, rows_;
+  long count_ = 0;
+  std::vector<float> cover_;  // covered fraction per cell, row-major
 };
 
 // Fixed-point formatting for coordinates (one decimal, no locale).

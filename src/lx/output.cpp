@@ -2,9 +2,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <sstream>
 
+#include "core/svg.h"
 #include "lx/lx.h"
 
 namespace sp::lx {
@@ -320,58 +322,22 @@ std::string plan_report(const Plan& p) {
   return os.str();
 }
 
-namespace {
-
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
-// A "nice" tick step (1, 2 or 5 x 10^k) giving about `target` ticks over [0, span].
-double nice_step(double span, int target) {
-  double raw = std::max(1e-9, span / std::max(1, target));
-  double mag = 1;
-  while (mag * 10 <= raw) mag *= 10;
-  while (mag > raw) mag /= 10;
-  for (double f : {1.0, 2.0, 5.0, 10.0})
-    if (f * mag >= raw) return f * mag;
-  return 10 * mag;
-}
-
-std::string bytes_label(double b) {
-  char buf[48];
-  const double unit = b >= 1 << 20 ? 1 << 20 : b >= 1 << 10 ? 1 << 10 : 1;
-  const char* name = unit > 1024 ? "MiB" : unit > 1 ? "KiB" : "B";
-  const double v = b / unit;
-  if (std::fabs(v - std::round(v)) < 1e-9) std::snprintf(buf, sizeof buf, "%.0f %s", v, name);
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, name);
-  return buf;
-}
-
-}  // namespace
-
 std::string plan_svg(const Plan& p) {
-  // x: op index, y: per-core LX address, scaled to the peak address in use. A value occupies the
-  // same address on cores 0..k-1 of its producer (by convention), so cores differ only in which
-  // values they hold; cores with identical contents share one panel ("cores 4-31").
+  // x: op index, y: per-core LX address (0 at the bottom, as in the alloc picture), scaled to the
+  // peak address in use. A value occupies the same address on cores 0..k-1 of its producer (by
+  // convention), so cores differ only in which values they hold; cores with identical contents
+  // share one panel ("cores 4-31").
+  namespace svg = sp::svg;
   int cores = 1;
   for (const auto& op : p.graph.ops) cores = std::max(cores, op.cores);
+  auto cores_of = [&](const PlanValue& v) { return v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1; };
   std::vector<int> holders(static_cast<std::size_t>(cores) + 1, 0);  // values held by exactly k cores
   Bytes peak = 0;
+  std::size_t on_lx = 0;
   for (const auto& v : p.values) {
     if (v.lx.empty()) continue;
-    int vc = v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1;
-    holders[std::min(vc, cores)] = 1;
+    ++on_lx;
+    holders[std::min(cores_of(v), cores)] = 1;
     for (const Segment& s : v.lx) peak = std::max(peak, s.address + v.per_core);
   }
   // Panel boundaries: core c differs from c-1 iff some value is held by exactly c cores.
@@ -382,66 +348,112 @@ std::string plan_svg(const Plan& p) {
   }
   const int np = static_cast<int>(panels.size());
   const int cols = np == 1 ? 1 : 2, rows = (np + cols - 1) / cols;
-  const int PW = np == 1 ? 840 : 420, PH = np == 1 ? 440 : 220, L = 90, T = 44, GX = 100, GY = 70;
-  const int W = L + cols * (PW + GX), H = T + rows * (PH + GY) + 10;
+  const double W = 960, font = 11, colw = W / cols, L = 80, R = 20, PW = colw - L - R, PH = np == 1 ? 400 : 220;
   const double nops = std::max<double>(1, static_cast<double>(p.graph.ops.size()));
   const double ymax = std::max<double>(1, static_cast<double>(peak));
   const double sx = PW / nops, sy = PH / ymax;
-  std::ostringstream os;
-  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-     << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  os << "<text x=\"" << L << "\" y=\"20\" font-size=\"14\">" << xml_escape(p.graph.name) << ": per-core LX residency (peak "
-     << bytes_label(static_cast<double>(peak)) << " of " << bytes_label(static_cast<double>(p.capacity)) << ")</text>\n";
-  const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"};
-  const double xstep = std::max(1.0, std::round(nice_step(nops, 8)));
-  // y ticks at round numbers of the unit the peak is shown in (B, KiB or MiB)
-  const double unit = ymax >= 2.0 * (1 << 20) ? double(1 << 20) : ymax >= 2.0 * (1 << 10) ? double(1 << 10) : 1.0;
-  const double ystep = unit * std::max(unit > 1 ? 1.0 : 1.0, std::round(nice_step(ymax / unit, 5)));
-  for (int k = 0; k < np; ++k) {
-    const auto [c0, c1] = panels[k];
-    const double X = L + (k % cols) * (PW + GX), Y = T + (k / cols) * (PH + GY);
-    os << "<text x=\"" << X << "\" y=\"" << Y - 6 << "\" font-weight=\"bold\">"
-       << (c0 == c1 ? "core " + std::to_string(c0) : "cores " + std::to_string(c0) + "-" + std::to_string(c1)) << "</text>\n";
-    os << "<rect x=\"" << X << "\" y=\"" << Y << "\" width=\"" << PW << "\" height=\"" << PH
-       << "\" fill=\"#f8f8f8\" stroke=\"#888\"/>\n";
-    // axes: y = LX address (0 at the top, as addresses grow downwards), x = op index
-    for (double yv = 0; yv <= ymax + 1e-9; yv += ystep) {
-      const double y = Y + yv * sy;
-      os << "<line x1=\"" << X - 4 << "\" y1=\"" << y << "\" x2=\"" << X + PW << "\" y2=\"" << y
-         << "\" stroke=\"#ddd\"/><text x=\"" << X - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
-         << bytes_label(yv) << "</text>\n";
-    }
-    for (double xv = 0; xv < nops; xv += xstep) {
-      const double x = X + xv * sx;
-      os << "<line x1=\"" << x << "\" y1=\"" << Y + PH << "\" x2=\"" << x << "\" y2=\"" << Y + PH + 4
-         << "\" stroke=\"#444\"/><text x=\"" << x << "\" y=\"" << Y + PH + 16 << "\" text-anchor=\"middle\">"
-         << static_cast<long long>(xv) << "</text>\n";
-    }
-    os << "<text x=\"" << X + PW / 2 << "\" y=\"" << Y + PH + 32 << "\" text-anchor=\"middle\">op index</text>\n";
-    os << "<text transform=\"translate(" << X - 72 << "," << Y + PH / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-       << "LX address</text>\n";
-    int n = 0;
-    std::ostringstream labels;  // drawn after every rectangle so none is covered
+
+  // One colour per role; a segment takes the first that applies.
+  const svg::Role value{"value on LX", "#6baed6"}, in_place{"in place of a dying input", "#fdae6b"},
+      clone{"input clone", "#74c476"}, out_clone{"output computed on LX", "#c39bd3"},
+      reload{"reloaded from HBM", "#fb6a4a"}, band{"segments below one pixel (occupancy)", "#636363"};
+  const svg::Role* role_list[] = {&value, &in_place, &clone, &out_clone, &reload};
+  auto role_of = [&](const PlanValue& v, const Segment& s) {
+    return s.reload ? 4 : v.clone ? 2 : v.output_clone ? 3 : v.in_place_parent >= 0 ? 1 : 0;
+  };
+  // Segments of each panel, as pixel rectangles relative to the panel's origin.
+  struct Seg {
+    const PlanValue* v;
+    const Segment* s;
+    double x, y, w, h;
+    int role;
+  };
+  std::vector<std::vector<Seg>> segs(static_cast<std::size_t>(np));
+  std::size_t total = 0;
+  for (int k = 0; k < np; ++k)
     for (const auto& v : p.values) {
-      if (v.lx.empty()) continue;
-      ++n;
-      int vc = v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1;
-      if (c0 >= vc) continue;
-      const std::string name = xml_escape(v.name);
+      if (v.lx.empty() || panels[k].first >= cores_of(v)) continue;
       for (const Segment& s : v.lx) {
-        double x = X + s.start * sx, w = std::max(1.0, (s.end - s.start + 1) * sx);
-        double y = Y + static_cast<double>(s.address) * sy, h = std::max(1.0, static_cast<double>(v.per_core) * sy);
-        os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h << "\" fill=\""
-           << (v.clone ? "#9ecae1" : colors[n % 8]) << "\" fill-opacity=\"0.85\" stroke=\"#222\" stroke-width=\"0.5\"><title>"
-           << name << " @" << s.address << " " << v.per_core << " B ops " << s.start << ".." << s.end
-           << (s.reload ? " (reload)" : "") << "</title></rect>\n";
-        if (w > 40 && h > 12) labels << "<text x=\"" << x + 2 << "\" y=\"" << y + 11 << "\">" << name << "</text>\n";
+        const double h = static_cast<double>(v.per_core) * sy;
+        segs[k].push_back(Seg{&v, &s, static_cast<double>(s.start) * sx, PH - static_cast<double>(s.address) * sy - h,
+                              static_cast<double>(s.end - s.start + 1) * sx, h, role_of(v, s)});
+        ++total;
       }
     }
-    os << labels.str();
+  // A plan of a few thousand segments draws each (at least a pixel, with its tooltip); past that
+  // budget the ones below a pixel and the smallest beyond it become an occupancy band.
+  constexpr std::size_t kMaxRects = 2500;
+  const bool aggregate = total > kMaxRects;
+  double cut_area = 0;  // with aggregation: segments of this pixel area or less go to the band
+  if (aggregate) {
+    std::vector<double> areas;
+    for (const auto& ps : segs)
+      for (const Seg& g : ps)
+        if (g.w >= 1 && g.h >= 1) areas.push_back(g.w * g.h);
+    if (areas.size() > kMaxRects) {
+      std::nth_element(areas.begin(), areas.begin() + kMaxRects, areas.end(), std::greater<double>());
+      cut_area = areas[kMaxRects];
+    }
   }
-  os << "</svg>\n";
-  return os.str();
+  auto banded = [&](const Seg& g) { return aggregate && (g.w < 1 || g.h < 1 || g.w * g.h <= cut_area); };
+  bool used[5] = {false, false, false, false, false}, any_band = false;
+  for (const auto& ps : segs)
+    for (const Seg& g : ps) (banded(g) ? any_band : used[g.role]) = true;
+  std::vector<svg::Role> roles;
+  for (int r = 0; r < 5; ++r)
+    if (used[r]) roles.push_back(*role_list[r]);
+  if (any_band) roles.push_back(band);
+
+  svg::SvgCanvas c(W, 100, p.graph.name + ": per-core LX residency", font);
+  c.text(W / 2, 18, p.graph.name + ": per-core LX residency", W - 20, "middle", 14);
+  c.text(W / 2, 34,
+         "peak " + svg::human_bytes(static_cast<double>(peak)) + " of " + svg::human_bytes(static_cast<double>(p.capacity)) +
+             " per core, " + std::to_string(on_lx) + " values on LX, " + std::to_string(p.graph.ops.size()) + " ops, " +
+             std::to_string(cores) + (cores == 1 ? " core" : " cores"),
+         W - 20, "middle");
+  const double top = 44 + (roles.empty() ? 0 : c.legend(L, 42, W - L - R, roles)) + 8;
+  const double row_h = 22 + PH + 2 * font + 20;
+  svg::LabelBoxes boxes;
+  for (int k = 0; k < np; ++k) {
+    const auto [c0, c1] = panels[k];
+    const double X = (k % cols) * colw + L, Y = top + (k / cols) * row_h + 22;
+    c.text(X, Y - 6, c0 == c1 ? "core " + std::to_string(c0) : "cores " + std::to_string(c0) + "-" + std::to_string(c1),
+           PW, "start", 0, "font-weight=\"bold\"");
+    c.rect(X, Y, PW, PH, "#f8f8f8", "", "stroke=\"#888\"");
+    if (any_band) {
+      svg::OccupancyGrid g(X, Y, PW, PH, 3);
+      std::size_t nb = 0;
+      for (const Seg& s : segs[k])
+        if (banded(s)) g.add(X + s.x, Y + s.y, X + s.x + s.w, Y + s.y + s.h), ++nb;
+      if (nb > 0) g.draw(c, band.fill, std::to_string(nb) + " segments below one pixel");
+    }
+    std::vector<const Seg*> drawn;
+    for (const Seg& s : segs[k]) {
+      if (banded(s)) continue;
+      drawn.push_back(&s);
+      const PlanValue& v = *s.v;
+      const double w = std::max(1.0, s.w), h = std::max(1.0, s.h);
+      c.rect(X + s.x, Y + s.y + s.h - h, w, h, role_list[s.role]->fill,
+             v.name + " @" + std::to_string(s.s->address) + ", " + svg::human_bytes(static_cast<double>(v.per_core)) +
+                 ", ops " + std::to_string(s.s->start) + ".." + std::to_string(s.s->end) + (s.s->reload ? " (reload)" : ""),
+             "stroke=\"#fff\" stroke-width=\"0.5\"");
+    }
+    // Names inside the rectangles that have room, largest first, never overlapping.
+    std::stable_sort(drawn.begin(), drawn.end(), [](const Seg* a, const Seg* b) { return a->w * a->h > b->w * b->h; });
+    for (const Seg* s : drawn) {
+      if (s->w < 20 || s->h < font + 3) continue;
+      const double x = X + s->x + 2, y = Y + s->y + 1;
+      const std::string shown = svg::ellipsize(s->v->name, s->w - 4, font);
+      // A cut name needs 3 characters before "…" (3 bytes) to say anything.
+      if (shown.empty() || (shown != s->v->name && shown.size() < 6) || !boxes.claim(x, y, x + svg::text_width(shown, font), y + font + 1)) continue;
+      c.text(x, y + font - 1, s->v->name, s->w - 4);
+    }
+    if (segs[k].empty()) c.text(X + PW / 2, Y + PH / 2, "no value on LX: every tensor stays in HBM", PW - 8, "middle");
+    c.x_axis(X, X + PW, Y + PH, 0, nops, false, svg::human_count, "op index");
+    c.y_axis(X, Y + PH, Y, 0, ymax, true, svg::human_bytes, "LX address", X - L + font);
+  }
+  c.set_height(std::ceil(top + rows * row_h));
+  return c.finish();
 }
 
 Result<Graph> graph_from_pattern(const Json& j, const std::string& source) {

@@ -656,7 +656,7 @@ TEST(AllocLimits, OneLineErrors) {
 }
 
 // Item 15: with --minimize the picture is scaled to the height reached, not to the capacity;
-// past 40 spilled buffers the list says how many more.
+// past 40 spilled buffers the list says how many more. Ticks read in binary units.
 TEST(AllocLimits, PictureScalesToHeightAndSummarizesSpills) {
   Problem p;
   p.buffers.push_back(buf("a", 100, 0, 2));
@@ -666,11 +666,15 @@ TEST(AllocLimits, PictureScalesToHeightAndSummarizesSpills) {
   pl.offsets = {0, 100};
   pl.spill_reasons.assign(2, "");
   const std::string mini = plan_to_svg(p, pl, "t", 200);
-  EXPECT_NE(mini.find(">200</text>"), std::string::npos);  // top tick = height
-  EXPECT_EQ(mini.find(">1000000</text>"), std::string::npos);
-  EXPECT_NE(mini.find("lower bound 200, height 200"), std::string::npos);
+  EXPECT_NE(mini.find(">192 B</text>"), std::string::npos) << mini;  // ticks up to the height
+  EXPECT_EQ(mini.find(" KiB</text>"), std::string::npos);
+  EXPECT_NE(mini.find(">lower bound</text>"), std::string::npos);
+  EXPECT_NE(mini.find("height 200 B, lower bound 200 B"), std::string::npos);
+  EXPECT_EQ(mini.find(">capacity</text>"), std::string::npos);
   const std::string fixed = plan_to_svg(p, pl, "t");
-  EXPECT_NE(fixed.find(">1000000</text>"), std::string::npos);  // at a capacity: the capacity
+  EXPECT_NE(fixed.find(">896 KiB</text>"), std::string::npos) << fixed;  // at a capacity: up to the capacity
+  EXPECT_NE(fixed.find(">capacity</text>"), std::string::npos);
+  EXPECT_NE(fixed.find("viewBox="), std::string::npos);
   Problem s;
   Placement sp;
   for (int i = 0; i < 45; ++i) {
@@ -681,8 +685,9 @@ TEST(AllocLimits, PictureScalesToHeightAndSummarizesSpills) {
   s.capacity = 5;
   const std::string list = plan_to_svg(s, sp, "t");
   EXPECT_NE(list.find("spilled (45)"), std::string::npos);
-  EXPECT_NE(list.find("and 5 more"), std::string::npos);
-  EXPECT_EQ(list.find(">s40<"), std::string::npos);
+  EXPECT_NE(list.find(">and 5 more<"), std::string::npos);
+  EXPECT_NE(list.find(">s39 (10 B)<"), std::string::npos);
+  EXPECT_EQ(list.find(">s40 ("), std::string::npos);
 }
 
 // Progress: each better plan is reported once, in decreasing order.

@@ -28,6 +28,8 @@ TEST(Svg, TicksAreNiceAndInsideTheRange) {
     EXPECT_LE(v, 23);
   }
   EXPECT_EQ(nice_ticks(5, 5, 4).size(), 1u);
+  EXPECT_EQ(human_bytes(nice_ticks(0, 4096, 4, true).front()), "0 B");  // not "-0 B"
+  EXPECT_EQ(human_count(nice_ticks(0, 50000, 5).front()), "0");
 }
 
 TEST(Svg, EllipsizeFitsAndKeepsShortText) {
@@ -59,6 +61,31 @@ TEST(Svg, LabelRowRefusesOverlaps) {
   EXPECT_TRUE(r.claim(13, 20));
   EXPECT_FALSE(r.claim(-5, 1));
   EXPECT_TRUE(r.claim(-20, -3));
+}
+
+TEST(Svg, LabelBoxesRefuseOverlapsIn2D) {
+  LabelBoxes b(2);
+  EXPECT_TRUE(b.claim(0, 0, 50, 10));
+  EXPECT_FALSE(b.claim(40, 5, 90, 15));
+  EXPECT_TRUE(b.claim(40, 13, 90, 23));  // below, past the gap
+  EXPECT_FALSE(b.claim(51, 0, 60, 10));  // inside the gap
+  EXPECT_TRUE(b.claim(200, 0, 300, 10));
+  EXPECT_FALSE(b.claim(-100, 0, 1000, 1));  // spans many buckets
+}
+
+TEST(Svg, OccupancyGridShadesCoveredCellsOnly) {
+  SvgCanvas c(100, 100, "t");
+  OccupancyGrid g(0, 0, 100, 100, 10);
+  for (int i = 0; i < 1000; ++i) g.add(0 + 0.05 * i, 0, 0.05 * i + 0.05, 10);  // fills cells 0..4 of row 0
+  g.add(50, 50, 52.5, 60);  // a quarter of one cell
+  EXPECT_EQ(g.count(), 1001);
+  g.draw(c, "#123", "small buffers");
+  const std::string s = c.finish();
+  EXPECT_NE(s.find("M0 0h50v10h-50z"), std::string::npos) << s;  // one run for the full cells
+  EXPECT_NE(s.find("M50 50h10v10h-10z"), std::string::npos) << s;
+  EXPECT_NE(s.find("small buffers (covering over 75 % of the area)"), std::string::npos);
+  EXPECT_NE(s.find("small buffers (covering up to 25 % of the area)"), std::string::npos);
+  EXPECT_EQ(s.find("50-75"), std::string::npos);
 }
 
 }  // namespace
