@@ -1,7 +1,7 @@
 """``python3 -m scratchplan.torch MODULE:ATTR --input 1,3,224,224 [--dtype fp16] -o model.program.json``
 
 Builds the model (``MODULE:ATTR`` is a ``torch.nn.Module`` instance, class or factory called with
-no arguments; torchvision factories default to ``weights=None``), traces it on meta tensors with
+no arguments except ``None`` for every ``weights*`` parameter, so nothing is downloaded), traces it on meta tensors with
 float32 inputs of the given shapes and writes the program JSON (then ``scratchplan plan
 model.program.json``). ``--report`` prints the op-by-op mapping. Bad input: one line, exit 2.
 """
@@ -29,10 +29,23 @@ def _shape(text: str):
     return dims
 
 
+def _no_weights(factory) -> dict:
+    """None for every ``weights*`` parameter of a factory (torchvision's ``weights``,
+    ``weights_backbone``, ...): the structure is all a plan needs, and a default of pretrained
+    weights would download them (offline: a failure)."""
+    import inspect
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {k: None for k, p in params.items() if k.startswith("weights")
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
 # Plain text for --help (the module docstring is reStructuredText for the docs).
 _DESCRIPTION = "Trace a PyTorch model on meta tensors and write its scratchplan program JSON."
 _EPILOG = ("MODEL names a torch.nn.Module instance, class or factory called with no arguments "
-           "(torchvision factories default to weights=None); the inputs are float32 tensors of the given "
+           "(every weights* parameter of a factory is None: nothing is downloaded); the inputs are float32 tensors of the given "
            "shapes. Then: scratchplan plan model.program.json. Bad input: one line on stderr, exit 2.")
 
 
@@ -62,7 +75,7 @@ def main(argv=None) -> int:
     if obj is None:
         _fail(f"{a.model}: module {mod_name} has no attribute {attr!r}")
     try:
-        model = obj if isinstance(obj, torch.nn.Module) else obj()
+        model = obj if isinstance(obj, torch.nn.Module) else obj(**_no_weights(obj))
     except Exception as e:  # noqa: BLE001
         _fail(f"{a.model}: building the model failed: {type(e).__name__}: {e}")
     if not isinstance(model, torch.nn.Module):
