@@ -33,3 +33,40 @@ def test_no_conversion_opens_a_network_connection(monkeypatch, tmp_path, capsys)
         assert main([model, "--input", "1,3,64,64", "-o", str(out)]) == 0
         assert sp.program.load(str(out)).num_ops > 0
     assert "mapped" in capsys.readouterr().err
+
+
+class TinyLM(torch.nn.Module):
+    """Token ids through an embedding: the CLI needs integer inputs for it."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(100, 32)
+        self.lin = torch.nn.Linear(32, 100)
+
+    def forward(self, ids):
+        return self.lin(torch.relu(self.emb(ids)))
+
+
+def _cli(*args, cwd=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return subprocess.run([sys.executable, "-m", "scratchplan.torch", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=120)
+
+
+def test_dash_output_is_stdout_and_typed_inputs(tmp_path):
+    # -o - is standard output (README: for every file argument); the summary goes to stderr.
+    r = _cli("test_torch_cli:TinyLM", "--input", "2,16:int64", "-o", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "-").exists()
+    program = json.loads(r.stdout)
+    assert "mapped" in r.stderr and r.stderr.count("\n") == 1
+    ids = [t for t in program["tensors"] if t["name"] == "input"][0]
+    assert ids["shape"] == [2, 16] and ids["dtype"] == "int64"
+    assert [op["payload"] for op in program["ops"]][0] == "gather"
+    assert sp.program.load(program).num_ops == len(program["ops"])
+    # bool masks and half inputs; an unknown dtype is one line, exit 2
+    r = _cli("torch.nn:ReLU", "--input", "2,3:float16", "-o", "-")
+    assert r.returncode == 0 and json.loads(r.stdout)["tensors"][0]["dtype"] == "fp16"
+    r = _cli("torch.nn:ReLU", "--input", "2,3:int65")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown dtype 'int65'" in r.stderr
