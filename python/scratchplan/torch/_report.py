@@ -8,7 +8,17 @@ from .._common import BadInput
 
 
 class UnsupportedModel(BadInput):
-    """The model cannot be traced or converted; the message names the op and the module path."""
+    """The model cannot be traced or converted; the message names the module path, the model's
+    source line and the reason, in one line of at most 200 characters."""
+
+
+MAX_REFUSAL = 200
+
+
+def refusal(module: str, where: str, reason: str) -> str:
+    """One line: ``module 'encoder.1' at model.py:42: reason`` (cut to MAX_REFUSAL characters)."""
+    text = f"module '{module}'" + (f" at {where}" if where else "") + ": " + " ".join(reason.split())
+    return text if len(text) <= MAX_REFUSAL else text[:MAX_REFUSAL - 3] + "..."
 
 
 @dataclass

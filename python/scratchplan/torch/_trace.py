@@ -3,12 +3,87 @@ memory), every FX node stamped with the module path it ran in (docs/torch.md, "T
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, List, Sequence
+import linecache
+import os
+import re
+import sys
+import sysconfig
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
 from .._common import BadInput
-from ._report import UnsupportedModel
+from ._report import UnsupportedModel, refusal
+
+# Frames in these directories are not the model's code (torch, this package, the stdlib).
+_NOT_MODEL = tuple(os.path.dirname(p) + os.sep for p in (torch.__file__, os.path.dirname(__file__)))
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+_is_model_file: Dict[str, bool] = {}
+
+
+def _model_file(path: str) -> bool:
+    ok = _is_model_file.get(path)
+    if ok is None:
+        ok = not (path.startswith("<") or path.startswith(_NOT_MODEL) or
+                  (path.startswith(_STDLIB) and "-packages" not in path))
+        _is_model_file[path] = ok
+    return ok
+
+
+def _short(path: str, line: int) -> str:
+    """``file:line``, relative to the working directory or to site-packages (torchvision/...)."""
+    rel = os.path.relpath(path)
+    if rel.startswith(".."):
+        m = re.search(r"[/\\](?:site|dist)-packages[/\\](.*)$", path)
+        rel = m.group(1) if m else os.path.basename(path)
+    return f"{rel}:{line}"
+
+
+def _caller() -> str:
+    """The innermost frame of the model's own code on the stack (where an FX node comes from)."""
+    f = sys._getframe(2)
+    while f is not None:
+        if _model_file(f.f_code.co_filename):
+            return _short(f.f_code.co_filename, f.f_lineno)
+        f = f.f_back
+    return ""
+
+
+def _failing_frame(e: BaseException) -> Optional[tuple]:
+    """(path, line) of the innermost traceback frame in the model's own code."""
+    tb, found = e.__traceback__, None
+    while tb is not None:
+        if _model_file(tb.tb_frame.f_code.co_filename):
+            found = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+# Ops whose output shape depends on values: no meta kernel can exist for them.
+_DATA_DEPENDENT = {"nonzero", "masked_select", "_unique", "_unique2", "unique_dim", "unique_consecutive",
+                   "unique_dim_consecutive", "argwhere", "repeat_interleave", "nonzero_numpy", "_local_scalar_dense"}
+
+
+def _reason(e: BaseException, source: str) -> str:
+    """A plain reason for a trace failure, never PyTorch's boilerplate."""
+    msg = str(e)
+    first = msg.strip().splitlines()[0] if msg.strip() else type(e).__name__
+    if isinstance(e, torch.fx.proxy.TraceError) or "get value out of a tracing tensor" in msg \
+            or "data-dependent" in msg or "cannot be used as inputs to control flow" in msg:
+        if re.match(r"\s*(if|elif|while|assert)\b", source) or re.search(r"\bif\b.*\belse\b", source):
+            return "data-dependent control flow (if on a tensor value)"
+        return "reads a tensor's value in Python (.item(), .tolist(), int(t)): data-dependent"
+    m = re.search(r"Could not run '(aten::\w+)(?:\.\w+)?' with arguments from the 'Meta' backend", msg)
+    if m:
+        op = m.group(1)
+        if op.split("::")[1] in _DATA_DEPENDENT:
+            return f"data-dependent output shape ({op}: torch.where / nonzero / boolean indexing)"
+        return f"{op} has no meta kernel in torch {'.'.join(torch.__version__.split('.')[:2])}: it cannot be traced on meta tensors"
+    if "meta" in msg and "device" in msg:
+        return "a tensor made on an explicit device (device='cpu') meets the traced model; make it on x.device"
+    if "dtype" in msg.lower() and ("unsupported" in msg.lower() or "not implemented" in msg.lower()):
+        return f"unsupported dtype ({first})"
+    return f"{type(e).__name__}: {first}"
 
 
 def _module_paths(model: torch.nn.Module) -> Dict[int, str]:
@@ -81,6 +156,7 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     def create_node(self, *a, **k):
         n = orig(self, *a, **k)
         n.meta["sp_module"] = stack[-1] if stack else ""
+        n.meta["sp_where"] = _caller()  # the model's file:line, for refusals
         return n
 
     on_meta = [False]  # second attempt: factories without a device make meta tensors
@@ -111,10 +187,10 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     except BadInput:
         raise
     except Exception as e:  # noqa: BLE001 - any trace failure becomes one clear line
-        where = stack[-1] if stack else ""
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UnsupportedModel(f"trace failed in module '{where or type(model).__name__}' "
-                               f"({type(e).__name__}): {msg}") from None
+        module = (stack[-1] if stack else "") or type(model).__name__
+        frame = _failing_frame(e)
+        source = linecache.getline(*frame) if frame else ""
+        raise UnsupportedModel(refusal(module, _short(*frame) if frame else "", _reason(e, source))) from None
     finally:
         torch.fx.Graph.create_node = orig
         h1.remove()

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from .._common import BadInput
-from ._report import Row, UnsupportedModel
+from ._report import Row, UnsupportedModel, refusal
 from . import _views as V
 from ._views import PT, Val
 
@@ -56,7 +56,8 @@ class ProgramWriter:
     def dtype_of(self, tdtype: torch.dtype) -> str:
         d = DTYPES.get(tdtype)
         if d is None:
-            raise self.error(f"dtype {tdtype} has no program dtype")
+            raise self.error(f"unsupported dtype {str(tdtype).replace('torch.', '')} (programs have fp32, fp16, bf16, "
+                             "int64, int32, int8 and bool)")
         if tdtype.is_floating_point and self.float_dtype:
             return self.float_dtype
         return d
@@ -71,13 +72,12 @@ class ProgramWriter:
 
     # -- errors
     def error(self, what: str) -> UnsupportedModel:
+        """A refusal naming the node's module, its source line and op (``_report.refusal``)."""
         n = self.node
-        where = ""
-        if n is not None:
-            where = f"op {target_name(n.target)} (node {n.name}"
-            mod = n.meta.get("sp_module", "")
-            where += f", module '{mod}')" if mod else ", top-level module)"
-        return UnsupportedModel(f"{where}: {what}" if where else what)
+        if n is None:
+            return UnsupportedModel(refusal(self.name, "", what))
+        return UnsupportedModel(refusal(n.meta.get("sp_module", "") or self.name, n.meta.get("sp_where", ""),
+                                        f"{target_name(n.target)}: {what}"))
 
     # -- ops
     def _add(self, op: dict, ins: Sequence[Val], outs: Sequence[Val]) -> dict:
