@@ -362,6 +362,14 @@ class Converter(ProgramWriter):
         self.opaque(payload or target_name(node.target).split(".")[1], ins, real)
         self.bind(node, outs if isinstance(m, (list, tuple)) else outs[0])
         self.set_row("opaque", reason)
+        # In place on a whole tensor (scatter_ into a zeros mask): later readers of the mutated
+        # tensor read the op's output, as for in-place pointwise ops.
+        tgt = self.val(node.args[0]) if node.args else None
+        if full.startswith("aten.") and full.split(".")[1].endswith("_") and isinstance(tgt, Val) and tgt.is_identity() and outs[0] is not None:
+            for n, v in list(self.env.items()):
+                if n is not node and isinstance(v, Val) and v.pt is tgt.pt:
+                    self.env[n] = Val(outs[0].pt, v.shape, v.terms, v.off)
+                    self.node_pts.setdefault(id(outs[0].pt), []).append(n)
 
     def view_update_is_private(self, node: Any, tgt: Val) -> bool:
         """True when no node after ``node`` reads ``tgt``'s tensor through a view that may overlap

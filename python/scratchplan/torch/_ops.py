@@ -33,12 +33,13 @@ _REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "m
            "argmin": "argmin", "norm": "norm", "linalg_vector_norm": "norm"}
 
 # Ops that stay opaque, with why no indexing map can describe them.
-opaque_reason("roll: a circular shift reads index (i - shift) mod n, which is not affine", "roll")
 opaque_reason("advanced indexing: the rows read depend on an index tensor (data-dependent gather)", "index")
 opaque_reason("index_select: the rows read depend on an index tensor (data-dependent gather)", "index_select")
 opaque_reason("gather: the elements read depend on an index tensor", "gather")
-opaque_reason("scatter: the elements written depend on an index tensor", "scatter")
-opaque_reason("scatter_add: the elements written depend on an index tensor", "scatter_add")
+opaque_reason("scatter: the elements written depend on an index tensor", "scatter", "scatter_")
+opaque_reason("scatter_add: the elements written depend on an index tensor", "scatter_add", "scatter_add_")
+opaque_reason("scatter_reduce: the elements written depend on an index tensor", "scatter_reduce", "scatter_reduce_")
+opaque_reason("masked_scatter: the elements written depend on a mask", "masked_scatter", "masked_scatter_")
 opaque_reason("index_put: the elements written depend on an index tensor", "index_put")
 opaque_reason("index_put_: the elements written depend on an index tensor", "index_put_")
 opaque_reason("copy_ into a view: a partial update of a tensor another op wrote (one writer per tensor)", "copy_")
@@ -47,7 +48,14 @@ opaque_reason("topk: data-dependent selection", "topk")
 opaque_reason("nonzero: data-dependent output size", "nonzero")
 opaque_reason("nearest upsampling by a fractional factor reads floor(h / scale): not affine",
               "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d")
-opaque_reason("bilinear upsampling: fractional, weighted reads", "upsample_bilinear2d")
+opaque_reason("upsample_bilinear2d: each output mixes 4 inputs at (h + 0.5) / scale - 0.5 with fractional "
+              "weights (not affine); the op reads its input and writes its output", "upsample_bilinear2d")
+opaque_reason("upsample_bicubic2d: each output mixes 16 inputs with fractional weights (not affine)",
+              "upsample_bicubic2d")
+opaque_reason("upsample_trilinear3d: each output mixes 8 inputs with fractional weights (not affine)",
+              "upsample_trilinear3d")
+opaque_reason("upsample_linear1d: each output mixes 2 inputs with fractional weights (not affine)",
+              "upsample_linear1d")
 opaque_reason("grid sampling: data-dependent reads", "grid_sampler_2d")
 opaque_reason("cumsum: a prefix scan (each output reads a growing window)", "cumsum")
 
@@ -55,7 +63,8 @@ opaque_reason("cumsum: a prefix scan (each output reads a growing window)", "cum
 # ---------------------------------------------------------------- creation
 
 @register("zeros", "ones", "full", "empty", "arange", "scalar_tensor", "empty_like", "new_zeros", "new_ones",
-          "new_full", "new_empty", "rand", "randn", "tensor", kind="create")
+          "new_full", "new_empty", "rand", "randn", "tensor", "linspace", "logspace", "eye", "randint", "randperm",
+          "empty_strided", "rand_like", "randn_like", "randint_like", kind="create")
 def create(cx, node, name) -> None:
     cx.bind(node, cx.const_input(node.name, meta(node)))
     cx.set_row("folded", "creates a tensor without reading one: a graph input (constant) of the program",
@@ -225,18 +234,51 @@ def matmul(cx, node, name) -> bool:
     return True
 
 
+def _zero_insert(cx, node, x, w, stride, padding, dilation, nd):
+    """A transposed convolution is a stride-1 convolution, with the filter flipped, of its input
+    spread out: z[h * stride + P] = x[h], zero elsewhere, P = dilation * (k - 1) - padding.
+    Returns (z, flipped filter), or None after emitting an opaque op when that form does not fit.
+    The flip reads index k - 1 - r (a negative coefficient, which maps do not have), so the filter
+    is flipped once when the model is loaded, like the other computations on weights only."""
+    k = w.shape[2:]
+    P = [dilation[i] * (k[i] - 1) - padding[i] for i in range(nd)]
+    if any(p < 0 for p in P) or not (w.pt.weight or w.pt.const):
+        cx.do_opaque(node, "convolution (transposed): padding beyond the kernel or a filter computed in forward "
+                     "has no exact form here")
+        return None
+    out_shape = meta(node).shape
+    r = len(x.shape)
+    zshape = list(x.shape[:2]) + [out_shape[2 + i] + dilation[i] * (k[i] - 1) for i in range(nd)]
+    z = cx.new_pt(node.name + "_spread", zshape, x.pt.dtype)
+    var_of = {}
+    for d in range(r):
+        if x.shape[d] > 1 or zshape[d] > 1:  # a written dim of size > 1 needs a var (as in pad)
+            var_of[d] = len(var_of)
+    xe = [{var_of[d]: 1} if d in var_of else {} for d in range(r)]
+    ze = [{var_of[d]: 1 if d < 2 else stride[d - 2]} if d in var_of else {} for d in range(r)]
+    outv = Val(z, x.shape, [{j: 1} for j in range(r)], [0, 0] + P)
+    cx.emit_exprs("pointwise", "pad", [(x, xe)], [(outv, ze)], ["parallel"] * len(var_of),
+                  [x.shape[d] for d in sorted(var_of)], name=node.name + "_spread")
+    wf = cx.new_pt(w.pt.name + "_flipped", w.shape, w.pt.dtype, graph_input=True)
+    wf.weight = w.pt.weight
+    wf.const = w.pt.const
+    return Val.whole(z), Val.whole(wf)
+
+
 @register("convolution", "_convolution")
 def convolution(cx, node, name) -> bool:
     x, w = cx.tensor(node.args[0]), cx.tensor(node.args[1])
     bias = cx.val(node.args[2])
-    stride, padding, dilation, transposed, _, groups = node.args[3:9]
+    stride, padding, dilation, transposed, output_padding, groups = node.args[3:9]
     m = meta(node)
-    if transposed:
-        cx.do_opaque(node, "transposed convolution: its input index is (h - r) / stride, not affine")
-        return True
     nd = len(x.shape) - 2
     if nd not in (1, 2, 3):
         return False
+    if transposed:
+        zw = _zero_insert(cx, node, x, w, stride, padding, dilation, nd)
+        if zw is None:
+            return True
+        (x, w), tstride, stride, padding = zw, list(stride), [1] * nd, [0] * nd
     if any(p > 0 for p in padding):
         pad = []
         for p in reversed(list(padding)):
@@ -267,7 +309,10 @@ def convolution(cx, node, name) -> bool:
         return {v: c for v, c in terms if v is not None}
     # Maps as explicit expressions over the base program tensors (views composed by hand).
     xin = [e((vn, 1)), e((vg, Cg), (vc, 1))] + [e((vh[i], stride[i]), (vr[i], dilation[i])) for i in range(nd)]
-    win = [e((vg, Og), (vk, 1)), e((vc, 1))] + [e((vr[i], 1)) for i in range(nd)]
+    if transposed:  # the filter is [C, O / G, k...]
+        win = [e((vg, Cg), (vc, 1)), e((vk, 1))] + [e((vr[i], 1)) for i in range(nd)]
+    else:
+        win = [e((vg, Og), (vk, 1)), e((vc, 1))] + [e((vr[i], 1)) for i in range(nd)]
     yout = [e((vn, 1)), e((vg, Og), (vk, 1))] + [e((vh[i], 1)) for i in range(nd)]
     y = Val.whole(cx.new_pt(node.name + ("_conv" if isinstance(bias, Val) else ""), out_shape, cx.dtype_of(m.dtype)))
     ops = []
@@ -281,7 +326,7 @@ def convolution(cx, node, name) -> bool:
     # the convolution reads like a matmul's A on K (docs/layout.md); weights are laid out once
     # when loaded, as for nn.Linear above.
     wp = w.pt
-    if (wp.graph_input and wp.reads == 1 and w.is_identity() and wp.dim_order is None and len(wp.shape) == nd + 2
+    if (not transposed and wp.graph_input and wp.reads == 1 and w.is_identity() and wp.dim_order is None and len(wp.shape) == nd + 2
             and wp.shape[-1] > 1 and wp.shape[1] > wp.shape[-1]):
         wp.dim_order = [0] + list(range(2, nd + 2)) + [1]
     if isinstance(bias, Val):
@@ -289,6 +334,12 @@ def convolution(cx, node, name) -> bool:
         shape[1] = O
         y = cx.pointwise("add", [y, cx.view_reshape(bias, shape, node)], out_shape, y.pt.dtype, name=node.name)
     cx.bind(node, y)
+    if transposed:
+        cx.set_row("mapped", f"transposed conv{nd}d (stride {tstride}, groups {G}): a copy writes the input at "
+                   f"h * {tstride[0]} + {dilation[0] * (w.shape[2] - 1) - node.args[4][0]} of a zero tensor, then a "
+                   "stride-1 convolution with the filter flipped once when loaded (exact affine-sum maps)"
+                   + (", bias add" if isinstance(bias, Val) else ""))
+        return True
     cx.set_row("mapped", f"conv{nd}d (stride {list(stride)}, groups {G}): exact affine-sum maps"
                  + (", explicit pad op" if any(p > 0 for p in padding) else "") + (", bias add" if isinstance(bias, Val) else ""))
     return True
@@ -372,13 +423,41 @@ def prelu(cx, node, name) -> bool:
     return True
 
 
+def _batch_statistics_norm(cx, node, x) -> bool:
+    """Batch norm with the statistics of its input (training=True): what InstanceNorm runs, on x
+    viewed as [1, N * C, ...], so the statistics are per (n, c). A layer norm per channel over
+    every other dim, the same 5 ops as group norm. Running statistics that are buffers would be
+    updated in place: opaque (eval-mode tracing only meets them in BatchNorm without running stats)."""
+    if any(isinstance(v, Val) and v.pt.weight for v in (cx.val(arg(node, 3, "running_mean")),
+                                                         cx.val(arg(node, 4, "running_var")))):
+        return False
+    w, b = cx.val(arg(node, 1, "weight")), cx.val(arg(node, 2, "bias"))
+    dims = [0] + list(range(2, len(x.shape)))
+    dt = cx.out_dtype(node)
+    mean, xc, rstd = cx.normalize(x, dims, dt, node.name)
+    shape = [1] * len(x.shape)
+    shape[1] = x.shape[1]
+    ins = [xc, rstd] + [cx.view_reshape(v, shape, node) for v in (w, b) if isinstance(v, Val)]
+    y = cx.pointwise("mul_affine", ins, x.shape, dt, name=node.name)
+    m = meta(node)
+    if isinstance(m, (list, tuple)):
+        stats = [cx.view_reshape(s, list(mm.shape), node) if isinstance(mm, TM) else None
+                 for s, mm in zip((mean, rstd), list(m)[1:3])]
+        cx.bind(node, ([y] + stats + [None] * len(m))[:len(m)])
+    else:
+        cx.bind(node, y)
+    cx.set_row("mapped", "batch norm with batch statistics (instance norm: per (n, c) of [1, N*C, ...]): mean, "
+               "centre, mean of squares, rsqrt, scale+shift (5 ops)")
+    return True
+
+
 @register("native_batch_norm", "_native_batch_norm_legit_no_training", "batch_norm", "_native_batch_norm_legit")
 def batch_norm(cx, node, name) -> bool:
     m = meta(node)
     x = cx.tensor(node.args[0])
     training = arg(node, 5, "training", False)
     if training and name != "_native_batch_norm_legit_no_training":
-        return False
+        return _batch_statistics_norm(cx, node, x)
     ins = [x]
     shape = [1] * len(x.shape)
     shape[1] = x.shape[1]
@@ -456,7 +535,7 @@ def embedding(cx, node, name) -> bool:
     return True
 
 
-@register("cat")
+@register("cat", "stack")
 def cat(cx, node, name) -> bool:
     m = meta(node)
     tensors = [cx.tensor(a) for a in node.args[0]]
@@ -464,7 +543,7 @@ def cat(cx, node, name) -> bool:
     out = cx.fresh(node.name, m)
     cx.opaque("concat", tensors, [out])
     cx.bind(node, out)
-    cx.set_row("folded", f"concat along dim {dim}: a copy op (opaque kind: one op writes each output once, "
+    cx.set_row("folded", f"{'concat' if name == 'cat' else 'stack'} along dim {dim}: a copy op (opaque kind: one op writes each output once, "
                            "and its pieces come from different inputs)", compute=False)
     return True
 
@@ -478,6 +557,26 @@ def constant_pad_nd(cx, node, name) -> bool:
     cx.bind(node, out)
     cx.set_row("folded", "pad: a copy op writing the input at an offset (pointwise, offset output map)",
                  compute=False)
+    return True
+
+
+@register("roll")
+def roll(cx, node, name) -> bool:
+    """roll(x, s, d): out = cat(x[n - s:], x[:n - s]) along d, per rolled dim: slices (views)
+    written one after the other, a copy op like cat. Not one affine map: out[i] reads
+    x[(i - s) mod n]; and one op must write each output, so the pieces are one opaque copy."""
+    x = cx.tensor(node.args[0])
+    shifts, dims = arg(node, 1, "shifts", []), arg(node, 2, "dims", [])
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims or len(dims) != len(shifts):
+        return False  # a roll of the flattened tensor: its pieces are not slices of x
+    out = cx.fresh(node.name, meta(node))
+    cx.opaque("roll", [x], [out])
+    cx.bind(node, out)
+    cuts = ", ".join(f"dim {d % len(x.shape)} at {x.shape[d] - s % x.shape[d]}" for s, d in zip(shifts, dims))
+    cx.set_row("folded", f"roll: slices of the input ({cuts}) written in rolled order, a copy op like cat (opaque "
+               "kind: the pieces need different maps)", compute=False)
     return True
 
 
@@ -599,42 +698,41 @@ def spread(cx, node, name) -> bool:
     return True
 
 
-@register("max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "_adaptive_avg_pool2d")
+@register("max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "_adaptive_avg_pool2d",
+          "max_pool3d_with_indices", "max_pool3d", "avg_pool3d", "_adaptive_avg_pool3d")
 def pool(cx, node, name) -> bool:
     x = cx.tensor(node.args[0])
-    if name == "_adaptive_avg_pool2d":
+    nd = 3 if "3d" in name else 2
+    sp = list(x.shape[-nd:])
+    if name.startswith("_adaptive_avg_pool"):
         # Exact when the output divides the input: a window of in / out with the same stride.
-        oh, ow = list(node.args[1])
-        hh, ww = x.shape[-2], x.shape[-1]
-        if hh % oh or ww % ow:
-            cx.do_opaque(node, f"adaptive average pool {hh}x{ww} -> {oh}x{ow}: windows of varying size")
+        osz = list(node.args[1])
+        if any(i % o for i, o in zip(sp, osz)):
+            cx.do_opaque(node, f"adaptive average pool {'x'.join(map(str, sp))} -> {'x'.join(map(str, osz))}: "
+                         "windows of varying size")
             return True
-        ks, stride, padding, dil = [hh // oh, ww // ow], [hh // oh, ww // ow], [0, 0], [1, 1]
+        ks = [i // o for i, o in zip(sp, osz)]
+        stride, padding, dil = list(ks), [0] * nd, [1] * nd
     else:
         ks = list(node.args[1])
         stride = list(arg(node, 2, "stride", []) or ks)
-        padding = list(arg(node, 3, "padding", [0, 0]))
-        dil = list(arg(node, 4, "dilation", [1, 1])) if name != "avg_pool2d" else [1, 1]
-    if len(ks) == 1:
-        ks *= 2
-    if len(stride) == 1:
-        stride *= 2
-    if len(padding) == 1:
-        padding *= 2
-    if len(dil) == 1:
-        dil *= 2
+        padding = list(arg(node, 3, "padding", [0] * nd))
+        dil = list(arg(node, 4, "dilation", [1] * nd)) if not name.startswith("avg") else [1] * nd
+    ks, stride, padding, dil = (v * nd if len(v) == 1 else v for v in (ks, stride, padding, dil))
     m = meta(node)
     mv = m[0] if isinstance(m, (list, tuple)) else m
     out_shape = list(mv.shape)
     # ceil_mode: the last window may run past the padded input; pad the high side to cover it.
-    hi = [padding[i] for i in range(2)]
-    for i in range(2):
-        need = (out_shape[-2 + i] - 1) * stride[i] + (ks[i] - 1) * dil[i] + 1
-        hi[i] = max(hi[i], need - x.shape[-2 + i] - padding[i])
+    hi = list(padding)
+    for i in range(nd):
+        need = (out_shape[-nd + i] - 1) * stride[i] + (ks[i] - 1) * dil[i] + 1
+        hi[i] = max(hi[i], need - sp[i] - padding[i])
     if any(padding) or any(hi):
         # Max pools pad with -inf (the pad op's payload says so), average pools with 0.
-        x = cx.pad(x, [padding[1], hi[1], padding[0], hi[0]], 0, node.name + "_pad",
-                     payload="pad_neg_inf" if "max" in name else "pad")
+        pad = []
+        for i in reversed(range(nd)):
+            pad += [padding[i], hi[i]]
+        x = cx.pad(x, pad, 0, node.name + "_pad", payload="pad_neg_inf" if "max" in name else "pad")
     r = len(out_shape)
     iters, ranges = [], []
 
@@ -644,17 +742,17 @@ def pool(cx, node, name) -> bool:
         iters.append(kind)
         ranges.append(ext)
         return len(iters) - 1
-    lead = [var("parallel", out_shape[i]) for i in range(r - 2)]
-    vh = [var("parallel", out_shape[r - 2 + i]) for i in range(2)]
-    vr = [var("reduction", ks[i]) for i in range(2)]
+    lead = [var("parallel", out_shape[i]) for i in range(r - nd)]
+    vh = [var("parallel", out_shape[r - nd + i]) for i in range(nd)]
+    vr = [var("reduction", ks[i]) for i in range(nd)]
 
     def e(*terms):
         return {v: c for v, c in terms if v is not None}
-    xin = [e((v, 1)) for v in lead] + [e((vh[i], stride[i]), (vr[i], dil[i])) for i in range(2)]
-    yout = [e((v, 1)) for v in lead] + [e((vh[i], 1)) for i in range(2)]
+    xin = [e((v, 1)) for v in lead] + [e((vh[i], stride[i]), (vr[i], dil[i])) for i in range(nd)]
+    yout = [e((v, 1)) for v in lead] + [e((vh[i], 1)) for i in range(nd)]
     y = Val.whole(cx.new_pt(node.name, out_shape, cx.dtype_of(mv.dtype)))
-    cx.emit_exprs("reduction" if "reduction" in iters else "pointwise", "max_pool2d" if "max" in name else "avg_pool2d",
-                    [(x, xin)], [(y, yout)], iters, ranges, node.name)
+    cx.emit_exprs("reduction" if "reduction" in iters else "pointwise", ("max" if "max" in name else "avg") + f"_pool{nd}d",
+                  [(x, xin)], [(y, yout)], iters, ranges, node.name)
     if isinstance(m, (list, tuple)) and uses_output(node, 1):
         idx = cx.fresh(node.name + "_indices", m[1])
         cx.opaque("pool_indices", [x], [idx], name=node.name + "_indices")
@@ -664,5 +762,5 @@ def pool(cx, node, name) -> bool:
     else:
         cx.bind(node, y)
     cx.set_row("mapped", f"{name}: reduction over the window with affine-sum maps (h * {stride[0]} + r)"
-                 + ("; the indices output is an opaque op" if isinstance(m, (list, tuple)) else ""))
+               + ("; the indices output is an opaque op" if isinstance(m, (list, tuple)) else ""))
     return True

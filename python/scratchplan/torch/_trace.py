@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 
 from .._common import BadInput
+from . import _meta_kernels
 from ._report import UnsupportedModel, refusal
 
 # Frames in these directories are not the model's code (torch, this package, the stdlib).
@@ -112,6 +113,7 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.utils import stateless
 
+    _meta_kernels.register()
     if not isinstance(model, torch.nn.Module):
         raise BadInput(f"to_program: expected a torch.nn.Module, got {type(model).__name__}")
     if isinstance(example_inputs, torch.Tensor):
