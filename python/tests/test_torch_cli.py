@@ -70,3 +70,41 @@ def test_dash_output_is_stdout_and_typed_inputs(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["tensors"][0]["dtype"] == "fp16"
     r = _cli("torch.nn:ReLU", "--input", "2,3:int65")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown dtype 'int65'" in r.stderr
+
+
+class Detector(torch.nn.Module):
+    """Static backbone between data-dependent pre- and post-processing, as in detection models."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU())
+
+    def forward(self, x):
+        scale = float(torch.tensor(x.shape[-2:]).min().item()) / 16  # sizes in Python, as torchvision's transform
+        x = torch.nn.functional.interpolate(x, scale_factor=1 / scale, mode="nearest")
+        feats = self.backbone(x)
+        return feats[feats > 0]  # data-dependent: refuses the whole model
+
+
+def test_submodule_converts_the_static_part():
+    x = torch.empty(1, 3, 32, 32)
+    with pytest.raises(sp.torch.UnsupportedModel, match="data-dependent"):
+        sp.torch.to_program(Detector(), (x,))
+    program, report = sp.torch.to_program(Detector(), (x,), submodule="backbone")
+    assert program["name"] == "Detector.backbone"
+    assert [t["shape"] for t in program["tensors"] if t["name"] == "input"] == [[1, 3, 16, 16]]  # as the parent passes it
+    assert report.mapped_fraction == 1.0
+    with pytest.raises(sp.BadInput, match=r"submodule 'neck': Detector has no such submodule \(its children: backbone\)"):
+        sp.torch.to_program(Detector(), (x,), submodule="neck")
+
+
+def test_cli_detection_backbone_offline(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(socket.socket, "connect", _no_network)
+    monkeypatch.setattr(urllib.request, "urlopen", _no_network)
+    out = tmp_path / "det.program.json"
+    assert main(["torchvision.models.detection:ssdlite320_mobilenet_v3_large", "--input", "1,3,320,320",
+                 "--submodule", "backbone", "-o", str(out)]) == 0
+    program = json.loads(out.read_text())
+    assert program["name"] == "ssdlite320_mobilenet_v3_large.backbone"
+    assert "100.0% of compute ops mapped" in capsys.readouterr().err
+    assert sp.program.load(program).num_ops == len(program["ops"])

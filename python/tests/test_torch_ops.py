@@ -202,3 +202,12 @@ def test_moe_router_ops_are_opaque_with_reasons_and_traffic():
     assert len(scatter["inputs"]) == 3  # the zeros, the indices and the gate values are read
     assert report.counts["opaque"] == 4  # the experts, softmax, stack and the combine map
     sp.lx.plan(program, cores=4)
+
+
+def test_repeat_interleave_by_an_int_is_expand_and_merge():
+    # On meta tensors ATen needs the values of a repeats tensor (MViT refused); as views it maps.
+    class M(nn.Module):
+        def forward(self, x):
+            return x.repeat_interleave(3, dim=1) + torch.repeat_interleave(x, 3, dim=1)
+    program, report = _check(M(), torch.randn(2, 4, 5))
+    assert report.counts["opaque"] == 0, report.text()

@@ -69,6 +69,8 @@ def main(argv=None) -> int:
     ap.add_argument("--input", action="append", required=True, help="input shape[:dtype], e.g. 1,3,224,224 or 2,16:int64 (default float32; repeat per input)")
     ap.add_argument("--dtype", default=None, help="fp16, bf16 or fp32 for every floating tensor")
     ap.add_argument("--name", default=None, help="program name")
+    ap.add_argument("--submodule", default=None, metavar="PATH",
+                    help="convert only this submodule (e.g. backbone), with the inputs the model passes it")
     ap.add_argument("-o", "--output", default=None, help="program JSON path (default or -: stdout)")
     ap.add_argument("--report", action="store_true", help="print the op-by-op mapping report to stderr")
     a = ap.parse_args(argv)
@@ -97,7 +99,9 @@ def main(argv=None) -> int:
     if not isinstance(model, torch.nn.Module):
         _fail(f"{a.model}: expected a torch.nn.Module, got {type(model).__name__}")
     try:
-        program, report = to_program(model, tuple(torch.empty(s, dtype=getattr(torch, dt), device="meta") for s, dt in shapes), dtype=a.dtype, name=a.name or attr)
+        inputs = tuple(torch.empty(s, dtype=getattr(torch, dt), device="meta") for s, dt in shapes)
+        name = a.name or (f"{attr}.{a.submodule}" if a.submodule else attr)
+        program, report = to_program(model, inputs, dtype=a.dtype, name=name, submodule=a.submodule)
     except BadInput as e:
         _fail(str(e))
     text = json.dumps(program, indent=1) + "\n"

@@ -2,7 +2,6 @@
 memory), every FX node stamped with the module path it ran in (docs/torch.md, "Tracing")."""
 from __future__ import annotations
 
-import contextlib
 import linecache
 import os
 import re
@@ -95,15 +94,38 @@ _FACTORIES = {torch.zeros, torch.ones, torch.empty, torch.full, torch.arange, to
               torch.rand, torch.randn, torch.randint, torch.tensor, torch.as_tensor, torch.scalar_tensor}
 
 
-class _FactoriesOnMeta(torch.overrides.TorchFunctionMode):
-    """Tensors a forward creates without a device (``torch.zeros(2, 64)``, ``torch.arange(n)``) are
-    made on meta like everything else traced; on the CPU they met meta tensors in the first op and
-    the trace failed (a state initialized in forward, position ids). Used for a second trace only
-    when the first one failed so (see trace)."""
+_REPEAT_INTERLEAVE = {torch.repeat_interleave, torch.Tensor.repeat_interleave}
+
+
+def _repeat_interleave(x, repeats, dim=None, *, output_size=None):
+    """``repeat_interleave`` by an int, as views: on meta tensors ATen turns the int into a repeats
+    tensor and then needs its values (MViT's positional encoding). x[i] repeated r times along dim
+    is x viewed with a new dim of size r after dim, expanded, then merged: the converter's expand
+    (a view) and a merge (a copy writing ``r * i + k``), exact."""
+    if dim is None:
+        x, dim = x.reshape(-1), 0
+    dim %= x.dim()
+    sizes = list(x.shape)
+    sizes.insert(dim + 1, repeats)
+    return x.unsqueeze(dim + 1).expand(sizes).flatten(dim, dim + 1)
+
+
+class _Rewrites(torch.overrides.TorchFunctionMode):
+    """Calls rewritten while tracing. Always: ``repeat_interleave`` by an int (see above). With
+    ``factories_on_meta``: tensors a forward creates without a device (``torch.zeros(2, 64)``,
+    ``torch.arange(n)``) are made on meta like everything else traced; on the CPU they met meta
+    tensors in the first op and the trace failed (a state initialized in forward, position ids).
+    That is used for a second trace only when the first one failed so (see trace)."""
+
+    def __init__(self, factories_on_meta: bool = False) -> None:
+        super().__init__()
+        self.factories_on_meta = factories_on_meta
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
-        if func in _FACTORIES and kwargs.get("device") is None:
+        if func in _REPEAT_INTERLEAVE and len(args) > 1 and isinstance(args[1], int) and args[0].device.type == "meta":
+            return _repeat_interleave(*args, **kwargs)
+        if self.factories_on_meta and func in _FACTORIES and kwargs.get("device") is None:
             kwargs["device"] = "meta"
         return func(*args, **kwargs)
 
@@ -167,7 +189,7 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
         args = list(leaves)
         for i, x in zip(tensor_at, flat[len(names):]):
             args[i] = x
-        with _FactoriesOnMeta() if on_meta[0] else contextlib.nullcontext():
+        with _Rewrites(on_meta[0]):
             return stateless.functional_call(model, dict(zip(names, flat[:len(names)])), tuple(tree_unflatten(args, spec)))
 
     torch.fx.Graph.create_node = create_node
@@ -199,3 +221,68 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
         h2.remove()
         model.train(was_training)
     return g, names, metas + in_metas
+
+
+class _Reached(Exception):
+    """Raised by the pre-hook of the submodule: its inputs are captured, the parent stops."""
+
+
+def submodule_inputs(model: torch.nn.Module, example_inputs: Any, path: str):
+    """Runs ``model`` on meta tensors until it calls the submodule at ``path`` and returns
+    (submodule, its positional arguments as meta tensors). The parent's code before that call
+    (a detection model's preprocessing) runs once, as it would; nothing after it runs, so its
+    data-dependent postprocessing does not matter."""
+    from torch.nn.utils import stateless
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    _meta_kernels.register()
+    if not isinstance(model, torch.nn.Module):
+        raise BadInput(f"to_program: expected a torch.nn.Module, got {type(model).__name__}")
+    try:
+        sub = model.get_submodule(path)
+    except AttributeError:
+        names = ", ".join(n for n, _ in model.named_children())
+        raise BadInput(f"to_program: submodule {path!r}: {type(model).__name__} has no such submodule "
+                       f"(its children: {names or 'none'})") from None
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    leaves, spec = tree_flatten(list(example_inputs))
+    leaves = [torch.empty(x.shape, dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x for x in leaves]
+    state = {k: torch.empty(v.shape, dtype=v.dtype, device="meta")
+             for k, v in list(model.named_parameters()) + list(model.named_buffers())}
+    got: List[Any] = []
+
+    def pre(mod, args):
+        got.append(args)
+        raise _Reached()
+
+    def run(on_meta: bool) -> None:
+        with _Rewrites(on_meta):
+            stateless.functional_call(model, state, tuple(tree_unflatten(leaves, spec)))
+
+    h = sub.register_forward_pre_hook(pre)
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            try:
+                run(False)
+            except RuntimeError as e:
+                if "meta" not in str(e) or "device" not in str(e):
+                    raise
+                run(True)  # tensors made in forward without a device met meta tensors: as in trace
+    except _Reached:
+        pass
+    except BadInput:
+        raise
+    except Exception as e:  # noqa: BLE001 - one clear line
+        frame = _failing_frame(e)
+        source = linecache.getline(*frame) if frame else ""
+        raise UnsupportedModel(refusal(type(model).__name__, _short(*frame) if frame else "",
+                                       f"before calling submodule '{path}': {_reason(e, source)}")) from None
+    finally:
+        h.remove()
+        model.train(was_training)
+    if not got:
+        raise UnsupportedModel(refusal(type(model).__name__, "", f"submodule '{path}' is never called by forward"))
+    return sub, tuple(got[0])
