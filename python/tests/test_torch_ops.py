@@ -211,3 +211,16 @@ def test_repeat_interleave_by_an_int_is_expand_and_merge():
             return x.repeat_interleave(3, dim=1) + torch.repeat_interleave(x, 3, dim=1)
     program, report = _check(M(), torch.randn(2, 4, 5))
     assert report.counts["opaque"] == 0, report.text()
+
+
+def test_add_into_a_view_read_again_is_a_pad_and_a_whole_add():
+    # MViT v2's relative position bias: attn[:, :, 1:, 1:] += bias, then softmax over all of attn.
+    class M(nn.Module):
+        def forward(self, x, r):
+            attn = torch.matmul(x, x.transpose(-1, -2))
+            attn[:, :, 1:, 1:] += r
+            return attn + x[..., :1]
+    program, report = _check(M(), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 4, 4))
+    assert report.counts["opaque"] == 0, report.text()
+    pad = [op for op in program["ops"] if op["payload"] == "pad"][0]
+    assert pad["indexing_maps"][-1].endswith("d1 + 1, d2 + 1)")  # r lands at [1:, 1:]

@@ -580,6 +580,32 @@ def roll(cx, node, name) -> bool:
     return True
 
 
+def _add_into_view(cx, node, base: str, tgt: Val, v: Val) -> bool:
+    """x[s] += v where x is read again as a whole (MViT v2's relative position bias added to a
+    block of the attention scores): v is written into zeros at the view (a pad op, rest zero),
+    then x + that is one whole pointwise op, exact. Later readers of x read the new tensor. Only
+    for views that index every dim of x of size > 1 with a var (slices; a select would write a
+    constant index of a larger dim, which outputs may not)."""
+    pt = tgt.pt
+    for j, terms in enumerate(tgt.terms):
+        if pt.shape[j] > 1 and not any(tgt.shape[i] > 1 for i in terms):
+            return False
+    used = {i for terms in tgt.terms for i in terms}
+    if pt.graph_input or any(s > 1 and i not in used for i, s in enumerate(tgt.shape)):
+        return False  # an input (never written) or an expanded view (several elements to one)
+    at = Val(cx.new_pt(node.name + "_at_view", pt.shape, pt.dtype), tgt.shape, tgt.terms, tgt.off)
+    cx.pointwise("pad", [v], tgt.shape, pt.dtype, name=node.name + "_at_view", out=at)
+    out = cx.pointwise(base, [Val.whole(pt), Val.whole(at.pt)], pt.shape, pt.dtype, name=node.name)
+    for n, x in list(cx.env.items()):
+        if isinstance(x, Val) and x.pt is pt:
+            cx.env[n] = Val(out.pt, x.shape, x.terms, x.off)
+            cx.node_pts.setdefault(id(out.pt), []).append(n)
+    cx.bind(node, Val(out.pt, tgt.shape, tgt.terms, tgt.off))
+    cx.set_row("mapped", f"in-place {base} on a view read again: the operand written into zeros at the view (pad), "
+               f"then a whole {base} (exact)")
+    return True
+
+
 @register(*_UNARY, *_BINARY, *(n + "_" for n in _UNARY | _BINARY))
 def elementwise(cx, node, name) -> bool:
     m = meta(node)
@@ -620,11 +646,18 @@ def elementwise(cx, node, name) -> bool:
         cx.bind(node, Val.whole(pt))
         cx.set_row("folded", "computes on constants only: a graph input of the program", compute=False)
         return True
+    if name == "copy_" and len(ins) == 2 and ins[0].pt is ins[1].pt and V.same_view(ins[0], ins[1]):
+        # x[s] += v in Python is add_ on the view, then x[s] = that view: a copy onto itself.
+        cx.bind(node, ins[0])
+        cx.set_row("folded", "copy_ of a view onto itself (x[s] += v writes back x[s]): no bytes move", compute=False)
+        return True
     partial = False  # in place on a view that no later reader sees through another view
     if inplace:
         tgt = ins[0]
         if not tgt.is_identity():
             if not cx.view_update_is_private(node, tgt):
+                if base in ("add", "sub") and len(ins) == 2 and _add_into_view(cx, node, base, tgt, ins[1]):
+                    return True
                 cx.do_opaque(node, "in-place op on a view (partial update of a tensor)")
                 return True
             partial = True
@@ -633,7 +666,7 @@ def elementwise(cx, node, name) -> bool:
     out = cx.pointwise(base, ins, list(m.shape), cx.dtype_of(m.dtype), name=node.name)
     if partial:
         # Later readers of this very view read the new tensor; the others are disjoint or dead.
-        tgt = ins[0]
+        # (tgt is the view written, also for copy_, whose ins now hold only the source.)
         for n, v in list(cx.env.items()):
             if isinstance(v, Val) and v.pt is tgt.pt and V.same_view(v, tgt):
                 cx.env[n] = Val.whole(out.pt)
