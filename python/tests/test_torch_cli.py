@@ -49,7 +49,9 @@ class TinyLM(torch.nn.Module):
 
 def _cli(*args, cwd=None):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    # This directory (the models) and the package under test, absolute: the CLI may run elsewhere.
+    env["PYTHONPATH"] = os.pathsep.join([HERE, os.path.dirname(os.path.dirname(os.path.abspath(sp.__file__)))]
+                                        + [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return subprocess.run([sys.executable, "-m", "scratchplan.torch", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=120)
 

@@ -105,7 +105,9 @@ def test_unsupported_dtype():
 
 def test_cli_prints_the_refusal_in_one_line():
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    # This directory (the models) and the package under test, absolute: the CLI may run elsewhere.
+    env["PYTHONPATH"] = os.pathsep.join([HERE, os.path.dirname(os.path.dirname(os.path.abspath(sp.__file__)))]
+                                        + [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     r = subprocess.run([sys.executable, "-m", "scratchplan.torch", "test_torch_refusals:IfOnValue", "--input", "2,4"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
