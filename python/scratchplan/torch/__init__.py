@@ -9,9 +9,8 @@ program with the allocation engine (``scratchplan.alloc``).
 """
 from __future__ import annotations
 
-import csv
 import time
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Tuple
 
 from .. import alloc as _alloc
 from .. import lx as _lx
@@ -25,21 +24,28 @@ _BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "int64": 64, "int32": 32, "int8": 8
 
 
 def to_program(model: Any, example_inputs: Any, *, dtype: Optional[str] = None,
-               name: Optional[str] = None) -> Tuple[dict, Report]:
+               name: Optional[str] = None, submodule: Optional[str] = None) -> Tuple[dict, Report]:
     """Traces ``model(*example_inputs)`` and returns ``(program dict, report)``.
 
     dtype: "fp16" / "bf16" / "fp32" for every floating tensor of the program (None: as traced).
-    report.counts = {"mapped", "folded", "opaque"}; report.rows has one row per ATen op. Raises
-    UnsupportedModel (a BadInput) naming the op and module path when the model cannot be traced.
+    submodule: a path such as "backbone": the model runs on meta tensors until it calls that
+    submodule, and only the submodule is converted, with the inputs it received (the static part
+    of a detection model). report.counts = {"mapped", "folded", "opaque"}; report.rows has one row
+    per ATen op. Raises UnsupportedModel (a BadInput): one line with the module path, the model's
+    file:line and the reason, when the model cannot be traced.
     """
+    if submodule:
+        from ._trace import submodule_inputs
+        sub, args = submodule_inputs(model, example_inputs, submodule)
+        return convert(sub, args, dtype=dtype, name=name or f"{type(model).__name__}.{submodule}")
     return convert(model, example_inputs, dtype=dtype, name=name)
 
 
 def plan(model: Any, example_inputs: Any, cores: int = 32, hardware: Any = "spyre", *, dtype: Optional[str] = None,
-         name: Optional[str] = None, **options: Any) -> "_lx.Plan":
+         name: Optional[str] = None, submodule: Optional[str] = None, **options: Any) -> "_lx.Plan":
     """The LX plan of the model (``scratchplan plan`` on its program; options as ``lx.plan``).
     The plan passed the checker. ``plan.program`` and ``plan.torch_report`` hold the inputs."""
-    program, report = to_program(model, example_inputs, dtype=dtype, name=name)
+    program, report = to_program(model, example_inputs, dtype=dtype, name=name, submodule=submodule)
     t = time.perf_counter()
     p = _lx.plan(program, cores=cores, hardware=hardware, **options)
     return TorchPlan(p, program, report, time.perf_counter() - t)

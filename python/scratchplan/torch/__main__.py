@@ -1,9 +1,11 @@
-"""``python3 -m scratchplan.torch MODULE:ATTR --input 1,3,224,224 [--dtype fp16] -o model.program.json``
+"""``python3 -m scratchplan.torch MODULE:ATTR --input 1,3,224,224[:dtype] [--dtype fp16] -o model.program.json``
 
 Builds the model (``MODULE:ATTR`` is a ``torch.nn.Module`` instance, class or factory called with
-no arguments; torchvision factories default to ``weights=None``), traces it on meta tensors with
-float32 inputs of the given shapes and writes the program JSON (then ``scratchplan plan
-model.program.json``). ``--report`` prints the op-by-op mapping. Bad input: one line, exit 2.
+``None`` for every ``weights*`` parameter, so nothing is downloaded), traces it on meta tensors
+with inputs of the given shapes (float32 unless a dtype follows: ``2,16:int64`` for token ids)
+and writes the program JSON (``-o -`` or no ``-o``: standard output; then ``scratchplan plan
+model.program.json``). ``--report`` prints the op-by-op mapping to stderr. Bad input: one line,
+exit 2.
 """
 from __future__ import annotations
 
@@ -19,36 +21,65 @@ def _fail(msg: str) -> "None":
     sys.exit(2)
 
 
-def _shape(text: str):
+# --input SHAPE[:DTYPE]: token ids for embeddings are integers, masks are bool.
+_INPUT_DTYPES = {"float32": "float32", "fp32": "float32", "float": "float32", "float16": "float16", "fp16": "float16",
+                 "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16", "float64": "float64",
+                 "double": "float64", "int64": "int64", "long": "int64", "int32": "int32", "int": "int32",
+                 "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool"}
+
+
+def _input(text: str):
+    """``2,16`` or ``2,16:int64`` -> (dims, torch dtype name)."""
+    shape, _, dt = text.partition(":")
     try:
-        dims = [int(x) for x in text.split(",")]
+        dims = [int(x) for x in shape.split(",")]
     except ValueError:
         dims = []
     if not dims or any(d < 1 for d in dims):
-        _fail(f"--input {text!r}: expected positive sizes separated by commas, e.g. 1,3,224,224")
-    return dims
+        _fail(f"--input {text!r}: expected positive sizes separated by commas, e.g. 1,3,224,224 or 2,16:int64")
+    if dt and dt not in _INPUT_DTYPES:
+        _fail(f"--input {text!r}: unknown dtype {dt!r}; expected one of {', '.join(sorted(set(_INPUT_DTYPES)))}")
+    return dims, _INPUT_DTYPES[dt or "float32"]
+
+
+def _no_weights(factory) -> dict:
+    """None for every ``weights*`` parameter of a factory (torchvision's ``weights``,
+    ``weights_backbone``, ...): the structure is all a plan needs, and a default of pretrained
+    weights would download them (offline: a failure)."""
+    import inspect
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {k: None for k, p in params.items() if k.startswith("weights")
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 # Plain text for --help (the module docstring is reStructuredText for the docs).
 _DESCRIPTION = "Trace a PyTorch model on meta tensors and write its scratchplan program JSON."
-_EPILOG = ("MODEL names a torch.nn.Module instance, class or factory called with no arguments "
-           "(torchvision factories default to weights=None); the inputs are float32 tensors of the given "
-           "shapes. Then: scratchplan plan model.program.json. Bad input: one line on stderr, exit 2.")
+_EPILOG = ("MODEL names a torch.nn.Module instance, class or factory, called with None for every weights* "
+           "parameter (nothing is downloaded); the inputs are tensors of the given shapes, float32 unless a dtype "
+           "follows (2,16:int64 for token ids). -o - writes the program to stdout. Then: scratchplan plan "
+           "model.program.json. Bad input: one line on stderr, exit 2.")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m scratchplan.torch", description=_DESCRIPTION, epilog=_EPILOG)
     ap.add_argument("model", metavar="MODEL", help="MODULE:ATTR, e.g. torchvision.models:vit_b_16")
-    ap.add_argument("--input", action="append", required=True, help="input shape, e.g. 1,3,224,224 (repeat per input)")
+    ap.add_argument("--input", action="append", required=True, help="input shape[:dtype], e.g. 1,3,224,224 or 2,16:int64 (default float32; repeat per input)")
     ap.add_argument("--dtype", default=None, help="fp16, bf16 or fp32 for every floating tensor")
     ap.add_argument("--name", default=None, help="program name")
-    ap.add_argument("-o", "--output", default=None, help="program JSON path (default: stdout)")
+    ap.add_argument("--submodule", default=None, metavar="PATH",
+                    help="convert only this submodule (e.g. backbone), with the inputs the model passes it")
+    ap.add_argument("-o", "--output", default=None, help="program JSON path (default or -: stdout)")
     ap.add_argument("--report", action="store_true", help="print the op-by-op mapping report to stderr")
     a = ap.parse_args(argv)
     if ":" not in a.model:
         _fail(f"{a.model!r}: expected MODULE:ATTR, e.g. torchvision.models:vit_b_16")
     mod_name, attr = a.model.split(":", 1)
-    shapes = [_shape(s) for s in a.input]
+    shapes = [_input(s) for s in a.input]
+    if a.output == "-":  # standard output, as for every file argument of scratchplan
+        a.output = None
     if a.output and os.path.isdir(a.output):
         _fail(f"-o {a.output}: is a directory")
     import torch
@@ -62,13 +93,15 @@ def main(argv=None) -> int:
     if obj is None:
         _fail(f"{a.model}: module {mod_name} has no attribute {attr!r}")
     try:
-        model = obj if isinstance(obj, torch.nn.Module) else obj()
+        model = obj if isinstance(obj, torch.nn.Module) else obj(**_no_weights(obj))
     except Exception as e:  # noqa: BLE001
         _fail(f"{a.model}: building the model failed: {type(e).__name__}: {e}")
     if not isinstance(model, torch.nn.Module):
         _fail(f"{a.model}: expected a torch.nn.Module, got {type(model).__name__}")
     try:
-        program, report = to_program(model, tuple(torch.empty(s) for s in shapes), dtype=a.dtype, name=a.name or attr)
+        inputs = tuple(torch.empty(s, dtype=getattr(torch, dt), device="meta") for s, dt in shapes)
+        name = a.name or (f"{attr}.{a.submodule}" if a.submodule else attr)
+        program, report = to_program(model, inputs, dtype=a.dtype, name=name, submodule=a.submodule)
     except BadInput as e:
         _fail(str(e))
     text = json.dumps(program, indent=1) + "\n"
