@@ -119,7 +119,7 @@ def test_plan_trace_agrees_with_the_report(tmp_path):
     assert set(tracks) >= {"Scalar", "DMA queue 0"}
     every = [e for t in tracks.values() for e in t]
     assert len(every) == other["executions"] == 12
-    assert abs(max(e["ts"] + e["dur"] for e in every) - r.simulated_cycles * us) < 1e-3
+    assert abs(max(e["ts"] + e["dur"] for e in every) - r.simulated_cycles * us) <= 1.5e-3  # ns rounding
     for engine, u in rep["utilization"].items():
         lanes = other["dma_queues"] if engine == "DMA" else 1
         busy = round(u["planned"] * r.simulated_cycles * lanes)
@@ -155,7 +155,7 @@ def test_check_trace_simulates_the_kernels_own_allocation():
     assert other["distinct_violations"] == r.distinct_violations
     xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert len(xs) == other["executions"] == r.to_dict()["executions"]
-    assert abs(max(e["ts"] + e["dur"] for e in xs) - other["makespan_cycles"] * other["us_per_unit"]) < 1e-3
+    assert abs(max(e["ts"] + e["dur"] for e in xs) - other["makespan_cycles"] * other["us_per_unit"]) <= 1.5e-3
     assert any(e["ph"] == "C" and e["name"] == "SBUF bytes per partition" for e in doc["traceEvents"])
 
 
@@ -188,7 +188,7 @@ def test_cli_trace_to_an_unwritable_path_writes_nothing(tmp_path):
 
 
 def test_trace_is_documented():
-    h = cli("nki", "plan", "--help").stdout + cli("nki", "check", "--help").stdout
-    assert h.count("--trace") == 2
+    for verb in ("plan", "check"):
+        assert "--trace" in cli("nki", verb, "--help").stdout
     with open(os.path.join(os.path.dirname(example()), "docs", "nki.md")) as f:
         assert "--trace" in f.read()

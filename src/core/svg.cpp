@@ -180,7 +180,8 @@ void SvgCanvas::x_axis(double px0, double px1, double y, double lo, double hi, b
 void SvgCanvas::y_axis(double x, double py_bottom, double py_top, double lo, double hi, bool binary,
                        std::string (*format)(double), const std::string& caption) {
   line(x, py_bottom, x, py_top, "#444");
-  const int target = std::max(2, static_cast<int>((py_bottom - py_top) / 40));
+  // An axis may run downwards (py_bottom above py_top), e.g. partitions numbered from the top.
+  const int target = std::max(2, static_cast<int>(std::fabs(py_bottom - py_top) / 40));
   LabelRow labels(2);
   const double room = std::max(0.0, x - 8);  // labels sit left of the axis, inside the canvas
   for (double v : nice_ticks(lo, hi, target, binary)) {

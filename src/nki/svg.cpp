@@ -239,7 +239,8 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
          kPlotW, "start", 0, "font-weight=\"bold\"");
   const Panel sbuf{y + 20, kMemH, kPlotW / static_cast<double>(shown), k.hw.partitions};
   c.rect(kLeft, sbuf.y, kPlotW, sbuf.h, "#f4f4f4", "", "stroke=\"#999\"");
-  c.y_axis(kLeft, sbuf.y + sbuf.h, sbuf.y, 0, static_cast<double>(k.hw.partitions), true, partitions_text, "");
+  // Partition 0 is at the top, as in the profiler's memory views: the axis runs downwards.
+  c.y_axis(kLeft, sbuf.y, sbuf.y + sbuf.h, 0, static_cast<double>(k.hw.partitions), true, partitions_text, "");
   const double psum_top = sbuf.y + sbuf.h + 40;
   c.x_axis(kLeft, kLeft + kPlotW, sbuf.y + sbuf.h, 0, static_cast<double>(shown), true, svg::human_bytes, "");
   c.text(kLeft, psum_top + 14,
@@ -252,7 +253,7 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
     const double x = kLeft + psum.bytes_px * static_cast<double>(b * k.hw.psum_bank_bytes);
     c.line(x, psum.y, x, psum.y + psum.h, "#bbb", "stroke-dasharray=\"3,2\"");
   }
-  c.y_axis(kLeft, psum.y + psum.h, psum.y, 0, static_cast<double>(k.hw.partitions), true, partitions_text, "");
+  c.y_axis(kLeft, psum.y, psum.y + psum.h, 0, static_cast<double>(k.hw.partitions), true, partitions_text, "");
   c.x_axis(kLeft, kLeft + kPlotW, psum.y + psum.h, 0, static_cast<double>(k.hw.psum_bytes()), true, svg::human_bytes,
            "");
   c.text(kLeft + kPlotW, psum.y + psum.h + 30, "bytes per partition", kPlotW, "end", 10, "fill=\"#555\"");
