@@ -118,7 +118,8 @@ std::vector<double> nice_ticks(double lo, double hi, int target, bool binary) {
     step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
   }
   const double first = std::ceil(lo / step - 1e-9) * step;
-  for (double v = first; v <= hi + step * 1e-9 && out.size() < 1000; v += step) out.push_back(v);
+  // v + 0.0 turns -0 (ceil of a tiny negative) into 0, which would print as "-0".
+  for (double v = first; v <= hi + step * 1e-9 && out.size() < 1000; v += step) out.push_back(v + 0.0);
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "nki/plan.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <queue>
@@ -408,16 +409,11 @@ std::optional<Layout> own_layout(const Planner& P, const std::vector<std::vector
       L.tiles[t] = P.tracked(t) ? static_cast<int>(ten.num_blocks()) : 0;
       continue;
     }
-    std::vector<std::pair<Partition, Bytes>> seen;
+    std::map<std::pair<Partition, Bytes>, int> seen;  // physical tile -> its index
     for (const TilePlacement& pl : placements[t]) {
-      auto key = std::pair{pl.start_partition, pl.byte_addr};
-      auto it = std::find(seen.begin(), seen.end(), key);
-      if (it == seen.end()) {
-        seen.push_back(key);
-        rects[t].push_back({key.first, key.first + ten.pdim, key.second, key.second + ten.fbytes()});
-        it = seen.end() - 1;
-      }
-      L.map[t].push_back(static_cast<int>(it - seen.begin()));
+      auto [it, fresh] = seen.try_emplace({pl.start_partition, pl.byte_addr}, static_cast<int>(seen.size()));
+      if (fresh) rects[t].push_back({pl.start_partition, pl.start_partition + ten.pdim, pl.byte_addr, pl.byte_addr + ten.fbytes()});
+      L.map[t].push_back(it->second);
     }
     L.tiles[t] = static_cast<int>(seen.size());
     total += seen.size();

@@ -243,20 +243,25 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   c.y_axis(kLeft, sbuf.y, sbuf.y + sbuf.h, 0, static_cast<double>(k.hw.partitions), true, partitions_text, "");
   const double psum_top = sbuf.y + sbuf.h + 40;
   c.x_axis(kLeft, kLeft + kPlotW, sbuf.y + sbuf.h, 0, static_cast<double>(shown), true, svg::human_bytes, "");
-  c.text(kLeft, psum_top + 14,
-         "PSUM: partitions \xC3\x97 bytes per partition, " + std::to_string(k.hw.psum_banks) + " banks of " +
-             svg::human_bytes(static_cast<double>(k.hw.psum_bank_bytes)),
-         kPlotW, "start", 0, "font-weight=\"bold\"");
+  // The PSUM panel only when the kernel has PSUM tensors.
+  const bool has_psum = std::any_of(k.tensors.begin(), k.tensors.end(), [](const Tensor& t) { return t.buffer == Buffer::kPsum; });
   const Panel psum{psum_top + 22, kPsumH, kPlotW / static_cast<double>(k.hw.psum_bytes()), k.hw.partitions};
-  c.rect(kLeft, psum.y, kPlotW, psum.h, "#f4f4f4", "", "stroke=\"#999\"");
-  for (int b = 1; b < k.hw.psum_banks; ++b) {
-    const double x = kLeft + psum.bytes_px * static_cast<double>(b * k.hw.psum_bank_bytes);
-    c.line(x, psum.y, x, psum.y + psum.h, "#bbb", "stroke-dasharray=\"3,2\"");
+  const double bottom = has_psum ? psum.y + psum.h : sbuf.y + sbuf.h;
+  if (has_psum) {
+    c.text(kLeft, psum_top + 14,
+           "PSUM: partitions \xC3\x97 bytes per partition, " + std::to_string(k.hw.psum_banks) + " banks of " +
+               svg::human_bytes(static_cast<double>(k.hw.psum_bank_bytes)),
+           kPlotW, "start", 0, "font-weight=\"bold\"");
+    c.rect(kLeft, psum.y, kPlotW, psum.h, "#f4f4f4", "", "stroke=\"#999\"");
+    for (int b = 1; b < k.hw.psum_banks; ++b) {
+      const double x = kLeft + psum.bytes_px * static_cast<double>(b * k.hw.psum_bank_bytes);
+      c.line(x, psum.y, x, psum.y + psum.h, "#bbb", "stroke-dasharray=\"3,2\"");
+    }
+    c.y_axis(kLeft, psum.y, psum.y + psum.h, 0, static_cast<double>(k.hw.partitions), true, partitions_text, "");
+    c.x_axis(kLeft, kLeft + kPlotW, psum.y + psum.h, 0, static_cast<double>(k.hw.psum_bytes()), true, svg::human_bytes,
+             "");
   }
-  c.y_axis(kLeft, psum.y, psum.y + psum.h, 0, static_cast<double>(k.hw.partitions), true, partitions_text, "");
-  c.x_axis(kLeft, kLeft + kPlotW, psum.y + psum.h, 0, static_cast<double>(k.hw.psum_bytes()), true, svg::human_bytes,
-           "");
-  c.text(kLeft + kPlotW, psum.y + psum.h + 30, "bytes per partition", kPlotW, "end", 10, "fill=\"#555\"");
+  c.text(kLeft + kPlotW, bottom + 30, "bytes per partition", kPlotW, "end", 10, "fill=\"#555\"");
 
   // Tiles by drawing layer: plain, writers, victims.
   struct Tile {
@@ -271,10 +276,9 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   for (std::size_t ti = 0; ti < placements.size(); ++ti) {
     const Tensor& t = k.tensors[ti];
     if (t.buffer != Buffer::kHbm && placements[ti].empty()) ++automatic;
-    std::vector<std::pair<Partition, Bytes>> seen;
+    std::set<std::pair<Partition, Bytes>> seen;  // a physical tile once, numbered in block order
     for (const TilePlacement& p : placements[ti]) {
-      if (std::find(seen.begin(), seen.end(), std::pair{p.start_partition, p.byte_addr}) != seen.end()) continue;
-      seen.push_back({p.start_partition, p.byte_addr});
+      if (!seen.insert({p.start_partition, p.byte_addr}).second) continue;
       const Panel& pn = t.buffer == Buffer::kPsum ? psum : sbuf;
       const double py = pn.h / static_cast<double>(pn.partitions);
       // Tiles outside the memory are drawn clipped to it (they are violations anyway).
@@ -303,6 +307,11 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
     }
   }
   LabelBoxes labels;
+  struct Label {
+    double x, y, room;
+    std::string text, extra;
+  };
+  std::vector<Label> texts;  // drawn after every tile so no fill covers them
   std::size_t n = 0;
   for (int layer = 0; layer < 3; ++layer)
     for (const Tile& tl : layers[layer]) {
@@ -311,8 +320,8 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
         continue;
       }
       used_role[static_cast<std::size_t>(tl.role)] = true;
-      // Victims are inset so they stay visible inside a writer of the same bytes.
-      const double inset = tl.role == kVictim ? std::min(2.0, (tl.r1 - tl.r0) / 4) : 0.0;
+      // Victims are inset so the writer of the same bytes shows as a frame around them.
+      const double inset = tl.role == kVictim ? std::min({6.0, (tl.r1 - tl.r0) / 4, (tl.x1 - tl.x0) / 4}) : 0.0;
       c.rect(kLeft + tl.x0 + inset, tl.r0 + inset, std::max(0.5, tl.x1 - tl.x0 - 2 * inset),
              std::max(0.5, tl.r1 - tl.r0 - 2 * inset), kTileRoles[tl.role].fill, tl.tip,
              tl.role >= kWriter ? "stroke=\"#222\" stroke-width=\"0.8\"" : "stroke=\"#555\" stroke-width=\"0.4\"");
@@ -324,9 +333,10 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
       const double lx = kLeft + tl.x0 + inset + 2;
       const double ly = tl.role == kVictim ? tl.r1 - inset - 3 : tl.r0 + 10;
       if (labels.claim(lx, ly - 8, lx + svg::text_width(shown, 9), ly + 2))
-        c.text(lx, ly, label, room, "start", 9, tl.role == kVictim ? "fill=\"white\"" : "");
+        texts.push_back({lx, ly, room, label, tl.role == kVictim ? "fill=\"white\"" : ""});
     }
-  y = psum.y + psum.h + 38;
+  for (const Label& l : texts) c.text(l.x, l.y, l.text, l.room, "start", 9, l.extra);
+  y = bottom + 38;
   std::vector<svg::Role> roles;
   for (int r = 0; r < kNumRoles; ++r)
     if (used_role[static_cast<std::size_t>(r)]) roles.push_back(kTileRoles[r]);

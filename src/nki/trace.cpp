@@ -93,10 +93,9 @@ void add_timeline(TraceBuilder& tb, const std::string& process, const Kernel& k,
           live_from[t] < 0)
         continue;
       per[t].assign(static_cast<std::size_t>(P), 0);
-      std::vector<std::pair<Partition, Bytes>> seen;
+      std::set<std::pair<Partition, Bytes>> seen;
       for (const TilePlacement& pl : placements[t]) {
-        if (std::find(seen.begin(), seen.end(), std::pair{pl.start_partition, pl.byte_addr}) != seen.end()) continue;
-        seen.push_back({pl.start_partition, pl.byte_addr});
+        if (!seen.insert({pl.start_partition, pl.byte_addr}).second) continue;
         for (Partition p = std::max<Partition>(pl.start_partition, 0); p < std::min(pl.start_partition + ten.pdim, P); ++p)
           per[t][static_cast<std::size_t>(p)] += ten.fbytes();
         top[t] = std::max(top[t], (pl.byte_addr + ten.fbytes() + round - 1) / round * round);
@@ -108,7 +107,7 @@ void add_timeline(TraceBuilder& tb, const std::string& process, const Kernel& k,
     // Releases before acquisitions at the same cycle: those tensors are not live together.
     std::sort(changes.begin(), changes.end(),
               [](const Change& a, const Change& b) { return a.at != b.at ? a.at < b.at : a.add < b.add; });
-    const std::string counter = std::string(buffer_name(buf)) + " bytes per partition";
+    const std::string counter = std::string(sbuf ? "SBUF" : "PSUM") + " bytes per partition";
     std::vector<Bytes> use(static_cast<std::size_t>(P), 0);
     std::multiset<Bytes> tops;
     if (changes.front().at > 0) tb.counter(pid, counter, 0, {{"in use", 0}, {"highest", 0}});
