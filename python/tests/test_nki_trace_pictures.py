@@ -25,14 +25,17 @@ def titles(svg):
 
 def large_kernel(n, overlap=False):
     """load -> exp -> store over n blocks with double-buffered mod_alloc tiles (3n executions).
-    With `overlap`, y's tiles start inside t's, so every block is destroyed before it is read."""
+    With `overlap`, every load comes first (the guide's lifetime conflict), so all but the last
+    two blocks of t are destroyed before they are read."""
     k = copy.deepcopy(load(example("nki", "mod_alloc_double.json")))
     del k["comment"]
     for t in k["tensors"]:
         t["blocks"] = [n]
-    if overlap:
-        k["tensors"][2]["alloc"]["base_addr"] = 1024
     k["body"][0]["trip"] = n
+    if overlap:
+        load_i, exp_i, store_i = k["body"][0]["body"]
+        rest = json.loads(json.dumps([exp_i, store_i]).replace('["i"]', '["j"]'))
+        k["body"] = [{"loop": "i", "trip": n, "body": [load_i]}, {"loop": "j", "trip": n, "body": rest}]
     return k
 
 
@@ -70,7 +73,9 @@ def test_check_picture_with_long_violations(tmp_path):
     tips = titles(s)
     for v in r.violations:
         assert any(v["message"] in t for t in tips), v["message"]  # the full text on hover
-    assert "victim: destroyed while a read was pending" in s and "writer that destroyed a live tile" in s
+    # a lifetime conflict: victim and writer are the same physical tile, drawn as the victim
+    assert "victim: destroyed while a read was pending" in s
+    assert "(destroyed while a read was pending, by a write to the same physical tile)" in s
 
 
 def test_check_picture_of_an_overlap_keeps_the_victim_on_top():

@@ -54,12 +54,13 @@ double clock_ghz(const Hardware& hw) {
   return 1.4;
 }
 
-// "1.2k cycles (0.86 µs)" at the cycle model's reference clock.
+// "1.2k cycles (0.86 µs)" at the cycle model's reference clock (ms from 1000 µs).
 std::string duration_text(Cycles c, const Hardware& hw) {
   const double us = static_cast<double>(c) / (clock_ghz(hw) * 1000);
   char b[64];
-  std::snprintf(b, sizeof b, "%.3g", us);
-  return svg::human_count(static_cast<double>(c)) + " cycles (" + b + " \xC2\xB5s)";
+  if (us >= 1000) std::snprintf(b, sizeof b, "%.3g ms", us / 1000);
+  else std::snprintf(b, sizeof b, "%.3g \xC2\xB5s", us);
+  return svg::human_count(static_cast<double>(c)) + " cycles (" + b + ")";
 }
 
 // Words of `s` in lines no wider than `max_px`; a word longer than a line gets its own line
@@ -299,7 +300,9 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
       std::string tip = t.name + " tile " + std::to_string(seen.size() - 1) + ": partitions " +
                         std::to_string(p.start_partition) + "+" + std::to_string(t.pdim) + ", bytes " +
                         std::to_string(p.byte_addr) + "+" + std::to_string(t.fbytes());
-      if (role == kVictim) tip += " (destroyed while a read was pending)";
+      if (role == kVictim)
+        tip += bits & (1 << kWriter) ? " (destroyed while a read was pending, by a write to the same physical tile)"
+                                     : " (destroyed while a read was pending)";
       if (role == kWriter) tip += " (its write destroyed a tile)";
       if (role == kPlacement) tip += " (placement violation)";
       if (!t.source.empty()) tip += ", declared at " + t.source;
