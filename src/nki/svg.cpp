@@ -268,6 +268,7 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   struct Tile {
     double x0, x1, r0, r1;
     int role;
+    bool own_writer;  // a victim whose destroying write went to this same tile (no frame to show)
     std::string tip, name;
   };
   std::vector<Tile> layers[3];
@@ -306,7 +307,8 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
       if (role == kWriter) tip += " (its write destroyed a tile)";
       if (role == kPlacement) tip += " (placement violation)";
       if (!t.source.empty()) tip += ", declared at " + t.source;
-      layers[layer].push_back({x0, x1, pn.y + r0, pn.y + r1, role, std::move(tip), t.name});
+      layers[layer].push_back({x0, x1, pn.y + r0, pn.y + r1, role, role == kVictim && (bits & (1 << kWriter)),
+                               std::move(tip), t.name});
     }
   }
   LabelBoxes labels;
@@ -324,15 +326,16 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
       }
       used_role[static_cast<std::size_t>(tl.role)] = true;
       // Victims are inset so the writer of the same bytes shows as a frame around them.
-      const double inset = tl.role == kVictim ? std::min({6.0, (tl.r1 - tl.r0) / 4, (tl.x1 - tl.x0) / 4}) : 0.0;
+      const double inset =
+          tl.role == kVictim && !tl.own_writer ? std::min({6.0, (tl.r1 - tl.r0) / 4, (tl.x1 - tl.x0) / 4}) : 0.0;
       c.rect(kLeft + tl.x0 + inset, tl.r0 + inset, std::max(0.5, tl.x1 - tl.x0 - 2 * inset),
              std::max(0.5, tl.r1 - tl.r0 - 2 * inset), kTileRoles[tl.role].fill, tl.tip,
              tl.role >= kWriter ? "stroke=\"#222\" stroke-width=\"0.8\"" : "stroke=\"#555\" stroke-width=\"0.4\"");
       const std::string label = tl.role == kVictim ? tl.name + " (victim)" : tl.name;
       const double room = tl.x1 - tl.x0 - 2 * inset - 4;
       const std::string shown = svg::ellipsize(label, room, 9);
-      // A label needs a row of its tile and room for at least a few characters.
-      if (tl.r1 - tl.r0 - 2 * inset < 11 || shown.size() < 2 || shown == "\xE2\x80\xA6") continue;
+      // A label needs a row of its tile and room for more than the ellipsis.
+      if (tl.r1 - tl.r0 - 2 * inset < 11 || shown.empty() || shown == "\xE2\x80\xA6") continue;
       const double lx = kLeft + tl.x0 + inset + 2;
       const double ly = tl.role == kVictim ? tl.r1 - inset - 3 : tl.r0 + 10;
       if (labels.claim(lx, ly - 8, lx + svg::text_width(shown, 9), ly + 2))
