@@ -6,6 +6,7 @@
 #include "nki/plan.h"
 #include "nki/report.h"
 #include "nki/svg.h"
+#include "nki/trace.h"
 
 namespace sp::bindings {
 namespace {
@@ -48,6 +49,11 @@ void bind_nki(py::module_& m) {
       .def("to_json", [](const NkiCheck& c) { return nki::check_report_to_json(c.label, c.kernel, c.report).dump(1) + "\n"; })
       .def("report", [](const NkiCheck& c) { return nki::check_report_text(c.label, c.kernel, c.report); })
       .def("svg", [](const NkiCheck& c) { return nki::check_svg(c.kernel, c.report); })
+      .def("to_trace",
+           [](const NkiCheck& c) {
+             py::gil_scoped_release nogil;  // simulates the kernel's timeline
+             return nki::check_trace(c.label, c.kernel, c.report);
+           })
       .def("placements", [](const NkiCheck& c) {
         py::dict d;
         for (std::size_t t = 0; t < c.kernel.tensors.size(); ++t) {
@@ -64,7 +70,8 @@ void bind_nki(py::module_& m) {
       .def("to_json", [](const NkiPlan& p) { return nki::plan_result_to_json(p.label, p.result).dump(1) + "\n"; })
       .def("kernel_json", [](const NkiPlan& p) { return nki::kernel_to_json(p.result.kernel).dump(1) + "\n"; })
       .def("report", [](const NkiPlan& p) { return nki::plan_result_text(p.label, p.result); })
-      .def("svg", [](const NkiPlan& p) { return nki::plan_svg(p.result); });
+      .def("svg", [](const NkiPlan& p) { return nki::plan_svg(p.result); })
+      .def("to_trace", [](const NkiPlan& p) { return nki::plan_trace(p.label, p.result); });
 
   m.def("nki_default_cycle_model", [] {
     py::dict d;

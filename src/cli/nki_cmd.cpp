@@ -26,6 +26,7 @@
 #include "nki/plan.h"
 #include "nki/report.h"
 #include "nki/svg.h"
+#include "nki/trace.h"
 
 namespace sp::cli {
 namespace {
@@ -35,6 +36,7 @@ struct NkiArgs {
   std::string hardware_path;
   std::string out_path;
   std::string svg_path;
+  std::string trace_path;
   bool json = false;
   int max_buffers = 8;
   bool single = false;
@@ -209,11 +211,13 @@ Result<std::string> rewrite_source(const NkiArgs& a, const nki::PlanResult& p) {
 int run_check(const NkiArgs& a) {
   OutputSet outputs;
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
+  if (Status st = outputs.add("--trace", a.trace_path); !st) return fail(st.error());
   auto k = load(a);
   if (!k) return fail(k.error());
   auto rep = nki::check_kernel(*k);
   if (!rep) return fail(located(rep.error(), a.kernel_path));
-  outputs.set(a.svg_path, nki::check_svg(*k, *rep));
+  if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::check_svg(*k, *rep));
+  if (!a.trace_path.empty()) outputs.set(a.trace_path, nki::check_trace(input_name(a.kernel_path), *k, *rep));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   std::ostream& report = outputs.uses_stdout() ? std::cerr : std::cout;
   if (a.json)
@@ -231,6 +235,7 @@ int run_plan(const NkiArgs& a) {
   if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
   if (Status st = outputs.add("--rewrite", a.rewrite_path); !st) return fail(st.error());
+  if (Status st = outputs.add("--trace", a.trace_path); !st) return fail(st.error());
   std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
   const auto started = std::chrono::steady_clock::now();
   auto k = load(a);
@@ -247,6 +252,7 @@ int run_plan(const NkiArgs& a) {
   const nki::PlanResult& p = *plan;
   outputs.set(a.out_path, nki::kernel_to_json(p.kernel).dump(1) + "\n");
   if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::plan_svg(p));
+  if (!a.trace_path.empty()) outputs.set(a.trace_path, nki::plan_trace(input_name(a.kernel_path), p));
   if (!a.rewrite_path.empty()) {
     auto src = rewrite_source(a, p);
     if (!src) return fail(src.error());
@@ -277,6 +283,9 @@ void register_nki(CLI::App& app, int& exit_code) {
     c->add_option("--grid", args->grid, "Python kernels: SPMD launch grid G0[xG1...] (kernel[G0, G1](...))");
     c->add_option("--hardware", args->hardware_path, "Hardware description JSON (default: the kernel's, else NeuronCore-v2)");
     c->add_flag("--json", args->json, "Machine-readable output");
+    c->add_option("--trace", args->trace_path,
+                  "Write the engine timeline as Chrome trace event JSON (Perfetto, chrome://tracing): a track per "
+                  "engine queue, SBUF/PSUM bytes per partition as counters, time in cycles of the reference clock");
   }
   plan->add_option("-o,--output", args->out_path, "Write the kernel with the planned allocations (- for stdout)");
   plan->add_option("--svg", args->svg_path, "Write engines x time and SBUF partitions x bytes as SVG");

@@ -125,7 +125,8 @@ std::vector<double> nice_ticks(double lo, double hi, int target, bool binary) {
     step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
   }
   const double first = std::ceil(lo / step - 1e-9) * step;
-  for (double v = first; v <= hi + step * 1e-9 && out.size() < 1000; v += step) out.push_back(v + 0.0);  // no "-0"
+  // v + 0.0 turns -0 (ceil of a tiny negative) into 0, which would print as "-0".
+  for (double v = first; v <= hi + step * 1e-9 && out.size() < 1000; v += step) out.push_back(v + 0.0);
   return out;
 }
 
@@ -187,7 +188,8 @@ void SvgCanvas::x_axis(double px0, double px1, double y, double lo, double hi, b
 void SvgCanvas::y_axis(double x, double py_bottom, double py_top, double lo, double hi, bool binary,
                        std::string (*format)(double), const std::string& caption, double caption_x) {
   line(x, py_bottom, x, py_top, "#444");
-  const int target = std::max(2, static_cast<int>((py_bottom - py_top) / 40));
+  // An axis may run downwards (py_bottom above py_top), e.g. partitions numbered from the top.
+  const int target = std::max(2, static_cast<int>(std::fabs(py_bottom - py_top) / 40));
   LabelRow labels(2);
   const double room = std::max(0.0, x - 8);  // labels sit left of the axis, inside the canvas
   for (double v : nice_ticks(lo, hi, target, binary)) {
@@ -197,7 +199,7 @@ void SvgCanvas::y_axis(double x, double py_bottom, double py_top, double lo, dou
   }
   if (!caption.empty()) {
     const double cy = (py_bottom + py_top) / 2, cx = caption_x >= 0 ? caption_x : font_px_;
-    const std::string shown = ellipsize(caption, py_bottom - py_top, font_px_);
+    const std::string shown = ellipsize(caption, std::fabs(py_bottom - py_top), font_px_);
     body_ += "<text x=\"" + num(cx) + "\" y=\"" + num(cy) + "\" text-anchor=\"middle\" transform=\"rotate(-90 " +
              num(cx) + " " + num(cy) + ")\">" + xml_escape(shown) + "</text>\n";
   }

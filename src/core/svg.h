@@ -60,7 +60,8 @@ class SvgCanvas {
   void raw(const std::string& markup);
 
   // Axes. The x axis runs from px0 to px1 at y; values lo..hi map linearly; labels come from
-  // `format`. The y axis runs from py_bottom (value lo) up to py_top (value hi) at x.
+  // `format`. The y axis runs from py_bottom (value lo) up to py_top (value hi) at x; with
+  // py_bottom above py_top it runs downwards (partition 0 at the top).
   void x_axis(double px0, double px1, double y, double lo, double hi, bool binary,
               std::string (*format)(double), const std::string& caption);
   // The rotated caption sits at caption_x (default: the canvas's left edge).

@@ -1,7 +1,9 @@
 #include "nki/plan.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <queue>
 
 #include "core/deadline.h"
@@ -202,9 +204,11 @@ struct Planner {
       lane_free[e].assign(static_cast<std::size_t>(tl.lanes[e]), 0);
     }
     tl.war_stall.assign(nt, 0);
+    int64_t ev = 0;
     for_each_execution(k, [&](int ii, const std::vector<int64_t>& vals) {
       const Instruction& ins = k.instrs[ii];
       const int e = static_cast<int>(ins.engine);
+      const int64_t exec = ev++;
       // Each queue runs in program order; an instruction takes the queue that frees up first.
       auto lane = std::min_element(lane_free[e].begin(), lane_free[e].end());
       Cycles ready = *lane;
@@ -241,7 +245,7 @@ struct Planner {
       tl.busy[e] += ins.cost;
       tl.makespan = std::max(tl.makespan, end);
       if (record && tl.spans.size() < kMaxSpans)
-        tl.spans.push_back({ii, static_cast<int>(lane - lane_free[e].begin()), start, end});
+        tl.spans.push_back({ii, static_cast<int>(lane - lane_free[e].begin()), start, end, exec});
       return true;
     });
     return tl;
@@ -358,7 +362,8 @@ struct Planner {
       tl.makespan = std::max(tl.makespan, end);
       if (war_tensor[x] >= 0 && war_ready[x] > raw_ready[x]) tl.war_stall[war_tensor[x]] += war_ready[x] - raw_ready[x];
       if (record && tl.spans.size() < kMaxSpans)
-        tl.spans.push_back({instr_of[x], static_cast<int>(lane - lane_free[best_e].begin()), best_start, end});
+        tl.spans.push_back({instr_of[x], static_cast<int>(lane - lane_free[best_e].begin()), best_start, end,
+                            static_cast<int64_t>(x)});
       for (int64_t i = first[x]; i < first[x + 1]; ++i) {
         const Edge& ed = edges[succ[static_cast<std::size_t>(i)]];
         const std::size_t y = static_cast<std::size_t>(ed.to);
@@ -375,6 +380,78 @@ struct Planner {
 };
 
 }  // namespace
+
+namespace {
+
+// The layout of the kernel's own allocation: each tensor's distinct placements are its physical
+// tiles (block -> tile through the map); tensors without placements (automatic) get a tile per
+// block. Tensors share when their tiles intersect; with more than 4096 tiles in all that pairwise
+// test is too slow, so tensors share when their bounding boxes meet (conservative: extra waits
+// only) if `bounding`, else there is no layout.
+std::optional<Layout> own_layout(const Planner& P, const std::vector<std::vector<TilePlacement>>& placements,
+                                 bool bounding) {
+  const Kernel& k = P.k;
+  const int nt = static_cast<int>(k.tensors.size());
+  struct Rect {
+    Partition p0, p1;
+    Bytes b0, b1;
+  };
+  Layout L;
+  L.tiles.assign(nt, 0);
+  L.map.assign(nt, {});
+  L.shares.assign(nt, {});
+  std::vector<std::vector<Rect>> rects(nt);
+  std::vector<Rect> box(nt);
+  std::size_t total = 0;
+  for (int t = 0; t < nt; ++t) {
+    const Tensor& ten = k.tensors[t];
+    if (!P.planned(t) || placements[t].empty()) {
+      L.tiles[t] = P.tracked(t) ? static_cast<int>(ten.num_blocks()) : 0;
+      continue;
+    }
+    std::map<std::pair<Partition, Bytes>, int> seen;  // physical tile -> its index
+    for (const TilePlacement& pl : placements[t]) {
+      auto [it, fresh] = seen.try_emplace({pl.start_partition, pl.byte_addr}, static_cast<int>(seen.size()));
+      if (fresh) rects[t].push_back({pl.start_partition, pl.start_partition + ten.pdim, pl.byte_addr, pl.byte_addr + ten.fbytes()});
+      L.map[t].push_back(it->second);
+    }
+    L.tiles[t] = static_cast<int>(seen.size());
+    total += seen.size();
+    box[t] = rects[t].front();
+    for (const Rect& r : rects[t])
+      box[t] = {std::min(box[t].p0, r.p0), std::max(box[t].p1, r.p1), std::min(box[t].b0, r.b0), std::max(box[t].b1, r.b1)};
+  }
+  const bool exact = total <= 4096;
+  if (!exact && !bounding) return std::nullopt;
+  auto meet = [](const Rect& a, const Rect& b) { return a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1; };
+  for (int t = 0; t < nt; ++t)
+    for (int u = t + 1; u < nt; ++u) {
+      if (rects[t].empty() || rects[u].empty() || k.tensors[u].buffer != k.tensors[t].buffer) continue;
+      bool m = false;
+      if (exact) {
+        for (const Rect& a : rects[t])
+          for (const Rect& b : rects[u]) m |= meet(a, b);
+      } else {
+        m = meet(box[t], box[u]);
+      }
+      if (m) {
+        L.shares[t].push_back(u);
+        L.shares[u].push_back(t);
+      }
+    }
+  return L;
+}
+
+}  // namespace
+
+Timeline simulate_allocation(const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements,
+                             Scheduler scheduler) {
+  const PlanOptions opt;
+  Planner P{k, opt, analyse(k), {}, 0, scheduler, {}, {}};
+  if (scheduler == Scheduler::kDataflow && k.dynamic_instructions > kMaxDataflowExecutions)
+    P.scheduler = Scheduler::kInOrder;
+  return P.simulate(*own_layout(P, placements, true), true);
+}
 
 namespace {
 
@@ -616,46 +693,8 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   for (int t = 0; t < nt; ++t) all_direct &= !P.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
   auto in_check = all_direct ? check_kernel(k) : Result<CheckReport>(bad_input("automatic allocation"));
   if (in_check.ok() && in_check->clean()) {
-    struct Rect {
-      Partition p0, p1;
-      Bytes b0, b1;
-    };
-    Layout L;
-    L.tiles = tiles;
-    L.map.assign(nt, {});
-    L.shares.assign(nt, {});
-    std::vector<std::vector<Rect>> rects(nt);
-    std::size_t total = 0;
-    for (int t = 0; t < nt; ++t) {
-      if (!P.planned(t)) continue;
-      const Tensor& ten = k.tensors[t];
-      std::vector<std::pair<Partition, Bytes>> seen;
-      for (const TilePlacement& pl : in_check->placements[t]) {
-        auto key = std::pair{pl.start_partition, pl.byte_addr};
-        auto it = std::find(seen.begin(), seen.end(), key);
-        if (it == seen.end()) {
-          seen.push_back(key);
-          rects[t].push_back({key.first, key.first + ten.pdim, key.second, key.second + ten.fbytes()});
-          it = seen.end() - 1;
-        }
-        L.map[t].push_back(static_cast<int>(it - seen.begin()));
-      }
-      L.tiles[t] = static_cast<int>(seen.size());
-      total += seen.size();
-    }
-    if (total <= 4096) {
-      for (int t = 0; t < nt; ++t)
-        for (int u = t + 1; u < nt; ++u) {
-          if (!P.planned(t) || k.tensors[u].buffer != k.tensors[t].buffer) continue;
-          bool meet = false;
-          for (const Rect& a : rects[t])
-            for (const Rect& b : rects[u]) meet |= a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
-          if (meet) {
-            L.shares[t].push_back(u);
-            L.shares[u].push_back(t);
-          }
-        }
-      res.input = P.simulate(L, false);
+    if (auto L = own_layout(P, in_check->placements, false)) {
+      res.input = P.simulate(*L, false);
       res.has_input = true;
     }
   }

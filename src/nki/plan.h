@@ -7,6 +7,7 @@
 #include <array>
 #include <vector>
 
+#include "nki/check.h"
 #include "nki/kernel.h"
 
 namespace sp::nki {
@@ -34,6 +35,7 @@ struct EngineSpan {
   int lane = 0;        // queue of its engine (DMA has several)
   Cycles start = 0;    // first cycle
   Cycles end = 0;      // one past the last cycle
+  int64_t exec = 0;    // program-order execution index (names its loop iteration in traces)
 };
 
 struct Timeline {
@@ -73,6 +75,13 @@ struct PlanResult {
 };
 
 Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt = {});
+
+// The kernel's own allocation (`placements`, one per logical block as the checker evaluated
+// them) on the planner's timeline with spans recorded: what `nki check --trace` shows. Tensors
+// without placements (automatic) get one tile per logical block, so only true dependencies
+// order them. The dataflow model gives way to in-order above kMaxDataflowExecutions, as in plan.
+Timeline simulate_allocation(const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements,
+                             Scheduler scheduler = Scheduler::kDataflow);
 
 // Address assignment for the planner. A stand-in for the shared allocation engine (src/alloc):
 // places buffers of `size` units (bytes or banks) spanning `partitions` rows, live over

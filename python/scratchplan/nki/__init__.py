@@ -7,6 +7,7 @@ Python source) into that format: ``nki.check(nki.trace(my_kernel, ((1, 128, 4096
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from .. import _core
@@ -17,7 +18,23 @@ __all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "st
            "DEFAULT_CYCLE_MODEL"]
 
 
-class CheckReport(Result):
+class _Traced(Result):
+    """A result with a timeline: ``to_trace()`` is what ``--trace`` writes."""
+
+    __slots__ = ()
+
+    def to_trace(self, path: "str | os.PathLike[str] | None" = None) -> str:
+        """The Chrome trace event JSON of ``--trace`` (Perfetto, chrome://tracing): a track per
+        engine queue, SBUF/PSUM bytes per partition as counters; also written to ``path`` when
+        given."""
+        s = self._r.to_trace()
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(s)
+        return s
+
+
+class CheckReport(_Traced):
     """Result of ``nki check``: ``to_dict()`` equals ``scratchplan nki check --json``."""
 
     __slots__ = ()
@@ -49,7 +66,7 @@ class CheckReport(Result):
         return f"<scratchplan.nki.CheckReport clean={self.clean} violations={self.distinct_violations}>"
 
 
-class PlanResult(Result):
+class PlanResult(_Traced):
     """Result of ``nki plan``: ``to_dict()`` equals ``scratchplan nki plan --json``."""
 
     __slots__ = ()
