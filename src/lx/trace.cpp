@@ -7,13 +7,9 @@
 namespace sp::lx {
 namespace {
 
-// Cores a value occupies: its writer's (or, for a graph input, its first reader's) cores 0..n-1.
-// Work division numbers an op's cores from 0, and a value is on LX only when its readers
-// slice it as its writer does (else "core div mismatch"), so the writer's count is the value's.
-int value_cores(const Plan& p, const PlanValue& v) {
-  OpIndex at = v.def >= 0 ? v.def : (v.uses.empty() ? -1 : v.uses.front());
-  return at < 0 ? 1 : std::max(1, p.graph.ops[at].cores);
-}
+// Cores a value occupies: 0..n-1 of its writer's n cores (work division numbers an op's cores
+// from 0; plan_svg draws the same convention). A value without writer is on one core.
+int value_cores(const Plan& p, const PlanValue& v) { return v.def >= 0 ? std::max(1, p.graph.ops[v.def].cores) : 1; }
 
 // Bytes covered by the union of [address, address + size) intervals (an in-place hand-off shares
 // its base, so the handing-off op is not counted twice).

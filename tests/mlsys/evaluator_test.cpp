@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "mlsys/trace.h"
+
 namespace sp::mlsys {
 namespace {
 
@@ -96,6 +98,45 @@ TEST(MlsysEvaluator, IncrementalApiMatchesWholeEvaluation) {
     total += ev.evaluate_subgraph(s.subgraphs[i], static_cast<int>(i), state, errors, warnings).latency;
   EXPECT_DOUBLE_EQ(total, whole.total);
   EXPECT_EQ(errors.empty(), whole.valid);
+}
+
+TEST(MlsysEvaluator, MemoryTimeAndBoundStepsBracketTheLatency) {
+  // op0 costs 1000 per native tile (compute-bound), op1 100 (memory-bound at bandwidth 10).
+  Problem p = chain(256, 100000);
+  Solution s{{sg({0}, {128, 128, 1}), sg({1}, {128, 128, 1})}};
+  Evaluation ev = evaluate(p, s);
+  ASSERT_TRUE(ev.valid);
+  for (const SubgraphEvaluation& e : ev.subgraphs) {
+    EXPECT_NEAR(e.memory, static_cast<double>(e.load_elements + e.store_elements) / p.slow_memory_bandwidth, 1e-6);
+    EXPECT_LE(std::max(e.compute, e.memory), e.latency * (1 + 1e-12));
+    EXPECT_LE(e.latency, (e.compute + e.memory) * (1 + 1e-12));
+  }
+  EXPECT_EQ(ev.subgraphs[0].memory_bound_steps, 0);  // 1000 > 2 x 16384 / 10 per tile
+  EXPECT_EQ(ev.subgraphs[1].memory_bound_steps, ev.subgraphs[1].tiles * ev.subgraphs[1].k_steps);
+}
+
+TEST(MlsysTrace, SubgraphsBackToBackWithTheirComputeAndMemory) {
+  Problem p = chain(256, 100000);
+  Solution s{{sg({0}, {128, 128, 1}), sg({1}, {128, 128, 1})}};
+  Evaluation ev = evaluate(p, s);
+  const Json d = Json::parse(solution_trace(p, s, ev, "evaluate"));
+  EXPECT_EQ(d["otherData"]["time_unit"], "latency unit");
+  EXPECT_DOUBLE_EQ(d["otherData"]["total_latency"].get<double>(), ev.total);
+  double end = 0;
+  int subgraphs = 0, parts = 0;
+  for (const Json& e : d["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["tid"] == 1) {  // "subgraph", the first thread
+      EXPECT_NEAR(e["ts"].get<double>(), end, 1e-3);
+      end = e["ts"].get<double>() + e["dur"].get<double>();
+      ++subgraphs;
+    } else {
+      ++parts;
+    }
+  }
+  EXPECT_EQ(subgraphs, 2);
+  EXPECT_EQ(parts, 4);
+  EXPECT_NEAR(end, ev.total, 2e-3);
 }
 
 }  // namespace
