@@ -101,18 +101,21 @@ TEST(MlsysEvaluator, IncrementalApiMatchesWholeEvaluation) {
 }
 
 TEST(MlsysEvaluator, MemoryTimeAndBoundStepsBracketTheLatency) {
-  // op0 costs 1000 per native tile (compute-bound), op1 100 (memory-bound at bandwidth 10).
-  Problem p = chain(256, 100000);
-  Solution s{{sg({0}, {128, 128, 1}), sg({1}, {128, 128, 1})}};
-  Evaluation ev = evaluate(p, s);
-  ASSERT_TRUE(ev.valid);
-  for (const SubgraphEvaluation& e : ev.subgraphs) {
-    EXPECT_NEAR(e.memory, static_cast<double>(e.load_elements + e.store_elements) / p.slow_memory_bandwidth, 1e-6);
-    EXPECT_LE(std::max(e.compute, e.memory), e.latency * (1 + 1e-12));
-    EXPECT_LE(e.latency, (e.compute + e.memory) * (1 + 1e-12));
+  // Per 128x128 tile of one op: 2 x 16384 elements moved; compute 1000 (op0) or 100 (op1).
+  for (double bandwidth : {10.0, 1000.0}) {
+    Problem p = chain(256, 100000);
+    p.slow_memory_bandwidth = bandwidth;
+    Solution s{{sg({0}, {128, 128, 1}), sg({1}, {128, 128, 1})}};
+    Evaluation ev = evaluate(p, s);
+    ASSERT_TRUE(ev.valid);
+    for (const SubgraphEvaluation& e : ev.subgraphs) {
+      EXPECT_NEAR(e.memory, static_cast<double>(e.load_elements + e.store_elements) / bandwidth, 1e-6);
+      EXPECT_LE(std::max(e.compute, e.memory), e.latency * (1 + 1e-12));
+      EXPECT_LE(e.latency, (e.compute + e.memory) * (1 + 1e-12));
+      // 3276.8 per tile at bandwidth 10 (memory-bound), 32.768 at 1000 (compute-bound)
+      EXPECT_EQ(e.memory_bound_steps, bandwidth == 10.0 ? e.tiles * e.k_steps : 0);
+    }
   }
-  EXPECT_EQ(ev.subgraphs[0].memory_bound_steps, 0);  // 1000 > 2 x 16384 / 10 per tile
-  EXPECT_EQ(ev.subgraphs[1].memory_bound_steps, ev.subgraphs[1].tiles * ev.subgraphs[1].k_steps);
 }
 
 TEST(MlsysTrace, SubgraphsBackToBackWithTheirComputeAndMemory) {
