@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   std::string mm_compute = "opk";
   app.add_option("input", run.problem_path, "Problem JSON (- for stdin)")->required();
   app.add_option("output", run.output_path, "Solution JSON (- for stdout)")->required();
+  app.add_option("--trace", run.trace_path, "Also write the final schedule as a Chrome trace (Perfetto)");
   app.add_option("--time-limit", opt.time_limit_s, "Seconds (default: $MLSYS_TIME_LIMIT or by problem size)")
       ->check(sp::cli::seconds());
   app.add_option("--threads", opt.threads, "Search threads (default: all cores)")->check(sp::cli::thread_count());

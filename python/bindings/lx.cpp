@@ -111,6 +111,7 @@ void bind_lx(py::module_& m) {
       .def("to_json", [](const lx::Plan& p) { return lx::plan_json_text(p); })
       .def("report", [](const lx::Plan& p) { return lx::plan_report(p); })
       .def("svg", [](const lx::Plan& p) { return lx::plan_svg(p); })
+      .def("trace", [](const lx::Plan& p) { return lx::plan_trace(p); })
       .def("check", [](const lx::Plan& p) { check(lx::check_plan(p)); });
 
   m.def(

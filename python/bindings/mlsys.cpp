@@ -11,6 +11,7 @@
 #include "mlsys/report.h"
 #include "mlsys/scheduler.h"
 #include "mlsys/solution.h"
+#include "mlsys/trace.h"
 
 namespace sp::bindings {
 namespace {
@@ -37,10 +38,14 @@ struct EvalResult {
   mlsys::Evaluation ev;
   std::string mm_compute;
   bool verbose = false, check_reported = false;
+  mlsys::Problem problem;  // kept for trace()
+  mlsys::Solution solution;
 };
 
 struct ScheduleOut {
   mlsys::ScheduleResult r;
+  mlsys::Problem problem;  // kept for trace()
+  mlsys::RuleOptions rules;
 };
 
 }  // namespace
@@ -55,14 +60,18 @@ void bind_mlsys(py::module_& m) {
       .def("to_json", [](const EvalResult& e) {
         return mlsys::evaluation_report_json(e.ev, e.mm_compute, e.verbose, e.check_reported).dump(1) + "\n";
       })
-      .def("report", [](const EvalResult& e) { return mlsys::evaluation_report_text(e.ev, e.verbose, e.check_reported); });
+      .def("report", [](const EvalResult& e) { return mlsys::evaluation_report_text(e.ev, e.verbose, e.check_reported); })
+      .def("trace", [](const EvalResult& e) { return mlsys::solution_trace(e.problem, e.solution, e.ev, "evaluate"); });
   py::class_<ScheduleOut>(m, "Schedule")
       .def_property_readonly("total", [](const ScheduleOut& s) { return s.r.stats.total; })
       .def_property_readonly("first_valid_s", [](const ScheduleOut& s) { return s.r.stats.first_valid_s; })
       .def_property_readonly("final_s", [](const ScheduleOut& s) { return s.r.stats.final_s; })
       .def_property_readonly("iterations", [](const ScheduleOut& s) { return s.r.stats.iterations; })
       .def_property_readonly("lower_bound", [](const ScheduleOut& s) { return s.r.stats.bounds.combined; })
-      .def("to_json", [](const ScheduleOut& s) { return mlsys::solution_to_json(s.r.solution).dump(1) + "\n"; });
+      .def("to_json", [](const ScheduleOut& s) { return mlsys::solution_to_json(s.r.solution).dump(1) + "\n"; })
+      .def("trace", [](const ScheduleOut& s) {
+        return mlsys::solution_trace(s.problem, s.r.solution, mlsys::evaluate(s.problem, s.r.solution, s.rules), "schedule");
+      });
 
   m.def(
       "mlsys_evaluate",
@@ -79,7 +88,8 @@ void bind_mlsys(py::module_& m) {
         py::gil_scoped_release nogil;
         mlsys::Problem p = load_problem(problem);
         mlsys::Solution s = load_solution(solution, p);
-        return EvalResult{mlsys::evaluate(p, s, rules), mm_compute, verbose, check_reported};
+        mlsys::Evaluation ev = mlsys::evaluate(p, s, rules);
+        return EvalResult{std::move(ev), mm_compute, verbose, check_reported, std::move(p), std::move(s)};
       },
       py::arg("problem"), py::arg("solution"), py::arg("verbose"), py::arg("check_reported"), py::arg("mm_compute"),
       py::arg("allow_super_native"), py::arg("spill_ephemeral"), py::arg("resident_only_if_consumed"),
@@ -101,7 +111,8 @@ void bind_mlsys(py::module_& m) {
         }
         // As run_schedule_to_file: no limit and no iteration budget -> a budget from the problem size.
         o.time_limit_s = time_limit < 0 && iterations < 0 ? mlsys::default_time_limit(p) : time_limit;
-        return ScheduleOut{run_cancellable([&] { return take(mlsys::schedule(p, o)); })};
+        mlsys::ScheduleResult r = run_cancellable([&] { return take(mlsys::schedule(p, o)); });
+        return ScheduleOut{std::move(r), std::move(p), o.rules};
       },
       py::arg("problem"), py::arg("time_limit"), py::arg("iterations"), py::arg("threads"), py::arg("seed"),
       py::arg("max_segment_ops"), py::arg("mm_compute"));

@@ -83,3 +83,11 @@ class Result:
 
     def _repr_svg_(self) -> str:
         return self.svg()
+
+
+def write_text(text: str, path: "str | os.PathLike[str] | None") -> str:
+    """Returns ``text``, also written to ``path`` when given (``svg(path)``, ``to_trace(path)``)."""
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return text

@@ -6,7 +6,7 @@ from typing import Any, Union
 
 from . import _core
 from .program import Program
-from ._common import Result, doc, flag
+from ._common import Result, doc, flag, write_text
 
 __all__ = ["Plan", "plan"]
 
@@ -68,6 +68,12 @@ class Plan(Result):
     def summary(self) -> str:
         """The one line ``scratchplan plan`` prints without ``--report``."""
         return self._r.summary()
+
+    def to_trace(self, path: "str | os.PathLike[str] | None" = None) -> str:
+        """The Chrome trace ``scratchplan plan --trace`` writes (Perfetto, chrome://tracing; also
+        written to ``path`` when given): ops on the cores they run on, in microseconds, with their
+        HBM bytes, and the LX bytes in use per core."""
+        return write_text(self._r.trace(), path)
 
     def __repr__(self) -> str:
         return f"<scratchplan.lx.Plan {self.summary().strip()}>"

@@ -1,4 +1,5 @@
-from typing import Any, Optional
+import os
+from typing import Any, Optional, Union
 
 from ._common import Result
 
@@ -23,6 +24,7 @@ class Plan(Result):
     def time_s(self) -> float: ...
     def report(self) -> str: ...
     def summary(self) -> str: ...
+    def to_trace(self, path: Union[str, "os.PathLike[str]", None] = ...) -> str: ...
 
 def plan(program: Any, cores: Optional[int] = ..., hardware: Any = ..., time_limit: float = ...,
          stage: Optional[int] = ..., capacity: Optional[int] = ..., hbm_gbps: Optional[float] = ...,

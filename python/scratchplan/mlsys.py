@@ -3,10 +3,11 @@ docs/scheduler.md). Problems and solutions are dicts in the contest's JSON forma
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, List, Optional
 
 from . import _core
-from ._common import BadInput, doc, flag
+from ._common import BadInput, doc, flag, write_text
 
 __all__ = ["Evaluation", "Schedule", "evaluate", "schedule"]
 
@@ -51,6 +52,11 @@ class Evaluation:
         """The text ``scratchplan evaluate`` prints."""
         return self._r.report()
 
+    def to_trace(self, path: "str | os.PathLike[str] | None" = None) -> str:
+        """The Chrome trace ``scratchplan evaluate --trace`` writes (also written to ``path`` when
+        given): subgraphs with their compute and memory time, and the working set."""
+        return write_text(self._r.trace(), path)
+
     def __repr__(self) -> str:
         return f"<scratchplan.mlsys.Evaluation valid={self.valid} total={self.total:.6f}>"
 
@@ -81,6 +87,11 @@ class Schedule:
 
     def to_dict(self) -> dict:
         return json.loads(self._r.to_json())
+
+    def to_trace(self, path: "str | os.PathLike[str] | None" = None) -> str:
+        """The Chrome trace ``scratchplan schedule --trace`` writes (also written to ``path`` when
+        given): subgraphs with their compute and memory time, and the working set."""
+        return write_text(self._r.trace(), path)
 
     def __repr__(self) -> str:
         return f"<scratchplan.mlsys.Schedule total={self.total:.6f} (lower bound {self.lower_bound:.6f})>"

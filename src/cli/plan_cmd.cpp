@@ -1,5 +1,5 @@
 // scratchplan plan PROGRAM.json [--hardware spyre|FILE.json] [--cores N] [--time-limit S] -o PLAN.json
-// [--report] [--svg PICTURE.svg] [--stage 1..4] [--no-<technique>]: LX planning of a whole program.
+// [--report] [--svg PICTURE.svg] [--trace FILE.json] [--stage 1..4] [--no-<technique>]: LX planning of a whole program.
 #include <iostream>
 
 #include "cli/options.h"
@@ -16,6 +16,7 @@ struct PlanArgs {
   std::string hardware = "spyre";
   std::string out_path;
   std::string svg_path;
+  std::string trace_path;
   int cores = -1;
   double time_limit = 2.0;
   int stage = 0;  // 0 = everything; 1..4 = the seed's stages
@@ -30,6 +31,7 @@ int run_plan(const PlanArgs& a) {
   OutputSet outputs;
   if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
+  if (Status st = outputs.add("--trace", a.trace_path); !st) return fail(st.error());
   std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
   auto hw = lx::load_hardware(a.hardware);
   if (!hw) return fail(hw.error());
@@ -55,6 +57,7 @@ int run_plan(const PlanArgs& a) {
   if (!plan) return fail(located(plan.error(), a.program_path));
   if (!a.out_path.empty()) outputs.set(a.out_path, lx::plan_json_text(*plan));
   if (!a.svg_path.empty()) outputs.set(a.svg_path, lx::plan_svg(*plan));
+  if (!a.trace_path.empty()) outputs.set(a.trace_path, lx::plan_trace(*plan));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.report) {
     human << lx::plan_report(*plan);
@@ -81,6 +84,9 @@ void register_plan(CLI::App& app, int& exit_code) {
                   "division, one heuristic placement, the checker, writing; docs/lx.md)")->check(seconds());
   cmd->add_option("-o,--output", args->out_path, "Write the plan JSON here (- for stdout)");
   cmd->add_option("--svg", args->svg_path, "Write an SVG of LX address x op index");
+  cmd->add_option("--trace", args->trace_path,
+                  "Write a Chrome trace (Perfetto), in us: ops on the cores they run on with their HBM bytes, LX "
+                  "bytes in use per core");
   cmd->add_flag("--report", args->report, "Print a readable summary");
   cmd->add_option("--stage", args->stage,
                   "Seed stage only: 1 LX off, 2 reduction outputs pinned, 3 + in-place, 4 + clone inputs")

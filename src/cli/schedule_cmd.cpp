@@ -1,4 +1,4 @@
-// scratchplan schedule PROBLEM.json -o SOLUTION.json: plans an MLSys 2026 schedule.
+// scratchplan schedule PROBLEM.json -o SOLUTION.json [--trace FILE.json]: plans an MLSys 2026 schedule.
 // Exit: 0 written, 2 bad input or no valid schedule exists, 1 internal error.
 #include "cli/options.h"
 #include "cli/verbs.h"
@@ -23,6 +23,9 @@ void register_schedule(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", a->run.output_path,
                   "Solution JSON (rewritten atomically on every improvement; - for stdout, final schedule only)")
       ->required();
+  cmd->add_option("--trace", a->run.trace_path,
+                  "Write the final schedule as a Chrome trace (Perfetto): subgraphs with their compute and memory "
+                  "time, working set");
   CLI::Option* time_limit = cmd->add_option("--time-limit", a->opt.time_limit_s, "Seconds to search (default: from the problem size)")
                                 ->check(seconds());
   cmd->add_option("--iterations", a->opt.iterations, "Search moves instead of a time limit (deterministic)")

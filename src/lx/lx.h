@@ -166,6 +166,14 @@ struct Plan {
   std::vector<InferredLayout> inferred_layouts;  // the compiler must lay these tensors out so
 };
 
+// Roofline time of op `i` of a plan (docs/lx.md "Cost model"): compute and HBM transfer overlap,
+// the launch overhead adds. Totals::time_s is the sum of total() over the ops, in order.
+struct OpTime {
+  double compute_s = 0, hbm_s = 0, overhead_s = 0;
+  double total() const { return (compute_s > hbm_s ? compute_s : hbm_s) + overhead_s; }
+};
+OpTime op_time(const Plan& p, std::size_t i);
+
 // Builds the planning graph of a program under the given per-op split choice (index into each
 // op's candidate menu; empty = seed division).
 struct ProgramModel;  // layouts + division + menus (opaque; planner.cpp)
@@ -187,6 +195,9 @@ Json plan_to_json(const Plan& p, bool arrays = true);
 std::string plan_json_text(const Plan& p);
 std::string plan_report(const Plan& p);
 std::string plan_svg(const Plan& p);
+// Chrome trace (core/trace.h) in microseconds: one process per core with the ops it runs and its
+// LX bytes in use as a counter, and a "plan" process with every op once (HBM bytes in its args).
+std::string plan_trace(const Plan& p);
 
 // A transformer program of exactly num_ops ops: blocks of attention (norm, q/k/v projections,
 // scores, softmax, PV, output projection, residual) and MLP (norm, up, gelu, down, residual).

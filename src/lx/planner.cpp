@@ -420,6 +420,12 @@ Result<Plan> plan_graph_once(Graph graph, const Hardware& hw, const Options& o, 
   return plan;
 }
 
+OpTime op_time(const Plan& p, std::size_t i) {
+  const GOp& op = p.graph.ops[i];
+  return {op.flops / (std::max(1, op.cores) * p.hw.core_flops_per_s),
+          static_cast<double>(p.op_hbm[i]) / p.hw.hbm_bytes_per_s, p.hw.op_overhead_s};
+}
+
 // Accounting (planner side): per-op HBM bytes, totals, baseline and roofline time.
 void account(Plan& plan) {
   const Graph& g = plan.graph;
@@ -500,12 +506,10 @@ void account(Plan& plan) {
   t.saved = t.baseline_hbm - (t.hbm_read + t.hbm_write);
   // Roofline: per op max(compute, HBM transfer) + fixed overhead.
   for (std::size_t i = 0; i < nops; ++i) {
-    const GOp& op = g.ops[i];
-    double compute = op.flops / (std::max(1, op.cores) * plan.hw.core_flops_per_s);
-    double mem = static_cast<double>(plan.op_hbm[i]) / plan.hw.hbm_bytes_per_s;
+    const OpTime ot = op_time(plan, i);
     double mem0 = static_cast<double>(std::max<Bytes>(0, base[i])) / plan.hw.hbm_bytes_per_s;
-    t.time_s += std::max(compute, mem) + plan.hw.op_overhead_s;
-    if (op.kind != "clone") t.baseline_time_s += std::max(compute, mem0) + plan.hw.op_overhead_s;
+    t.time_s += ot.total();
+    if (g.ops[i].kind != "clone") t.baseline_time_s += std::max(ot.compute_s, mem0) + ot.overhead_s;
   }
   // Lower bound for this split choice and op order: inputs read once, outputs written once,
   // values that can never be on LX move fully.

@@ -449,7 +449,8 @@ struct Evaluator::Impl {
     std::vector<std::unordered_set<Rect, RectHash>> retained_acc(tensors.size()), stored_rects(tensors.size());
     std::vector<Elements> retained_sum(tensors.size(), 0), stored_sum(tensors.size(), 0);
     Elements retained_area = 0;
-    double lat = 0, tot_compute = 0;
+    double lat = 0, tot_compute = 0, tot_mem = 0;
+    int64_t mem_bound = 0;
     Elements peak = 0, tot_load = 0, tot_store = 0;
     const bool reset_each_tile = opt.no_reuse_for_null_traversal && !spec.traversal;
 
@@ -537,6 +538,8 @@ struct Evaluator::Impl {
         peak = std::max(peak, ws);
         const double mem = static_cast<double>(load + store) / p.slow_memory_bandwidth;
         lat += std::max(compute, mem);
+        tot_mem += mem;
+        mem_bound += mem > compute;
         tot_load += load;
         tot_store += store;
         tot_compute += compute;
@@ -554,6 +557,8 @@ struct Evaluator::Impl {
     ev.load_elements = tot_load;
     ev.store_elements = tot_store;
     ev.compute = tot_compute;
+    ev.memory = tot_mem;
+    ev.memory_bound_steps = mem_bound;
     if (peak > p.fast_memory_capacity)
       errors.push_back(sg + ": working set " + std::to_string(peak) + " exceeds fast_memory_capacity " +
                        std::to_string(p.fast_memory_capacity) + " (OOM)");

@@ -41,6 +41,8 @@ struct SubgraphEvaluation {
   Elements load_elements = 0;    // elements loaded from slow memory
   Elements store_elements = 0;   // elements written to slow memory
   double compute = 0;            // sum of step compute times
+  double memory = 0;             // sum of step transfer times ((load + store) / bandwidth per step)
+  int64_t memory_bound_steps = 0;  // steps whose transfer time exceeded their compute time
   Granularity granularity;       // as given
   int errors = 0;                // validity errors raised by this subgraph
   bool cut_short = false;        // search mode stopped the simulation early: not a verdict

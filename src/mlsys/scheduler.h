@@ -70,6 +70,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
 struct ScheduleRunOptions {
   std::string problem_path;
   std::string output_path;
+  std::string trace_path;  // --trace: the final schedule as a Chrome trace (mlsys/trace.h); "" = none
   bool verbose = false;  // lower bounds and progress on stderr
   std::string program = "scratchplan";  // starts each error line, as the front end's other errors
 };

@@ -10,15 +10,20 @@
 #include "core/outputs.h"
 #include "core/deadline.h"
 #include "mlsys/scheduler.h"
+#include "mlsys/trace.h"
 
 namespace sp::mlsys {
 
 int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& options_in) {
-  // The output path is checked before any work: a bad path fails now, not after the budget.
-  if (Status st = check_output_path("-o", run.output_path); !st) {
-    std::cerr << run.program << ": " << st.error().message << "\n";
-    return exit_code(st.error());
-  }
+  // Output paths are checked before any work: a bad path fails now, not after the budget.
+  // The trace comes first in the set: should the final commit fail half way, it is the trace
+  // that is removed, never the schedule written by an earlier improvement.
+  OutputSet outputs;
+  for (const auto& [flag, path] : {std::pair{"--trace", run.trace_path}, std::pair{"-o", run.output_path}})
+    if (Status st = outputs.add(flag, path); !st) {
+      std::cerr << run.program << ": " << st.error().message << "\n";
+      return exit_code(st.error());
+    }
   // "-": only the final schedule goes to standard output; the summary goes to stderr.
   const bool to_stdout = run.output_path == "-";
   auto problem = read_problem(run.problem_path);
@@ -55,8 +60,15 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
     return exit_code(result.error());
   }
   // The final pick is deterministic; write it even if an equal-cost schedule was written first.
-  write(result->solution, result->stats.total);
-  if (to_stdout) std::cout << solution_to_json(result->solution).dump(1) << "\n" << std::flush;
+  // It is committed together with the trace (standard output last).
+  outputs.set(run.output_path, solution_to_json(result->solution).dump(1) + "\n");
+  if (!run.trace_path.empty())
+    outputs.set(run.trace_path,
+                solution_trace(*problem, result->solution, evaluate(*problem, result->solution, options.rules), "schedule"));
+  if (Status st = outputs.commit(); !st) write_status = st;
+  if (run.verbose)
+    std::fprintf(stderr, "%8.3f s  total %.1f  (%zu subgraphs)\n", clock.elapsed_seconds(), result->stats.total,
+                 result->solution.subgraphs.size());
   if (!write_status.ok()) {
     std::cerr << run.program << ": " << write_status.error().message << "\n";
     return exit_code(write_status.error());
@@ -70,7 +82,7 @@ int run_schedule_to_file(const ScheduleRunOptions& run, const SchedulerOptions& 
                  s.final_s, static_cast<long long>(s.iterations), static_cast<long long>(s.configs_evaluated),
                  s.anneal_s > 0 ? static_cast<double>(s.iterations) / s.anneal_s : 0.0, s.anneal_s);
   }
-  std::fprintf(to_stdout ? stderr : stdout, "total latency: %.1f (%zu subgraphs)\n", result->stats.total,
+  std::fprintf(outputs.uses_stdout() ? stderr : stdout, "total latency: %.1f (%zu subgraphs)\n", result->stats.total,
                result->solution.subgraphs.size());
   return kExitOk;
 }

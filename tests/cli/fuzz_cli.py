@@ -542,12 +542,17 @@ class Fuzzer:
             pa = self.file("ev_p.json", pt)
             sa, stdin, kind = self.input_arg("ev_s.json", st)
         args = [self.cli, "evaluate", pa, sa]
+        # an invalid schedule keeps its trace (a verdict, like nki check's picture)
+        outs = []
+        if self.rng.random() < 0.2:
+            outs.append(self.out("ev_t.json"))
+            args += ["--trace", outs[0]]
         if self.rng.random() < 0.5:
             args.append("--json")
-            self.run("evaluate", args, [], None, stdin=stdin, expect=self.expect_of(kind, False),
+            self.run("evaluate", args, outs, None, stdin=stdin, expect=self.expect_of(kind, False), verdict_outputs=outs,
                      check=lambda out: assert_format(out, "scratchplan-evaluation"))
         else:
-            self.run("evaluate", args, [], None, stdin=stdin, expect=self.expect_of(kind, False))
+            self.run("evaluate", args, outs, None, stdin=stdin, expect=self.expect_of(kind, False), verdict_outputs=outs)
 
     def schedule(self, tool=False):
         doc = random_mlsys_problem(self.rng) if self.rng.random() < 0.5 else self.rng.choice(self.mlsys_problems)
@@ -565,6 +570,10 @@ class Fuzzer:
                 v = self.rng.choice(["0", "-3", "4", "abc"])
                 argv += ["--max-segment-ops", v]
                 bad = bad or v != "4"
+        outs = [o] if o != "-" else []
+        if self.rng.random() < 0.2:
+            outs.append(self.out("sc_t.json"))
+            argv += ["--trace", outs[-1]]
         problem_file = pa if pa != "-" else self.file("sc_p_copy.json", text)
 
         def check(out):
@@ -574,7 +583,7 @@ class Fuzzer:
             r = subprocess.run([self.cli, "evaluate", problem_file, path, "--check-reported"], capture_output=True,
                                text=True, timeout=60)
             assert r.returncode == 0, "evaluate rejects the schedule: " + r.stderr.strip()[:200]
-        self.run("mlsys" if tool else "schedule", argv, [o] if o != "-" else [], self.limit_of(flags), stdin=stdin,
+        self.run("mlsys" if tool else "schedule", argv, outs, self.limit_of(flags), stdin=stdin,
                  check=check, expect=self.expect_of(kind, bad))
 
     def flag_noise(self, options, limit):
@@ -716,11 +725,15 @@ class Fuzzer:
                 argv += ["--hardware", self.file("pl_hw.json", htext)]
         if svg:
             argv += ["--svg", svg]
+        trace = self.out("pl_t.json") if self.rng.random() < 0.2 else None
+        if trace:
+            argv += ["--trace", trace]
 
         def check(out):
             path = o if o != "-" else self.saved_stdout(out, "pl_stdout.json")
             check_lx_plan(path)
-        self.run("plan", argv, ([o] if o != "-" else []) + ([svg] if svg else []), self.limit_of(argv), stdin=stdin,
+        self.run("plan", argv, ([o] if o != "-" else []) + ([svg] if svg else []) + ([trace] if trace else []),
+                 self.limit_of(argv), stdin=stdin,
                  check=check, expect=self.expect_of(kind, bad))
 
     def nki(self, sub):
@@ -775,19 +788,25 @@ class Fuzzer:
     def bad_outputs(self):
         """Unwritable or conflicting output paths fail at once with exit 2, writing nothing."""
         bad = self.rng.choice([os.path.join(self.tmp, "no_such_dir", "x.json"), self.tmp, "/proc/x.json"])
-        verb = self.rng.choice(["plan", "alloc", "schedule", "mlsys", "nki", "nki check"])
+        verb = self.rng.choice(["plan", "alloc", "schedule", "mlsys", "evaluate", "nki", "nki check"])
         good = self.out("bo_ok.json")
         if verb == "plan":
             argv = [self.cli, "plan", os.path.join(ROOT, "examples/programs/softmax_lastdim.json"), "--time-limit", "5"]
-            argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad], ["-o", good, "--svg", good]])
+            argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad], ["-o", good, "--svg", good],
+                                     ["-o", good, "--trace", bad]])
         elif verb == "alloc":
             p = self.file("bo_a.json", json.dumps(random_alloc_problem(self.rng)))
             argv = [self.cli, "alloc", p, "--capacity", "100000", "--time-limit", "5"]
             argv += self.rng.choice([["-o", bad], ["-o", good, "--svg", bad], ["-o", "-", "--svg", "-"]])
         elif verb == "schedule":
-            argv = [self.cli, "schedule", os.path.join(ROOT, "examples/mlsys/mlp_block.json"), "--time-limit", "5", "-o", bad]
+            argv = [self.cli, "schedule", os.path.join(ROOT, "examples/mlsys/mlp_block.json"), "--time-limit", "5"]
+            argv += self.rng.choice([["-o", bad], ["-o", good, "--trace", bad], ["-o", good, "--trace", good]])
         elif verb == "mlsys":
             argv = [self.mlsys, os.path.join(ROOT, "examples/mlsys/mlp_block.json"), bad, "--time-limit", "5"]
+            argv += self.rng.choice([[], ["--trace", bad]])
+        elif verb == "evaluate":
+            argv = [self.cli, "evaluate", os.path.join(ROOT, "examples/mlsys/mlp_block.json"),
+                    os.path.join(ROOT, "examples/mlsys/mlp_block_solution.json"), "--trace", bad]
         elif verb == "nki check":
             argv = [self.cli, "nki", "check", os.path.join(ROOT, "examples/nki/overlap_t0_t1.json"), "--svg", bad]
         else:

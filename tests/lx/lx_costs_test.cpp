@@ -331,5 +331,30 @@ TEST(LxCosts, StreamedPlanTextEqualsTheJsonTreeDump) {
   EXPECT_EQ(plan_json_text(p2), plan_to_json(p2).dump(1) + "\n");
 }
 
+TEST(LxCosts, TraceOpsSumToThePlansHbmBytesAndTime) {
+  auto prog = program::read_program(std::string(SCRATCHPLAN_SOURCE_DIR) + "/examples/programs/moe_mlp.json");
+  ASSERT_TRUE(prog.ok());
+  Plan plan = plan_of(*prog);
+  double t = 0;
+  for (std::size_t i = 0; i < plan.graph.ops.size(); ++i) t += op_time(plan, i).total();
+  EXPECT_EQ(t, plan.totals.time_s);  // the same sum in the same order
+  const Json d = Json::parse(plan_trace(plan));
+  EXPECT_EQ(d["otherData"]["time_unit"], "us");
+  Bytes hbm = 0;
+  double end = 0;
+  std::size_t ops = 0;
+  for (const Json& e : d["traceEvents"]) {
+    if (e["ph"] == "X" && e["pid"] == 1) {  // the "plan" process: every op once
+      hbm += e["args"]["hbm_bytes"].get<Bytes>();
+      end = e["ts"].get<double>() + e["dur"].get<double>();
+      ++ops;
+    }
+    if (e["ph"] == "C") EXPECT_LE(e["args"]["in_use"].get<double>(), static_cast<double>(plan.capacity));
+  }
+  EXPECT_EQ(ops, plan.graph.ops.size());
+  EXPECT_EQ(hbm, plan.totals.hbm_read + plan.totals.hbm_write);
+  EXPECT_NEAR(end, plan.totals.time_s * 1e6, 1e-3 * static_cast<double>(ops));
+}
+
 }  // namespace
 }  // namespace sp::lx

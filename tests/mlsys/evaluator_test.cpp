@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "mlsys/trace.h"
+
 namespace sp::mlsys {
 namespace {
 
@@ -96,6 +98,48 @@ TEST(MlsysEvaluator, IncrementalApiMatchesWholeEvaluation) {
     total += ev.evaluate_subgraph(s.subgraphs[i], static_cast<int>(i), state, errors, warnings).latency;
   EXPECT_DOUBLE_EQ(total, whole.total);
   EXPECT_EQ(errors.empty(), whole.valid);
+}
+
+TEST(MlsysEvaluator, MemoryTimeAndBoundStepsBracketTheLatency) {
+  // Per 128x128 tile of one op: 2 x 16384 elements moved; compute 1000 (op0) or 100 (op1).
+  for (double bandwidth : {10.0, 1000.0}) {
+    Problem p = chain(256, 100000);
+    p.slow_memory_bandwidth = bandwidth;
+    Solution s{{sg({0}, {128, 128, 1}), sg({1}, {128, 128, 1})}};
+    Evaluation ev = evaluate(p, s);
+    ASSERT_TRUE(ev.valid);
+    for (const SubgraphEvaluation& e : ev.subgraphs) {
+      EXPECT_NEAR(e.memory, static_cast<double>(e.load_elements + e.store_elements) / bandwidth, 1e-6);
+      EXPECT_LE(std::max(e.compute, e.memory), e.latency * (1 + 1e-12));
+      EXPECT_LE(e.latency, (e.compute + e.memory) * (1 + 1e-12));
+      // 3276.8 per tile at bandwidth 10 (memory-bound), 32.768 at 1000 (compute-bound)
+      EXPECT_EQ(e.memory_bound_steps, bandwidth == 10.0 ? e.tiles * e.k_steps : 0);
+    }
+  }
+}
+
+TEST(MlsysTrace, SubgraphsBackToBackWithTheirComputeAndMemory) {
+  Problem p = chain(256, 100000);
+  Solution s{{sg({0}, {128, 128, 1}), sg({1}, {128, 128, 1})}};
+  Evaluation ev = evaluate(p, s);
+  const Json d = Json::parse(solution_trace(p, s, ev, "evaluate"));
+  EXPECT_EQ(d["otherData"]["time_unit"], "latency unit");
+  EXPECT_DOUBLE_EQ(d["otherData"]["total_latency"].get<double>(), ev.total);
+  double end = 0;
+  int subgraphs = 0, parts = 0;
+  for (const Json& e : d["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["tid"] == 1) {  // "subgraph", the first thread
+      EXPECT_NEAR(e["ts"].get<double>(), end, 1e-3);
+      end = e["ts"].get<double>() + e["dur"].get<double>();
+      ++subgraphs;
+    } else {
+      ++parts;
+    }
+  }
+  EXPECT_EQ(subgraphs, 2);
+  EXPECT_EQ(parts, 4);
+  EXPECT_NEAR(end, ev.total, 2e-3);
 }
 
 }  // namespace
