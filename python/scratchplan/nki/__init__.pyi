@@ -1,6 +1,6 @@
 from typing import Any, ContextManager, Optional
 
-from .._common import Result
+from .._common import BadInput, Result
 
 class CheckReport(Result):
     @property
@@ -26,7 +26,7 @@ def plan(kernel: Any, hardware: Any = ..., max_buffers: Optional[int] = ..., sin
 
 DEFAULT_CYCLE_MODEL: dict
 
-class TraceError(Exception): ...
+class TraceError(BadInput): ...
 
 def trace(kernel: Any, *inputs: Any, grid: Any = ..., hardware: Any = ..., cycle_model: Optional[dict] = ...,
           name: Optional[str] = ..., **kwargs: Any) -> dict: ...

@@ -1,0 +1,378 @@
+"""Loading and launching kernels: the stand-ins in `sys.modules` while a trace runs, the kernel
+file executed as a module, its arguments bound, and the recorded trace written as kernel JSON."""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+import sys
+import types
+
+from . import context as _ctx
+from .context import DEFAULT_CYCLE_MODEL, TraceError, _State
+from .dtypes import _ALIASES, _DTYPES, _dtype_name
+from .symbolic import _ST_AR
+from .tensors import Tensor, _Alloc, _register, _unique
+from .instructions import _finish_cost
+from .loops import _Branch, _RangeRewriter, _sp_range
+from .modules import _Kernel, _Module, _build_modules
+
+
+_MODULE_NAMES = ["neuronxcc", "neuronxcc.nki", "neuronxcc.nki.language", "neuronxcc.nki.isa",
+                 "neuronxcc.nki.compiler", "neuronxcc.nki.typing", "neuronxcc.nki.isa.constants",
+                 "nki", "nki.language", "nki.isa", "nki.compiler", "nki.typing", "nki.isa.constants"]
+
+
+class _Installed:
+    """Stand-ins in sys.modules for the duration of a trace; whatever was there is restored."""
+
+    def __init__(self, mods, kernel_module=None):
+        self.mods = mods
+        self.kernel_module = kernel_module
+        self.saved = {}
+
+    def __enter__(self):
+        root_old = _Module("neuronxcc")
+        root_old.nki = self.mods[""]
+        table = {"neuronxcc": root_old}
+        if self.kernel_module is not None:  # @dataclass looks its class's module up in sys.modules
+            table[self.kernel_module.__name__] = self.kernel_module
+        for ns in ("neuronxcc.nki", "nki"):
+            for k, m in self.mods.items():
+                table[ns + ("." + k if k else "")] = _NsProxy(m, ns) if ns == "nki" else m
+        for name, m in table.items():
+            self.saved[name] = sys.modules.get(name)
+            sys.modules[name] = m
+        return self
+
+    def __exit__(self, *a):
+        for name, m in self.saved.items():
+            if m is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = m
+        return False
+
+
+class _NsProxy(types.ModuleType):
+    """The new namespace (`import nki`): same stand-ins; importing it switches ranges to Python
+    ranges (NKI 0.2+ semantics)."""
+
+    def __init__(self, mod, ns):
+        super().__init__(mod.__name__.replace("neuronxcc.nki", "nki"))
+        object.__setattr__(self, "_mod", mod)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if _ctx.ST is not None:
+            _ctx.ST.uses_new_api = True
+            _ctx.ST.unroll_all = True
+        v = getattr(self._mod, name)
+        if isinstance(v, _Module):
+            return _NsProxy(v, "nki")
+        return v
+
+
+class _OldMarker:
+    pass
+
+
+def stand_ins():
+    """Context manager with the stand-in NKI modules installed, so that a file of kernels can be
+    imported (``with stand_ins(): import my_kernels``) and ``trace(my_kernels.add[2, 2], ...)``
+    called on its objects; each trace re-reads the kernel's file."""
+    return _Installed(_build_modules())
+
+
+def parse_input(text):
+    """'q=1x128x4096:bf16' -> ('q', (1, 128, 4096), 'bfloat16')."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*([0-9]+(?:x[0-9]+)*)\s*(?::\s*([A-Za-z0-9_]+))?\s*", text)
+    if not m:
+        raise TraceError(f"--input {text!r}: expected NAME=D0xD1x...:DTYPE (e.g. q=1x128x4096:bf16)")
+    shape = tuple(int(x) for x in m.group(2).split("x"))
+    if any(s <= 0 for s in shape):
+        raise TraceError(f"--input {text!r}: dimensions must be positive")
+    dt = m.group(3) or "float32"
+    n = _ALIASES.get(dt, dt)
+    if n not in _DTYPES or n == "bool_":
+        raise TraceError(f"--input {text!r}: unknown dtype {dt!r}")
+    return m.group(1), shape, n
+
+
+def _load_source(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        tree = ast.parse(src, filename=path)
+    except SyntaxError as e:
+        raise TraceError(f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}") from None
+    tree = _RangeRewriter().visit(tree)
+    ast.fix_missing_locations(tree)
+    try:
+        return src, compile(tree, path, "exec")
+    except SyntaxError as e:  # what the parser lets through and the compiler does not ('return' outside a function)
+        msg = f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}"
+    raise TraceError(msg)
+
+
+def _input_spec(x, name):
+    """An input: (shape, dtype) tuple, 'AxB:dtype' text, or anything with .shape/.dtype."""
+    if isinstance(x, str):
+        _, shape, dt = parse_input(f"{name}={x}")
+        return shape, dt
+    if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (tuple, list)):
+        return tuple(int(s) for s in x[0]), _dtype_name(x[1], "input dtype")
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        dt = x.dtype
+        name_ = str(dt).replace("torch.", "")
+        return tuple(int(s) for s in x.shape), _dtype_name(_ALIASES.get(name_, name_), "input dtype")
+    return None
+
+
+def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None, **kwargs):
+    """Traces ``kernel`` (a function defined in a file, a @nki.jit object, or ``"file.py[:func]"``)
+    on HBM inputs given as shapes and dtypes (``((1, 128, 4096), "bf16")``, ``"1x128x4096:bf16"``
+    or objects with ``.shape``/``.dtype``); other arguments are passed through as Python values.
+    Returns the kernel model (a dict in the JSON format of docs/nki.md). ``grid`` (or
+    ``kernel[g]``) launches SPMD instances, traced as one symbolic instance inside a loop per grid
+    dim. ``hardware`` (a dict or a path) sets the hardware and its cycle model."""
+    path, fname = None, None
+    if isinstance(kernel, (str, os.PathLike)):
+        s = os.fspath(kernel)
+        m = re.fullmatch(r"(.*?\.py)(?::([A-Za-z_]\w*))?", s)
+        if not m:
+            raise TraceError(f"{s}: expected FILE.py or FILE.py:FUNCTION")
+        path, fname = m.group(1), m.group(2)
+    else:
+        if isinstance(kernel, _Kernel) or hasattr(kernel, "func") and hasattr(kernel, "grid"):
+            if grid is None and kernel.grid:
+                grid = kernel.grid
+            kernel = kernel.func
+        func = getattr(kernel, "__wrapped__", kernel)
+        code = getattr(func, "__code__", None)
+        if code is None:
+            raise TraceError(f"<kernel>: expected a kernel function or FILE.py[:FUNCTION], got {type(kernel).__name__}")
+        path, fname = code.co_filename, func.__name__
+    return _trace_path(os.path.abspath(path), fname, inputs, kwargs, grid, hardware, cycle_model, name)
+
+
+def _hardware_doc(hardware):
+    if hardware is None:
+        return None
+    if isinstance(hardware, (str, os.PathLike)):
+        try:
+            with open(hardware, encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise TraceError(f"{hardware}: cannot read the hardware file: {e}") from None
+    return dict(hardware)
+
+
+def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
+    hw = _hardware_doc(hardware)
+    cm = dict(DEFAULT_CYCLE_MODEL)
+    if isinstance(hw, dict) and isinstance(hw.get("cycle_model"), dict):
+        cm.update(hw["cycle_model"])
+    if cycle_model:
+        for k in cycle_model:
+            if k not in DEFAULT_CYCLE_MODEL:
+                raise TraceError(f"cycle_model: unknown entry {k!r} (known: {', '.join(DEFAULT_CYCLE_MODEL)})")
+        cm.update(cycle_model)
+    if _ctx.ST is not None:
+        raise TraceError("trace() is not re-entrant")
+    label = os.path.basename(path)
+    src, code = _load_source(path)
+    mods = _build_modules()
+    st = _State(path, cm)
+    _ctx.ST = st
+    _ST_AR.clear()
+    try:
+        kmod = types.ModuleType("__sp_kernel__")
+        with _Installed(mods, kmod):
+            g = kmod.__dict__
+            g.update({"__file__": path, "__sp_range__": _sp_range, "__sp_if__": _Branch,
+                      "__builtins__": __builtins__})
+            try:
+                exec(code, g)
+            except TraceError:
+                raise
+            except Exception as e:
+                raise TraceError(_located(e, label, path, "while loading the kernel file")) from None
+            cands = {k: v for k, v in g.items() if isinstance(v, _Kernel)}
+            if any(not v.sub for v in cands.values()):  # sub-kernels (mode="trace") are not entry points
+                cands = {k: v for k, v in cands.items() if not v.sub}
+            if fname is None:
+                if len(cands) != 1:
+                    raise TraceError(f"{label}: {'no' if not cands else 'several'} @nki.jit kernels "
+                                     f"({', '.join(sorted(cands)) or 'none'}); name one as {label}:FUNCTION")
+                fname = next(iter(cands))
+            obj = g.get(fname)
+            if obj is None:
+                raise TraceError(f"{label}: no function {fname!r} in the file")
+            kgrid = ()
+            if isinstance(obj, _Kernel):
+                kgrid = obj.grid
+                obj = obj.func
+            if not callable(obj):
+                raise TraceError(f"{label}: {fname!r} is not a function")
+            if grid is not None:
+                kgrid = tuple(int(x) for x in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+            if any(x <= 0 for x in kgrid):
+                raise TraceError(f"{label}: grid dims must be positive, got {list(kgrid)}")
+            st.uses_old_api = not st.uses_new_api
+            if _imports_new_namespace(src):
+                st.unroll_all = True
+                st.uses_new_api = True
+                st.uses_old_api = False
+            # kernel arguments
+            import inspect
+            sig = inspect.signature(obj)
+            params = sig.parameters
+            if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+                for n in kwargs:
+                    if n not in params:
+                        raise TraceError(f"{label}: {fname} has no parameter {n!r} (parameters: "
+                                         f"{', '.join(params) or 'none'})")
+            try:
+                bound = sig.bind(*inputs, **kwargs)
+            except TypeError as e:
+                raise TraceError(f"{label}: arguments do not match {fname}{inspect.signature(obj)}: {e}") from None
+            args = {}
+            for pname, val in bound.arguments.items():
+                spec = _input_spec(val, pname)
+                if spec is not None:
+                    shape, dt = spec
+                    t = Tensor(_unique(pname), shape, dt, _Alloc("hbm", "input"), role="input",
+                               source=f"{label}:{obj.__code__.co_firstlineno}")
+                    _register(t)
+                    args[pname] = t
+                else:
+                    args[pname] = val
+            # SPMD: one symbolic instance inside a loop per grid dim
+            outer = []
+            for gi, gd in enumerate(kgrid):
+                lid = len(st.loops)
+                st.loops.append((f"pid{gi}", gd, "spmd"))
+                node = {"loop": f"pid{gi}", "trip": gd, "kind": "spmd", "body": []}
+                st.stack[-1].append(node)
+                st.stack.append(node["body"])
+                st.loop_scope.append(lid)
+                st.spmd.append(lid)
+                outer.append(node)
+            try:
+                ret = obj(**args)
+            except TraceError:
+                raise
+            except RecursionError:
+                raise TraceError(f"{label}: recursion too deep while tracing") from None
+            except Exception as e:
+                raise TraceError(_located(e, label, path, f"while tracing {fname}")) from None
+            # A result never stored anywhere still executes and needs a tile of its own.
+            for p in st.pendings:
+                if p.tensor is None and "_cost" in p.instr:
+                    p.materialize()
+            for t in _returned_tensors(ret):
+                if t.buffer == "hbm" and t.role != "input":
+                    t.role = "output"
+    finally:
+        _ctx.ST = None
+    return _to_json(st, hw, name or f"{label}:{fname}")
+
+
+def _imports_new_namespace(src):
+    return bool(re.search(r"^\s*(import\s+nki\b|from\s+nki\b)", src, re.M))
+
+
+def _returned_tensors(ret):
+    if isinstance(ret, Tensor):
+        return [ret]
+    if isinstance(ret, (tuple, list)):
+        return [t for r in ret for t in _returned_tensors(r)]
+    return []
+
+
+def _located(e, label, path, what):
+    tb = e.__traceback__
+    line = None
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    msg = str(e).splitlines()[0] if str(e) else ""
+    return f"{label}:{line or 0}: {type(e).__name__}{': ' + msg if msg else ''} ({what})"
+
+
+def _strip(body):
+    out = []
+    for n in body:
+        if "loop" in n:
+            n = dict(n)
+            n.pop("source", None)
+            n["body"] = _strip(n["body"])
+            out.append(n)
+        else:
+            if "_cost" in n:
+                # a result nobody stored (e.g. nl.load(x) as a statement): it still executes
+                _finish_cost(n, 1, 1)
+            out.append({k: v for k, v in n.items() if not k.startswith("_")})
+    return out
+
+
+def _to_json(st, hw, label):
+    _ctx.ST = st
+    try:
+        body = _strip(st.body)
+    finally:
+        _ctx.ST = None
+    tensors = []
+    for t in st.tensors:
+        j = {"name": t.name, "buffer": t.buffer}
+        if t.buffer == "hbm":
+            j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else "internal"
+            j["blocks"] = []
+            j["partitions"] = t.shape[0] if t.shape else 1
+            j["free"] = list(t.shape[1:])
+        else:
+            j["blocks"] = list(t.blocks)
+            j["partitions"] = t.pdim
+            j["free"] = list(t.free)
+        j["dtype"] = t.dtype
+        j["source"] = t.source
+        if t.buffer != "hbm":
+            a = t.alloc
+            if a.kind == "auto":
+                j["alloc"] = {"kind": "auto"}
+            elif a.kind == "mod_alloc":
+                j["alloc"] = {"kind": "mod_alloc", **a.kw}
+                if a.buffer == "psum" and not j["alloc"].get("num_free_tiles"):
+                    j["alloc"].pop("num_free_tiles", None)  # PSUM rotates banks; the model has no such key
+            elif a.kind == "func":
+                j["alloc"] = {"kind": "table", "tiles": t.table}
+            elif a.kind == "address":
+                n = max(1, math.prod(t.blocks))
+                j["alloc"] = {"kind": "table", "tiles": [[a.kw["p"], a.kw["b"]]] * n}
+        tensors.append(j)
+    k = {"format": "scratchplan-nki-kernel", "version": 1, "comment": f"traced from {label}"}
+    if hw is not None:
+        k["hardware"] = hw
+    k["tensors"] = tensors
+    k["body"] = body
+    return k
+
+
+def trace_file(spec, inputs, grid=None, hardware=None):
+    """The CLI's form: ``spec`` is FILE.py[:FUNCTION], ``inputs`` are 'name=AxB:dtype' strings
+    bound to the kernel's parameters by name."""
+    kw = {}
+    for text in inputs:
+        n, shape, dt = parse_input(text)
+        if n in kw:
+            raise TraceError(f"--input {text!r}: {n} given twice")
+        kw[n] = (shape, dt)
+    return trace(spec, grid=grid, hardware=hardware, **kw)
