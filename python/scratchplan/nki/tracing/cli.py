@@ -24,6 +24,7 @@ def main(argv):
     ap.add_argument("verb", choices=["trace", "rewrite"])
     ap.add_argument("kernel")
     ap.add_argument("--input", action="append", default=[])
+    ap.add_argument("--arg", action="append", default=[])
     ap.add_argument("--grid", default=None)
     ap.add_argument("--hardware", default=None)
     ap.add_argument("--planned", default=None)
@@ -44,12 +45,12 @@ def main(argv):
                 raise TraceError(f"--grid {a.grid!r}: expected G0[xG1...]")
             grid = tuple(int(x) for x in a.grid.split("x"))
         if a.verb == "trace":
-            k = trace_file(a.kernel, a.input, grid=grid, hardware=a.hardware)
+            k = trace_file(a.kernel, a.input, grid=grid, hardware=a.hardware, args=a.arg)
             sys.stdout.write(json.dumps(k, separators=(",", ":")) + "\n")
         else:
             with open(a.planned, encoding="utf-8") as f:
                 planned = json.load(f)
-            sys.stdout.write(rewrite(a.kernel, a.input, planned, grid=grid, hardware=a.hardware))
+            sys.stdout.write(rewrite(a.kernel, a.input, planned, grid=grid, hardware=a.hardware, args=a.arg))
         return 0
     except TraceError as e:
         sys.stderr.write(str(e).splitlines()[0] + "\n")

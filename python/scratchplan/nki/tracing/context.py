@@ -63,6 +63,8 @@ class _State:
         self.spmd = []                    # grid loop ids (outermost first)
         self.uses_new_api = False
         self.uses_old_api = False
+        self.splits = {}                  # loop id -> m: the loop is written as m*q + r (its index is taken % m or // m)
+        self.running = False              # the kernel function runs (module code is done)
         self.pendings = []                # every call result, to store the unused ones at the end
 
 

@@ -3,6 +3,7 @@ evaluation of `ncc.sbuf/psum.alloc(func)` on every logical block."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 
@@ -153,9 +154,18 @@ def _eval_alloc_func(alloc, t, line):
     pdim, fdim = t.pdim, t.fbytes()
     if math.prod(t.blocks) > 4_000_000:
         _fail(f"tensor {t.name} has more than 4,000,000 logical tiles")
+    # NKI calls the function by keyword, so functools.partial may bind its first parameters; a
+    # function whose parameters have other names gets them positionally.
+    by_keyword = True
+    try:
+        inspect.signature(func).bind(idx=(), pdim_size=0, fdim_size=0)
+    except TypeError:
+        by_keyword = False
+    except ValueError:  # no signature (a builtin): keywords, as NKI
+        pass
     for idx in _blocks_iter(t.blocks):
         try:
-            r = func(idx, pdim, fdim)
+            r = func(idx=idx, pdim_size=pdim, fdim_size=fdim) if by_keyword else func(idx, pdim, fdim)
         except TraceError:
             raise
         except Exception as e:  # the allocation function's own bug, located

@@ -188,9 +188,50 @@ def _accumulate_into(target, other):
         other.instr["writes"].append(acc)
         other.instr.setdefault("_isz", 4)
         _finish_cost(other.instr, p, b)
+        _start_group(other.instr, target)
         return
     res = _alu("add", target, other)
     _write_into(target, res)
+
+
+def _group_loops(target):
+    """The loops an accumulation `t[...] += matmul` sums over: the innermost enclosing loops that do
+    not index the target, up to the first one that does or that encloses its declaration."""
+    used = set()
+    for dim in target.dims:
+        if dim is not None:
+            for x in (dim.start, dim.vec):
+                sx = Sym.of(x) if x is not None else None
+                if sx is not None:
+                    used |= {k[1] for k in sx.t if k[0] == "L"}
+    out = []
+    for lid in reversed(_ctx.ST.loop_scope):
+        if lid in used or lid in target.tensor.scope:
+            break
+        out.append(lid)
+    return out
+
+
+def _start_group(ins, target):
+    """A PSUM accumulation group starts at the first iteration of the loops it sums over: there
+    the matmul overwrites the tile (the hardware's accumulate flag is off) instead of reading
+    what an earlier group or another tensor left in the bank. Recorded as two guarded copies."""
+    if _ctx.ST.unroll_all:
+        return
+    group = _group_loops(target)
+    if not group:
+        return
+    first = dict(ins, reads=list(ins["reads"]), writes=[{k: v for k, v in w.items() if k != "accumulate"}
+                                                        if w.get("accumulate") else w for w in ins["writes"]])
+    idx = [Sym(0, {("L", lid): 1}) for lid in group]
+    first["when"] = list(ins.get("when", [])) + [_affine_text(-i) for i in idx]
+    ins["when"] = list(ins.get("when", [])) + [_affine_text(sum(idx[1:], idx[0]) - 1)]
+    body = _ctx.ST.stack[-1]
+    at = next((k for k in range(len(body) - 1, -1, -1) if body[k] is ins), None)
+    if at is None:
+        return  # recorded elsewhere (cannot split safely)
+    body.insert(at, first)
+    _ctx.ST.instr_count += 1
 
 
 def _alu(api, *operands, engine="Vector", kind="alu", dtype=None, shape=None, mask=None, out_psum=False):
@@ -211,7 +252,7 @@ def _alu(api, *operands, engine="Vector", kind="alu", dtype=None, shape=None, ma
 
 def _dtype_of(x, default="float32"):
     if isinstance(x, (View, Pending, Tensor)):
-        return x.dtype
+        return x.dt
     return default
 
 

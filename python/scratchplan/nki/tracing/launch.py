@@ -31,6 +31,7 @@ class _Installed:
     def __init__(self, mods, kernel_module=None):
         self.mods = mods
         self.kernel_module = kernel_module
+        self.kernel_module_name = kernel_module.__name__ if kernel_module is not None else None
         self.saved = {}
 
     def __enter__(self):
@@ -43,6 +44,8 @@ class _Installed:
             for k, m in self.mods.items():
                 table[ns + ("." + k if k else "")] = _NsProxy(m, ns) if ns == "nki" else m
         for name, m in table.items():
+            if name != self.kernel_module_name:
+                object.__setattr__(m, "__path__", [])  # packages: `neuronxcc.nki._private.x` resolves to a stand-in
             self.saved[name] = sys.modules.get(name)
             sys.modules[name] = m
         return self
@@ -113,12 +116,102 @@ def _load_source(path):
     except SyntaxError as e:
         raise TraceError(f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}") from None
     tree = _RangeRewriter().visit(tree)
+    _drop_module_launches(tree)
     ast.fix_missing_locations(tree)
     try:
         return src, compile(tree, path, "exec")
     except SyntaxError as e:  # what the parser lets through and the compiler does not ('return' outside a function)
         msg = f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}"
     raise TraceError(msg)
+
+
+def _drop_module_launches(tree):
+    """A kernel file whose module code launches a kernel (`k[0](q, k, v)` on NumPy arrays, then a
+    check against a reference) is its own test driver: from that statement on, module-level code
+    other than definitions and imports is not run (the launch is the trace's job)."""
+    kernels = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.decorator_list}
+
+    def launches(stmt):
+        for c in ast.walk(stmt):
+            if isinstance(c, ast.Call):
+                f = c.func.value if isinstance(c.func, ast.Subscript) else c.func
+                if isinstance(f, ast.Name) and f.id in kernels:
+                    return True
+        return False
+
+    keep, skipping = [], False
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            skipping = skipping or launches(stmt)
+            if skipping:
+                continue
+        keep.append(stmt)
+    tree.body = keep
+
+
+class _Absent(types.ModuleType):
+    """Stand-in for a module the kernel imports but the trace does not need (torch, torch_xla, a
+    test dependency that is not installed, neuronxcc's private helpers): any attribute is another
+    stand-in; using one inside the traced kernel fails naming it."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.__path__ = []
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _AbsentValue(f"{self.__name__}.{name}")
+
+
+class _AbsentValue:
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _AbsentValue(f"{self._name}.{name}")
+
+    def __call__(self, *a, **kw):
+        if len(a) == 1 and callable(a[0]) and not kw:
+            return a[0]  # used as a decorator: the function stays
+        if _ctx.ST is not None and _ctx.ST.running:
+            raise TraceError(f"{_ctx.ST.label}:{_site_line()}: {self._name} is outside what the tracer stands in "
+                             "(an import the kernel does not need at trace time)")
+        return _AbsentValue(f"{self._name}(...)")
+
+    def __getitem__(self, k):
+        return self
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+
+def _site_line():
+    from .context import _site
+    return _site()[0]
+
+
+class _AbsentFinder:
+    """Meta path finder: `torch`/`torch_xla` always (imported by kernels for their test drivers,
+    slow or absent here), and, tried last, any other module that cannot be found."""
+
+    def __init__(self, always):
+        self.always = always
+
+    def find_spec(self, name, path=None, target=None):
+        import importlib.machinery
+        root = name.split(".")[0]
+        if self.always and root not in ("torch", "torch_xla") and not name.startswith("neuronxcc.nki."):
+            return None
+        return importlib.machinery.ModuleSpec(name, self)
+
+    def create_module(self, spec):
+        return _Absent(spec.name)
+
+    def exec_module(self, module):
+        pass
 
 
 def _input_spec(x, name):
@@ -189,6 +282,13 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
     label = os.path.basename(path)
     src, code = _load_source(path)
     mods = _build_modules()
+    # Imports resolve like `python FILE` (the kernel's folder) and `python -m` (the current directory).
+    saved_path, saved_meta = list(sys.path), list(sys.meta_path)
+    saved_mods = set(sys.modules)
+    saved_path_heads = [os.path.dirname(path) + os.sep, os.getcwd() + os.sep]
+    sys.path[:0] = [os.path.dirname(path), os.getcwd()]
+    sys.meta_path.insert(0, _AbsentFinder(True))
+    sys.meta_path.append(_AbsentFinder(False))
     st = _State(path, cm)
     _ctx.ST = st
     _ST_AR.clear()
@@ -266,6 +366,7 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
                 st.spmd.append(lid)
                 outer.append(node)
             try:
+                st.running = True
                 ret = obj(**args)
             except TraceError:
                 raise
@@ -282,6 +383,11 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
                     t.role = "output"
     finally:
         _ctx.ST = None
+        sys.path[:], sys.meta_path[:] = saved_path, saved_meta
+        for m in set(sys.modules) - saved_mods:  # the kernel's helpers and stand-ins go with the trace
+            f = getattr(sys.modules.get(m), "__file__", None) or ""
+            if isinstance(sys.modules.get(m), _Absent) or f.startswith(tuple(saved_path_heads)):
+                sys.modules.pop(m, None)
     return _to_json(st, hw, name or f"{label}:{fname}")
 
 
@@ -314,7 +420,10 @@ def _strip(body):
         if "loop" in n:
             n = dict(n)
             n.pop("source", None)
+            lid = n.pop("_lid", None)
             n["body"] = _strip(n["body"])
+            if lid in _ctx.ST.splits:
+                n = _split_loop(n, _ctx.ST.splits[lid])
             out.append(n)
         else:
             if "_cost" in n:
@@ -322,6 +431,43 @@ def _strip(body):
                 _finish_cost(n, 1, 1)
             out.append({k: v for k, v in n.items() if not k.startswith("_")})
     return out
+
+
+def _split_loop(n, m):
+    """Loop `i` whose index was taken % m or // m: loops `i_q` (ceil(trip/m)) and `i_r` (m), `i`
+    replaced by `(m*i_q + i_r)` in every index and guard below, and, when m does not divide the
+    trip, a guard skipping the iterations past its end."""
+    name, trip = n["loop"], n["trip"]
+    q, r = f"{name}_q", f"{name}_r"
+    pat = re.compile(r"\b%s\b" % re.escape(name))
+    rep = f"({m}*{q} + {r})"
+    extra = [f"{trip - 1} - {m}*{q} - {r}"] if trip % m else []
+
+    def expr(x):  # only indices and guards name loops
+        return pat.sub(rep, x) if isinstance(x, str) else x
+
+    def fix(x):
+        if isinstance(x, list):
+            return [fix(v) for v in x]
+        if not isinstance(x, dict):
+            return x
+        d = dict(x)
+        if "body" in x:
+            d["body"] = fix(x["body"])
+        if "block" in x:
+            d["block"] = [expr(v) for v in x["block"]]
+        for key in ("reads", "writes"):
+            if key in x:
+                d[key] = fix(x[key])
+        if "engine" in x and ("when" in x or extra):
+            d["when"] = [expr(v) for v in x.get("when", [])] + extra
+        return d
+
+    inner = {"loop": r, "trip": min(m, trip), "body": fix(n["body"])}
+    outer = {"loop": q, "trip": -(-trip // m), "body": [inner]}
+    if "kind" in n:
+        inner["kind"] = outer["kind"] = n["kind"]
+    return outer
 
 
 def _to_json(st, hw, label):
@@ -342,7 +488,7 @@ def _to_json(st, hw, label):
             j["blocks"] = list(t.blocks)
             j["partitions"] = t.pdim
             j["free"] = list(t.free)
-        j["dtype"] = t.dtype
+        j["dtype"] = t.dt
         j["source"] = t.source
         if t.buffer != "hbm":
             a = t.alloc
@@ -366,13 +512,37 @@ def _to_json(st, hw, label):
     return k
 
 
-def trace_file(spec, inputs, grid=None, hardware=None):
+def parse_arg(text):
+    """--arg 'eps=1e-6' -> ('eps', 1e-06): a Python literal (int, float, bool, None, tuple, list,
+    string) or a dtype name (`float32`, `nl.bfloat16`), which becomes the stand-in dtype."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=(.*)", text, re.S)
+    if not m:
+        raise TraceError(f"--arg {text!r}: expected NAME=VALUE (a Python literal, e.g. eps=1e-6 or shape=(3,4))")
+    name, value = m.group(1), m.group(2).strip()
+    dt = re.fullmatch(r"(?:(?:nl|np|numpy|nki\.language)\.)?([A-Za-z_]\w*)", value)
+    if dt and value not in ("True", "False", "None"):
+        n = _ALIASES.get(dt.group(1), dt.group(1))
+        if n in _DTYPES:
+            return name, _DTYPES[n][1]
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise TraceError(f"--arg {text!r}: {value!r} is not a Python literal (int, float, bool, None, tuple, "
+                         "string in quotes) or a dtype (float32, nl.bfloat16)") from None
+
+
+def trace_file(spec, inputs, grid=None, hardware=None, args=()):
     """The CLI's form: ``spec`` is FILE.py[:FUNCTION], ``inputs`` are 'name=AxB:dtype' strings
-    bound to the kernel's parameters by name."""
+    and ``args`` 'name=literal' strings, bound to the kernel's parameters by name."""
     kw = {}
     for text in inputs:
         n, shape, dt = parse_input(text)
         if n in kw:
             raise TraceError(f"--input {text!r}: {n} given twice")
         kw[n] = (shape, dt)
+    for text in args:
+        n, v = parse_arg(text)
+        if n in kw:
+            raise TraceError(f"--arg {text!r}: {n} given twice")
+        kw[n] = v
     return trace(spec, grid=grid, hardware=hardware, **kw)

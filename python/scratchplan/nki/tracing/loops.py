@@ -47,6 +47,7 @@ def _symbolic_loop(api, kind, args):
     if kind != "affine":
         node["kind"] = kind
     node["source"] = f"{_ctx.ST.label}:{line}"
+    node["_lid"] = lid
     _ctx.ST.stack[-1].append(node)
     _ctx.ST.stack.append(node["body"])
     _ctx.ST.loop_scope.append(lid)

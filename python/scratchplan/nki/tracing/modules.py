@@ -118,6 +118,7 @@ def _build_modules():
     nl.bool_ = _DTYPES["uint8"][1]
     nl.float8_e4m3 = nl.float8_e5m2 = nl.float8_e4m3fn = _DTYPES["float8"][1]
     nl.uint16 = _DTYPES["int16"][1]
+    nl.fp32, nl.fp16, nl.bf16, nl.tf32 = (_DTYPES[n][1] for n in ("float32", "float16", "bfloat16", "tfloat32"))
     # buffers
     nl.sbuf, nl.psum, nl.hbm, nl.private_hbm, nl.shared_hbm = _SBUF, _PSUM, _HBM, _HBM, _SHARED_HBM
     nl.par_dim = lambda n: _ParDim(int(n))
@@ -216,7 +217,7 @@ def _build_modules():
         if mask is not None:
             v = View(v.tensor, v.dims, mask)
         _read(ins, v, allow_hbm=True)
-        return _result(ins, line, "nl.load", v.shape, _dtype_name(dtype) if dtype else v.dtype)
+        return _result(ins, line, "nl.load", v.shape, _dtype_name(dtype) if dtype else v.dt)
 
     def load_transpose2d(src, *, mask=None, dtype=None, **kw):
         ins, line = _new_instr("load_transpose2d", "DMA", "dma")
@@ -226,7 +227,7 @@ def _build_modules():
             v = View(v.tensor, v.dims, mask)
         _read(ins, v, allow_hbm=True)
         s = tuple(v.shape)
-        return _result(ins, line, "nl.load_transpose2d", s[::-1] if len(s) == 2 else s, _dtype_name(dtype) if dtype else v.dtype)
+        return _result(ins, line, "nl.load_transpose2d", s[::-1] if len(s) == 2 else s, _dtype_name(dtype) if dtype else v.dt)
 
     def store(dst, value, *, mask=None, **kw):
         ins, line = _new_instr("store", "DMA", "dma")
@@ -264,7 +265,7 @@ def _build_modules():
         v, _, _ = _read(ins, src, "source", allow_hbm=True)
         s = tuple(v.shape)
         out = tuple(s[a] for a in axes) if axes is not None else s[::-1]
-        return _result(ins, line, "nisa.dma_transpose", out, _dtype_name(dtype) if dtype else v.dtype)
+        return _result(ins, line, "nisa.dma_transpose", out, _dtype_name(dtype) if dtype else v.dt)
 
     def atomic_rmw(dst, value, op=None, *, mask=None, **kw):
         # A read-modify-write of an HBM slice by DMA: reads the value tile and the destination.
@@ -295,7 +296,7 @@ def _build_modules():
         if ss[1] > 128 or ms[1] > 512:
             _fail(f"nc_matmul tile too large: stationary free {ss[1]} (max 128), moving free {ms[1]} (max 512)")
         ins["_stat_n"] = ss[1]
-        ins["_fp32"] = s.dtype == "float32"
+        ins["_fp32"] = s.dt == "float32"
         return _result(ins, line, "nisa.nc_matmul", (ss[1], ms[1]), "float32", "psum")
 
     nisa.nc_matmul = nc_matmul
@@ -309,7 +310,7 @@ def _build_modules():
         sa, sb = tuple(a.shape), tuple(b.shape)
         m = sa[1] if transpose_x else sa[0]
         ins["_stat_n"] = m
-        ins["_fp32"] = a.dtype == "float32"
+        ins["_fp32"] = a.dt == "float32"
         return _result(ins, line, "nl.matmul", (m, sb[1]), "float32", "psum")
 
     nl.matmul = matmul
@@ -322,7 +323,7 @@ def _build_modules():
             _hidden("nc_transpose", "identity")
         ins, line = _new_instr("nc_transpose", eng, "transpose_pe" if eng == "Tensor" else "alu")
         _read(ins, v)
-        return _result(ins, line, "nisa.nc_transpose", s[::-1], _dtype_name(dtype) if dtype else v.dtype,
+        return _result(ins, line, "nisa.nc_transpose", s[::-1], _dtype_name(dtype) if dtype else v.dt,
                        "psum" if eng == "Tensor" else "sbuf")
 
     nisa.nc_transpose = nc_transpose
@@ -342,7 +343,7 @@ def _build_modules():
             rr = _as_view(reduce_res, "reduce_res")
             acc, _, _ = rr.access(write=True)
             ins["writes"].append(acc)
-        return _result(ins, line, "nisa.activation", v.shape, _dtype_name(dtype) if dtype else v.dtype)
+        return _result(ins, line, "nisa.activation", v.shape, _dtype_name(dtype) if dtype else v.dt)
 
     nisa.activation = activation
     nisa.activation_reduce = lambda op, data, *, reduce_op=None, reduce_res=None, bias=None, scale=1.0, **kw: \

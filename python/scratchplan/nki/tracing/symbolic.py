@@ -85,7 +85,31 @@ class Sym:
         # Exact when every coefficient (and the constant) divides: i*128 // 128 == i.
         if op == "//" and all(c % o.c == 0 for c in self.t.values()) and self.c % o.c == 0:
             return _mk(self.c // o.c, {k: c // o.c for k, c in self.t.items()})
+        q = self._split(o.c, op)
+        if q is not None:
+            return q
         _fail(f"'{op}' of a symbolic index ({self}) is not affine")
+
+    def _split(self, m, op):
+        """(a*i + c) % m or // m of one loop index i: the loop is written as i = m*q + r (q, r
+        loop indices of their own in the kernel JSON), which makes both exact when the result is
+        affine in r over r = 0..m-1 (i % 2, (i + 1) % 2, i // 4); None otherwise."""
+        if len(self.t) != 1 or m <= 0:
+            return None
+        (k, a), = self.t.items()
+        if k[0] != "L" or len(k) != 2:
+            return None
+        lid = k[1]
+        if _ctx.ST.splits.setdefault(lid, m) != m:
+            _fail(f"index {_ctx.ST.loops[lid][0]} is taken modulo both {_ctx.ST.splits[lid]} and {m}; one modulus per loop")
+        tab = [(a * r + self.c) % m if op == "%" else (a * r + self.c) // m for r in range(m)]
+        d = tab[1] - tab[0] if m > 1 else 0
+        if any(tab[r] != tab[0] + d * r for r in range(m)):
+            return None
+        t = {("L", lid, "r"): d}
+        if op == "//":
+            t[("L", lid, "q")] = a
+        return _mk(tab[0], t)
 
     def __floordiv__(self, o):
         return self._divmod_const(o, "//")
@@ -189,6 +213,9 @@ _ST_AR = []  # arange registry of the current trace: {"n": size, "start": s, "ax
 
 
 def _var_range(k):
+    if k[0] == "L" and len(k) == 3:  # quotient / remainder of a split loop index
+        trip, m = _ctx.ST.loops[k[1]][1], _ctx.ST.splits[k[1]]
+        return 0, (-(-trip // m) if k[2] == "q" else min(m, trip)) - 1
     if k[0] == "L":
         return 0, _ctx.ST.loops[k[1]][1] - 1
     a = _ST_AR[k[1]]
@@ -197,7 +224,7 @@ def _var_range(k):
 
 def _var_name(k):
     if k[0] == "L":
-        return _ctx.ST.loops[k[1]][0]
+        return _ctx.ST.loops[k[1]][0] + (f"_{k[2]}" if len(k) == 3 else "")
     return f"arange{k[1]}"
 
 
@@ -260,3 +287,47 @@ class Pred:
                 b = x.c - g.c
                 best = b if best is None else max(best, b)
         return best
+
+
+def bounds_under(x, cons, limit=1 << 20):
+    """[lo, hi] of affine x over the iterations where every g in cons is >= 0 (masks and branch
+    conditions): exact by enumerating the variables x shares with the constraints (at most
+    `limit` points), else the plain bounds. None when no iteration satisfies them."""
+    x = Sym.of(x)
+    cons = [Sym.of(g) for g in cons if not Sym.of(g).is_const() or Sym.of(g).c < 0]
+    if not cons or np is None:
+        return x.bounds()
+    if any(g.is_const() for g in cons):
+        return None  # a constant false constraint
+    keys = set(x.t)
+    rel, grew = [], True
+    while grew:  # constraints connected to x's variables, transitively
+        grew = False
+        for g in cons:
+            if not any(g is r for r in rel) and (not keys or keys & set(g.t)):
+                rel.append(g)
+                keys |= set(g.t)
+                grew = True
+    keys = sorted(keys)
+    size = 1
+    for k in keys:
+        a, b = _var_range(k)
+        size *= b - a + 1
+    if not rel or size > limit:
+        return x.bounds()
+    grids = np.meshgrid(*[np.arange(_var_range(k)[0], _var_range(k)[1] + 1) for k in keys], indexing="ij", copy=False)
+    env = dict(zip(keys, grids))
+
+    def ev(s):
+        v = np.full(grids[0].shape if grids else (), s.c, dtype=np.int64)
+        for k, c in s.t.items():
+            v = v + c * env[k]
+        return v
+
+    ok = np.ones(grids[0].shape if grids else (), dtype=bool)
+    for g in rel:
+        ok &= ev(g) >= 0
+    if not ok.any():
+        return None
+    vals = ev(x)[ok]
+    return int(vals.min()), int(vals.max())

@@ -8,8 +8,8 @@ import re
 from .context import np
 from . import context as _ctx
 from .context import PARTITIONS, TraceError, _fail, _is_int
-from .dtypes import _itemsize
-from .symbolic import Sym, _ST_AR, _affine_text
+from .dtypes import _DTYPES, _dtype_name, _itemsize
+from .symbolic import Pred, Sym, _ST_AR, _affine_text, bounds_under
 
 
 class _Alloc:
@@ -93,7 +93,8 @@ class Tensor(_Arithmetic):
     def __init__(self, name, shape, dtype, alloc, role="internal", implicit=False, source="", pdim_at=None):
         self.name = name
         self.shape = tuple(int(s) for s in shape)
-        self.dtype = dtype
+        self.dt = _dtype_name(dtype)  # canonical name; .dtype is the stand-in object kernels compare
+        self.scope = set(_ctx.ST.loop_scope) if _ctx.ST is not None else set()  # loops open at the declaration
         self.alloc = alloc
         self.buffer = alloc.buffer
         self.role = role
@@ -112,8 +113,13 @@ class Tensor(_Arithmetic):
         return len(self.shape)
 
     @property
+    def dtype(self):
+        """The stand-in dtype object (nl.bfloat16 & co.): compares, hashes and np.dtype()s like NKI's."""
+        return _DTYPES[self.dt][1]
+
+    @property
     def itemsize(self):
-        return _itemsize(self.dtype)
+        return _itemsize(self.dt)
 
     @property
     def blocks(self):
@@ -169,7 +175,7 @@ class Tensor(_Arithmetic):
         return self.reshape(shape)
 
     def _hbm_alias(self, shape):
-        t = Tensor(self.name, shape, self.dtype, self.alloc, self.role, source=self.source)
+        t = Tensor(self.name, shape, self.dt, self.alloc, self.role, source=self.source)
         t._alias = getattr(self, "_alias", self)
         return t
 
@@ -183,7 +189,7 @@ class Tensor(_Arithmetic):
         return self.view()._op(other, name, rev)
 
     def __repr__(self):
-        return f"<nki tensor {self.name} {self.shape} {self.dtype} {self.buffer}>"
+        return f"<nki tensor {self.name} {self.shape} {self.dt} {self.buffer}>"
 
 
 class _Dim:
@@ -227,6 +233,10 @@ class View(_Arithmetic):
     @property
     def dtype(self):
         return self.tensor.dtype
+
+    @property
+    def dt(self):
+        return self.tensor.dt
 
     @property
     def itemsize(self):
@@ -303,6 +313,9 @@ class View(_Arithmetic):
     def access(self, write=False):
         """(json access, partitions touched, bytes per partition touched) with bounds checks."""
         t = self.tensor
+        # The access happens only where its mask and the enclosing branch conditions hold, so
+        # its range is taken over those iterations (an access the mask switches off is legal).
+        cons = [g for c in _ctx.ST.guards for g in c] + (list(self.mask.cons) if isinstance(self.mask, Pred) else [])
         ranges = []  # per dim: (lo, hi) inclusive over every iteration
         for d, dim in enumerate(self.dims):
             n = t.shape[d]
@@ -310,7 +323,8 @@ class View(_Arithmetic):
                 lo, hi = 0, n - 1
             elif dim.vec is not None:
                 v = Sym.of(dim.vec)
-                lo, hi = v.bounds()
+                r = bounds_under(v, cons) if cons else v.bounds()
+                lo, hi = r if r is not None else (0, n - 1)
                 if self.mask is not None:
                     u, l2 = self.mask.upper(v), self.mask.lower(v)
                     if u is not None:
@@ -319,7 +333,8 @@ class View(_Arithmetic):
                         lo = max(lo, l2)
             else:
                 s = Sym.of(dim.start)
-                lo, hi = s.bounds()
+                r = bounds_under(s, cons) if cons else s.bounds()
+                lo, hi = r if r is not None else (0, n - dim.size * dim.step)
                 hi += (dim.size - 1) * dim.step
                 if self.mask is not None and not s.is_const():
                     u = self.mask.upper(s)
@@ -399,7 +414,7 @@ class Pending(_Arithmetic):
     def __init__(self, instr, shape, dtype, buffer, api, line):
         self.instr = instr
         self.shape = tuple(shape)
-        self.dtype = dtype
+        self.dt = _dtype_name(dtype)
         self.buffer = buffer
         self.api = api
         self.line = line
@@ -407,8 +422,13 @@ class Pending(_Arithmetic):
         self.target = None
 
     @property
+    def dtype(self):
+        """The stand-in dtype object (nl.bfloat16 & co.): compares, hashes and np.dtype()s like NKI's."""
+        return _DTYPES[self.dt][1]
+
+    @property
     def itemsize(self):
-        return _itemsize(self.dtype)
+        return _itemsize(self.dt)
 
     @property
     def ndim(self):
@@ -424,7 +444,7 @@ class Pending(_Arithmetic):
             if shape[0] > PARTITIONS:
                 raise TraceError(f"{_ctx.ST.label}:{self.line}: the result of {self.api} has partition dim {shape[0]} > "
                                  f"{PARTITIONS}")
-            t = Tensor(name, shape, self.dtype, _Alloc(self.buffer, "auto"), implicit=True,
+            t = Tensor(name, shape, self.dt, _Alloc(self.buffer, "auto"), implicit=True,
                        source=f"{_ctx.ST.label}:{self.line}")
             t.api = self.api
             _register(t)
@@ -436,6 +456,10 @@ class Pending(_Arithmetic):
 
     def __getitem__(self, key):
         return self.materialize()[key]
+
+    def __setitem__(self, key, value):
+        # `out = f(...)` then `out[...] = g(out)`: the result becomes a tensor written again
+        self.materialize()[key] = value
 
     def __iadd__(self, o):
         v = self.materialize()
