@@ -217,11 +217,13 @@ class _AbsentFinder:
 def _input_spec(x, name):
     """An input: (shape, dtype) tuple, 'AxB:dtype' text, or anything with .shape/.dtype."""
     if isinstance(x, str):
+        if not re.fullmatch(r"\s*[0-9]+(?:x[0-9]+)*\s*(?::\s*\w+)?\s*", x):
+            return None  # a string argument, passed through
         _, shape, dt = parse_input(f"{name}={x}")
         return shape, dt
     if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (tuple, list)):
         return tuple(int(s) for s in x[0]), _dtype_name(x[1], "input dtype")
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
+    if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, type):  # np.float32 is a dtype argument
         dt = x.dtype
         name_ = str(dt).replace("torch.", "")
         return tuple(int(s) for s in x.shape), _dtype_name(_ALIASES.get(name_, name_), "input dtype")
