@@ -69,6 +69,47 @@ def kernel(x):
     assert k["tensors"][1]["free"] == [128] and k["tensors"][1]["dtype"] == "bfloat16"
 
 
+
+def test_dtype_ranges_and_sizes_like_numpy(tmp_path):
+    # nl.fp32.min as a fill value (-inf stand-in of flash attention), finfo/iinfo facts of every dtype
+    path = write(tmp_path, "k.py", """
+@nki.jit
+def kernel(x):
+    assert nl.fp32.min == np.finfo(np.float32).min and nl.float16.max == 65504.0
+    assert nl.int8.min == -128 and nl.uint8.max == 255 and nl.int32.max == 2**31 - 1
+    assert nl.bfloat16.max > 3.3e38 and nl.bfloat16.bits == 16 and nl.bfloat16.itemsize == 2
+    assert np.dtype(nl.bfloat16).itemsize == 2 and nl.float32 == np.float32 and nl.bfloat16 != nl.float16
+    assert {nl.bfloat16: 1}[x.dtype] == 1 and str(x.dtype) == "bfloat16"
+    t = nl.full((128, 4), fill_value=nl.fp32.min, dtype=nl.float32, buffer=nl.sbuf)
+    out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=t)
+    return out
+""")
+    nki.trace(path, x=((128, 4), "bf16"))
+
+
+def test_integer_on_a_free_dim_keeps_it_and_bool_masks_fold(tmp_path):
+    # l[:, i] is a (128, 1) tile a helper indexes again as l[:, 0]; `(i < n) & flag` with a Python bool flag
+    path = write(tmp_path, "k.py", """
+def helper(l_col, out_col):
+    out_col[:, 0] = nl.exp(l_col[:, 0])
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    l = nl.load(x)
+    r = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    causal = True
+    for i in nl.affine_range(8):
+        if (i < 6) & causal:
+            assert l[:, i].shape == (128, 1)
+            helper(l[:, i], r[:, i])
+    nl.store(out, value=r)
+    return out
+""")
+    k = nki.trace(path, x=((128, 8), "fp32"))
+    assert any(ins.get("when") for ins in instrs(k["body"]))
+
 MASKED = """
 @nki.jit
 def kernel(x):

@@ -10,14 +10,60 @@ _DTYPES = {}  # canonical name -> (bytes, stand-in dtype object)
 _NAME_OF = {}  # id(dtype object) or numpy dtype -> canonical name
 
 
+# Value ranges kernels read as `nl.fp32.min` (reference_attention's -inf stand-in); numpy's
+# finfo/iinfo for numpy types, the formats' own limits for the others.
+_RANGES = {"bfloat16": 3.3895313892515355e38, "tfloat32": 3.4028234663852886e38, "float8": 448.0}
+
+
+class NkiDtype:
+    """A dtype stand-in: compares and hashes like its numpy dtype (so `np.dtype(x)`, `x == nl.bfloat16`,
+    dict keys and `.itemsize` work as with NKI's numpy/ml_dtypes types) and carries the value range
+    (`.min`, `.max`) and `.bits` kernels read."""
+    __slots__ = ("name", "itemsize", "dtype", "min", "max", "bits", "kind")
+
+    def __init__(self, name, size, np_dtype):
+        self.name, self.itemsize, self.dtype, self.bits = name, size, np_dtype, 8 * size
+        self.kind = np_dtype.kind if np_dtype.kind != "V" else "f"
+        if np_dtype.kind in "iu":
+            info = np.iinfo(np_dtype)
+            self.min, self.max = int(info.min), int(info.max)
+        elif np_dtype.kind == "f":
+            info = np.finfo(np_dtype)
+            self.min, self.max = float(info.min), float(info.max)
+        else:
+            self.min, self.max = -_RANGES[name], _RANGES[name]
+
+    def __eq__(self, other):
+        if isinstance(other, NkiDtype):
+            return self.name == other.name
+        if isinstance(other, str):
+            return _ALIASES.get(other, other) == self.name
+        try:
+            return self.dtype == other
+        except TypeError:
+            return False
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(self.dtype)
+
+    def __repr__(self):
+        return f"dtype('{self.name}')"
+
+    __str__ = lambda self: self.name
+
+
 def _mk_dtype(name, size, np_name=None):
     if np is not None:
-        obj = np.dtype(np_name) if np_name else np.dtype(f"V{size}")
+        npd = np.dtype(np_name) if np_name else np.dtype(f"V{size}")
+        obj = NkiDtype(name, size, npd)
+        if np_name:
+            _NAME_OF[npd] = name
     else:
         obj = name
     _DTYPES[name] = (size, obj)
-    if np_name:
-        _NAME_OF[np.dtype(np_name)] = name
     _NAME_OF[id(obj)] = name
     return obj
 

@@ -260,6 +260,9 @@ class Pred:
         _fail("'!=' is not an affine mask")
 
     def __and__(self, o):
+        if isinstance(o, (bool, np.bool_) if np is not None else bool):
+            # `(i < n) & causal_mask` where the kernel set causal_mask = True: Python bools fold in
+            return self if o else Pred([-1])
         if not isinstance(o, Pred):
             _fail("a mask combines comparisons with &")
         return Pred(self.cons + o.cons)

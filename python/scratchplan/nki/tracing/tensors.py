@@ -304,7 +304,10 @@ class View(_Arithmetic):
             s = Sym.of(k)
             if isinstance(s, Sym) and s.has_arange():
                 return _Dim(vec=base + step0 * s, size=1)
-            return _Dim(base + step0 * (s if not s.is_const() else s.c), 1, 1, scalar=True)
+            # An integer on an on-chip free dim keeps it with size 1 (`l[:, i]` is a (P, 1) bias tile
+            # that kernels index again as `l[:, i][:, 0]`); on block and HBM dims it drops the dim.
+            keep = t.buffer != "hbm" and d > t.nb
+            return _Dim(base + step0 * (s if not s.is_const() else s.c), 1, 1, scalar=not keep)
         if isinstance(k, _MGrid):
             _fail("index with the unpacked mgrid fields (ip, jf = nl.mgrid[...]) or .p / .x")
         _fail(f"unsupported index {k!r} for tensor {t.name}")
