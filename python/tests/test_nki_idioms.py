@@ -88,8 +88,8 @@ def kernel(x):
     nki.trace(path, x=((128, 4), "bf16"))
 
 
-def test_integer_on_a_free_dim_keeps_it_and_bool_masks_fold(tmp_path):
-    # l[:, i] is a (128, 1) tile a helper indexes again as l[:, 0]; `(i < n) & flag` with a Python bool flag
+def test_integer_on_a_free_dim_stays_indexable_and_bool_masks_fold(tmp_path):
+    # l[:, i] passed to a helper that indexes it again as l[:, 0]; `(i < n) & flag` with a Python bool flag
     path = write(tmp_path, "k.py", """
 def helper(l_col, out_col):
     out_col[:, 0] = nl.exp(l_col[:, 0])
@@ -102,7 +102,7 @@ def kernel(x):
     causal = True
     for i in nl.affine_range(8):
         if (i < 6) & causal:
-            assert l[:, i].shape == (128, 1)
+            assert l[:, i].shape == (128,) and l[:, i][:, 0].shape == (128,)
             helper(l[:, i], r[:, i])
     nl.store(out, value=r)
     return out
@@ -265,3 +265,128 @@ def kernel(x):
 """)
     with pytest.raises(BadInput, match=r"^k\.py:\d+: .*frobnicate"):
         nki.trace(path, x=((128, 64), "fp32"))
+
+
+
+def placements(k):
+    return {t["name"]: t["alloc"].get("tiles") for t in k["tensors"] if t["buffer"] != "hbm"}
+
+
+def test_new_api_dst_first_calls_and_addresses(tmp_path):
+    # The new namespace's tutorial calls: dst-first nc_matmul, tensor_copy(dst=, src=), memset,
+    # tensor_tensor, dma_copy, and address=(partition, byte) (PSUM at bank * 2048).
+    p = tmp_path / "k.py"
+    p.write_text("""import nki
+import nki.language as nl
+import nki.isa as nisa
+
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    sa = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 0))
+    sb = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 256))
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 2 * 2048))
+    res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 1280))
+    nisa.dma_copy(dst=sa, src=a)
+    nisa.dma_copy(dst=sb, src=b)
+    nisa.memset(dst=res, value=0.0)
+    nisa.nc_matmul(acc, sa, sb)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.tensor_tensor(dst=res, data1=res, data2=res, op=nl.add)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+""")
+    k = nki.trace(str(p), a=((128, 128), "bf16"), b=((128, 512), "bf16"))
+    pl = placements(k)
+    assert pl["acc"] == [[0, 4096]] and pl["sb"] == [[0, 256]]
+    names = [i["name"] for i in instrs(k["body"])]
+    assert names.count("nc_matmul") == 1 and "memset" in names and "tensor_copy" in names
+    mm = next(i for i in instrs(k["body"]) if i["name"] == "nc_matmul")
+    assert [w["tensor"] for w in mm["writes"]] == ["acc"]
+    assert nki.check(k).clean
+
+
+STACK = """
+@ncc.enable_stack_allocator(log_level=20)
+@ncc.skip_middle_end_transformations
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((2, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        a = nl.ndarray((par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)   # stack: loop frame
+        a[...] = nl.load(x[i])
+        acc = nl.ndarray((par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)  # stack: bank 0
+        acc[...] = nisa.nc_matmul(a[:, 0:128], a)
+        b = nl.copy(acc)                                                    # a call's result: the loop frame
+        PLACE
+        nl.store(out[i], value=b)
+    for j in nl.affine_range(2):
+        c = nl.ndarray((par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)   # the sibling loop reuses a's bytes
+        c[...] = nl.load(x[j])
+        nl.store(out[j], value=c)
+    return out
+"""
+
+
+def test_stack_allocator_places_automatic_tensors_per_frame(tmp_path):
+    path = write(tmp_path, "k.py", STACK.replace("PLACE", ""))
+    k = nki.trace(path, x=((2, 128, 512), "fp32"))
+    pl = placements(k)
+    # the kernel frame starts after the allocator's hidden (128, 1) fp32 bias tile
+    assert pl["a"] == [[0, 4]] and pl["b"] == [[0, 2052]] and pl["c"] == [[0, 4]] and pl["acc"] == [[0, 0]]
+    assert nki.check(k).clean
+
+
+def test_stack_and_explicit_psum_share_a_bank_checked_by_lifetime(tmp_path):
+    # An explicit mod_alloc on bank 0 while the stack's acc (bank 0) is still to be read: an overlap;
+    # the same bank after acc's last read is legal.
+    late = ("p = nl.ndarray((par_dim(128), 512), dtype=nl.float32, buffer=ncc.psum.mod_alloc(base_bank=0))\n"
+            "        p[...] = nisa.nc_matmul(a[:, 0:128], a)\n        b2 = nl.copy(p)")
+    k = nki.trace(write(tmp_path, "ok.py", STACK.replace("PLACE", late)), x=((2, 128, 512), "fp32"))
+    assert nki.check(k).clean
+    early = STACK.replace("        b = nl.copy(acc)", "        PRE\n        b = nl.copy(acc)").replace("PLACE", "")
+    early = early.replace("PRE", "p = nl.ndarray((par_dim(128), 512), dtype=nl.float32, "
+                          "buffer=ncc.psum.mod_alloc(base_bank=0))\n        p[...] = nisa.nc_matmul(a[:, 0:128], a)")
+    k = nki.trace(write(tmp_path, "bad.py", early), x=((2, 128, 512), "fp32"))
+    v = nki.check(k).violations
+    assert v and v[0]["tensor"] == "acc" and v[0]["overwritten_by"]["tensor"] == "p"
+
+
+def test_stack_overflow_is_one_located_line(tmp_path):
+    path = write(tmp_path, "k.py", """
+@ncc.enable_stack_allocator
+@nki.jit
+def kernel(x):
+    a = nl.ndarray((4, par_dim(128), 12288), dtype=nl.float32, buffer=nl.sbuf)
+    return x
+""")
+    with pytest.raises(BadInput, match=r"^k\.py:\d+: stack overflow on sbuf: tensor a needs 196608 bytes"):
+        nki.trace(path, x=((128, 4), "fp32"))
+
+
+def test_indirect_dma_masked_subscript_and_lazy_psum(tmp_path):
+    # x[idx_tile, f] (run-time row indices), w[e[0, 0], ...], tile[pred] as a mask, a lazily
+    # initialized PSUM accumulator summed over h with an inner loop b indexing it.
+    path = write(tmp_path, "k.py", """
+@nki.jit
+def kernel(x, ids, w):
+    out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    idx = nl.load(ids)
+    e = nl.load(ids[0:1, 0:1])
+    ip, jf = nl.mgrid[0:128, 0:256]
+    rows = nl.load(x[idx[ip, 0], jf])
+    wt = nl.load(w[e[0, 0], ip, jf])
+    acc = nl.zeros((2, par_dim(128), 128), dtype=nl.float32, buffer=nl.psum, lazy_initialization=True)
+    for h in nl.affine_range(2):
+        for b in nl.affine_range(2):
+            k = nl.arange(128)[None, :] + 128 * b
+            acc[b, 0:128, 0:128] += nisa.nc_matmul(wt[ip, k][k < 200], rows[:, 0:128], mask=(k < 200))
+    nl.store(out[:, 0:128], value=acc[0])
+    return out
+""")
+    k = nki.trace(path, x=((1024, 256), "fp32"), ids=((128, 1), "int32"), w=((4, 128, 256), "fp32"))
+    loads = [i for i in instrs(k["body"]) if i["name"] == "load"]
+    assert any({r["tensor"] for r in i["reads"]} == {"x", "idx"} for i in loads)
+    firsts = [i for i in instrs(k["body"]) if i["name"] == "nc_matmul" and not any(w.get("accumulate") for w in i["writes"])]
+    assert firsts and all(i.get("when") for i in firsts)  # the first h starts each b's group
+    assert not any(i["name"] == "memset" for i in instrs(k["body"]))

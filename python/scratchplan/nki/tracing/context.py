@@ -66,21 +66,35 @@ class _State:
         self.splits = {}                  # loop id -> m: the loop is written as m*q + r (its index is taken % m or // m)
         self.running = False              # the kernel function runs (module code is done)
         self.pendings = []                # every call result, to store the unused ones at the end
+        self.lines = None                 # the kernel file's source lines (read once)
+        self.name_next = {}               # tensor name -> next suffix to try (unique names in O(1))
+        self.stack_alloc = None           # @enable_stack_allocator kernels: the StackAllocator placing auto tensors
 
 
 ST = None
 
 
+_IN_KERNEL = {}  # code object -> whether it runs from the kernel file being traced (per trace)
+_POSITIONS = {}  # code object -> its instruction positions
+
+
 def _site():
-    """(line, col) of the innermost frame executing the kernel file."""
+    """(line, col) of the innermost frame executing the kernel file. Called for every recorded
+    instruction, so the per-code-object facts are cached (a million-instruction trace)."""
     f = sys._getframe(1)
     path = ST.path if ST else None
     while f is not None:
-        if os.path.abspath(f.f_code.co_filename) == path:
+        code = f.f_code
+        mine = _IN_KERNEL.get(code)
+        if mine is None or mine[0] != path:
+            mine = _IN_KERNEL[code] = (path, os.path.abspath(code.co_filename) == path)
+        if mine[1]:
             col = 0
             try:
-                pos = list(f.f_code.co_positions())[f.f_lasti // 2]
-                col = pos[2] if pos[2] is not None else 0
+                pos = _POSITIONS.get(code)
+                if pos is None:
+                    pos = _POSITIONS[code] = list(code.co_positions())
+                col = pos[f.f_lasti // 2][2] or 0
             except Exception:
                 pass
             return f.f_lineno, col
@@ -98,11 +112,13 @@ def _fail(msg):
 
 
 def _line_text(line):
-    try:
-        with open(ST.path, encoding="utf-8") as f:
-            return f.read().splitlines()[line - 1]
-    except Exception:
-        return ""
+    if ST.lines is None:
+        try:
+            with open(ST.path, encoding="utf-8") as f:
+                ST.lines = f.read().splitlines()
+        except Exception:
+            ST.lines = []
+    return ST.lines[line - 1] if 0 < line <= len(ST.lines) else ""
 
 
 def _is_int(x):

@@ -119,6 +119,8 @@ def _read(ins, x, what="operand", allow_hbm=False):
         _fail(f"{ins['name']}: {what} {v.tensor.name} is in HBM; compute engines read SBUF/PSUM tiles (nl.load it)")
     acc, p, b = v.access()
     ins["reads"].append(acc)
+    for idx in getattr(v, "dyn", ()):  # run-time index tiles of an indirect DMA
+        _read(ins, idx, "index")
     return v, p, b
 
 
@@ -195,8 +197,9 @@ def _accumulate_into(target, other):
 
 
 def _group_loops(target):
-    """The loops an accumulation `t[...] += matmul` sums over: the innermost enclosing loops that do
-    not index the target, up to the first one that does or that encloses its declaration."""
+    """The loops an accumulation `t[...] += matmul` sums over: the enclosing loops inside the
+    target's declaration scope that do not index it (a loop indexing the target may sit inside
+    them: `for h: for b: acc[b] += mm(h, b)` sums over h)."""
     used = set()
     for dim in target.dims:
         if dim is not None:
@@ -206,9 +209,10 @@ def _group_loops(target):
                     used |= {k[1] for k in sx.t if k[0] == "L"}
     out = []
     for lid in reversed(_ctx.ST.loop_scope):
-        if lid in used or lid in target.tensor.scope:
+        if lid in target.tensor.scope:
             break
-        out.append(lid)
+        if lid not in used:
+            out.append(lid)
     return out
 
 

@@ -18,6 +18,7 @@ from .tensors import Tensor, _Alloc, _register, _unique
 from .instructions import _finish_cost
 from .loops import _Branch, _RangeRewriter, _sp_range
 from .modules import _Kernel, _Module, _build_modules
+from .stack import StackAllocator
 
 
 _MODULE_NAMES = ["neuronxcc", "neuronxcc.nki", "neuronxcc.nki.language", "neuronxcc.nki.isa",
@@ -318,6 +319,8 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
             if obj is None:
                 raise TraceError(f"{label}: no function {fname!r} in the file")
             kgrid = ()
+            if getattr(obj, "__sp_stack_allocator__", False):
+                st.stack_alloc = StackAllocator(hw)
             if isinstance(obj, _Kernel):
                 kgrid = obj.grid
                 obj = obj.func
@@ -500,7 +503,7 @@ def _to_json(st, hw, label):
                 j["alloc"] = {"kind": "mod_alloc", **a.kw}
                 if a.buffer == "psum" and not j["alloc"].get("num_free_tiles"):
                     j["alloc"].pop("num_free_tiles", None)  # PSUM rotates banks; the model has no such key
-            elif a.kind == "func":
+            elif a.kind in ("func", "stack"):
                 j["alloc"] = {"kind": "table", "tiles": t.table}
             elif a.kind == "address":
                 n = max(1, math.prod(t.blocks))

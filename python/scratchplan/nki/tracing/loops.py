@@ -10,6 +10,7 @@ from . import context as _ctx
 from .context import _fail, _is_int, _line_text, _site
 from .symbolic import Pred, Sym, _var_range
 from .declarations import _free_loop_name
+from .stack import on_loop_enter, on_loop_exit
 
 
 def _loop_args(args, api):
@@ -51,9 +52,11 @@ def _symbolic_loop(api, kind, args):
     _ctx.ST.stack[-1].append(node)
     _ctx.ST.stack.append(node["body"])
     _ctx.ST.loop_scope.append(lid)
+    on_loop_enter()
     try:
         yield start + step * Sym(0, {("L", lid): 1})
     finally:
+        on_loop_exit()
         _ctx.ST.stack.pop()
         _ctx.ST.loop_scope.pop()
 

@@ -132,14 +132,19 @@ def _build_modules():
             buffer = a[0]
         return _ndarray(shape, dtype, buffer, name, address, api="ndarray")
 
-    def zeros(shape, dtype, *a, buffer=None, name="", **kw):
-        return _ndarray(shape, dtype, a[0] if a else buffer, name, kw.get("address"), fill=0, api="zeros")
+    # lazy_initialization=True defers the fill to the first write, so no fill instruction (and a
+    # direct allocation is then legal: blockwise_mm's PSUM accumulator)
+    def zeros(shape, dtype, *a, buffer=None, name="", lazy_initialization=False, **kw):
+        return _ndarray(shape, dtype, a[0] if a else buffer, name, kw.get("address"),
+                        fill=None if lazy_initialization else 0, api="zeros")
 
-    def ones(shape, dtype, *a, buffer=None, name="", **kw):
-        return _ndarray(shape, dtype, a[0] if a else buffer, name, kw.get("address"), fill=1, api="ones")
+    def ones(shape, dtype, *a, buffer=None, name="", lazy_initialization=False, **kw):
+        return _ndarray(shape, dtype, a[0] if a else buffer, name, kw.get("address"),
+                        fill=None if lazy_initialization else 1, api="ones")
 
-    def full(shape, fill_value, dtype, *a, buffer=None, name="", **kw):
-        return _ndarray(shape, dtype, a[0] if a else buffer, name, kw.get("address"), fill=fill_value, api="full")
+    def full(shape, fill_value, dtype, *a, buffer=None, name="", lazy_initialization=False, **kw):
+        return _ndarray(shape, dtype, a[0] if a else buffer, name, kw.get("address"),
+                        fill=None if lazy_initialization else fill_value, api="full")
 
     def zeros_like(a, dtype=None, *, buffer=None, name="", **kw):
         return _ndarray(_shape_of(a), dtype or _dtype_of(a), buffer, name, None, fill=0, api="zeros_like")
@@ -215,7 +220,7 @@ def _build_modules():
         _guard(ins, mask)
         v = _as_view(src, "load source")
         if mask is not None:
-            v = View(v.tensor, v.dims, mask)
+            v = View(v.tensor, v.dims, mask, v.dyn)
         _read(ins, v, allow_hbm=True)
         return _result(ins, line, "nl.load", v.shape, _dtype_name(dtype) if dtype else v.dt)
 
@@ -224,7 +229,7 @@ def _build_modules():
         _guard(ins, mask)
         v = _as_view(src, "load source")
         if mask is not None:
-            v = View(v.tensor, v.dims, mask)
+            v = View(v.tensor, v.dims, mask, v.dyn)
         _read(ins, v, allow_hbm=True)
         s = tuple(v.shape)
         return _result(ins, line, "nl.load_transpose2d", s[::-1] if len(s) == 2 else s, _dtype_name(dtype) if dtype else v.dt)
@@ -639,8 +644,17 @@ def _build_modules():
             return lambda f: f
         return func
 
-    for n in ("skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc"):
+    for n in ("skip_middle_end_transformations", "force_auto_alloc"):
         setattr(ncc, n, _passthrough_decorator)
+
+    def enable_stack_allocator(func=None, **kw):
+        """Marks the kernel: its automatic tensors are placed by the stack allocator (stack.py)."""
+        def mark(f):
+            f.__sp_stack_allocator__ = True  # a _Kernel or a function (jit copies the mark)
+            return f
+        return mark if func is None else mark(func)
+
+    ncc.enable_stack_allocator = enable_stack_allocator
     ncc.multi_buffer = lambda factor=2: None
     ncc.no_reorder = lambda: None
     ncc.allocation_scope = lambda: _NullCtx()

@@ -196,19 +196,21 @@ class _Dim:
     """How one tensor dim is indexed: a range [start, start + size) with step (start affine in
     loop variables), or an index vector (an affine expression with arange terms)."""
 
-    __slots__ = ("start", "size", "step", "vec", "scalar")
+    __slots__ = ("start", "size", "step", "vec", "scalar", "keep")
 
-    def __init__(self, start=0, size=1, step=1, vec=None, scalar=False):
+    def __init__(self, start=0, size=1, step=1, vec=None, scalar=False, keep=False):
         self.start, self.size, self.step, self.vec, self.scalar = start, size, step, vec, scalar
+        self.keep = keep  # a scalar index on a free dim: gone from the shape, but open to further indexing
 
 
 class View(_Arithmetic):
     """A tensor with some dims indexed. `dims[d]` is None (whole dim) or a _Dim."""
 
-    def __init__(self, tensor, dims, mask=None):
+    def __init__(self, tensor, dims, mask=None, dyn=()):
         self.tensor = tensor
         self.dims = dims
         self.mask = mask
+        self.dyn = dyn  # tiles used as indices (indirect DMA): read by every instruction reading this view
 
     # shape of the result (what an instruction reading this view sees)
     @property
@@ -247,10 +249,12 @@ class View(_Arithmetic):
         return len(self.shape)
 
     def _open(self):
-        return [i for i, d in enumerate(self.dims) if d is None or (not d.scalar and d.vec is None)]
+        return [i for i, d in enumerate(self.dims) if d is None or d.keep or (not d.scalar and d.vec is None)]
 
     def __getitem__(self, key):
         t = self.tensor
+        if isinstance(key, Pred):  # `tile[idx < n]`: the mask written as a subscript (blockwise_mm's matmul operand)
+            return View(t, self.dims, key if self.mask is None else self.mask & key, self.dyn)
         if not isinstance(key, tuple):
             key = (key,)
         if any(k is Ellipsis for k in key):
@@ -264,13 +268,34 @@ class View(_Arithmetic):
         if len(key) > len(open_dims):
             _fail(f"too many indices ({len(key)}) for tensor {t.name} of shape {t.shape}")
         dims = list(self.dims)
+        dyn = list(self.dyn)
         for d, k in zip(open_dims, key):
+            if isinstance(k, (View, Tensor, Pending)):
+                dims[d] = self._dynamic_dim(d, k, len(key))
+                dyn.append(k)
+                continue
             dims[d] = self._index_dim(d, dims[d], k)
         vec = any(x is not None and x.vec is not None for x in dims)
         if vec and any(x is not None and x.vec is None and not x.scalar for x in dims):
             _fail(f"tensor {t.name} is indexed with nl.arange vectors and slices in one subscript; NKI does not mix "
                   "advanced and basic indexing (use vectors on every indexed dim, or slices)")
-        return View(t, dims, self.mask)
+        return View(t, dims, self.mask, tuple(dyn))
+
+    def _dynamic_dim(self, d, k, ndim):
+        """`x[idx_tile, f]` into HBM (indirect DMA): row values known only at run time. Recorded
+        as an index vector over the index tile's partitions (its position in the result), whose
+        values are taken as in range: HBM addresses are not allocated, the tile is only read."""
+        t = self.tensor
+        if t.buffer != "hbm":
+            _fail(f"tensor {t.name} is indexed by a tile; only HBM tensors take run-time indices (indirect DMA)")
+        shape = _ins._as_view(k, "index").shape
+        rows = shape[0] if shape else 1
+        if rows == 1:  # one run-time value (`w[expert[0, 0], ...]`): a scalar index, recorded as 0
+            return _Dim(0, 1, 1, scalar=True)
+        if rows > t.shape[d]:
+            _fail(f"index tile of {rows} rows into dim {d} of {t.name} of size {t.shape[d]}")
+        _ST_AR.append({"n": rows, "start": 0, "axis": 0, "ndim": ndim})
+        return _Dim(vec=Sym(0, {("A", len(_ST_AR) - 1): 1}), size=1)
 
     def _index_dim(self, d, cur, k):
         t = self.tensor
@@ -304,10 +329,11 @@ class View(_Arithmetic):
             s = Sym.of(k)
             if isinstance(s, Sym) and s.has_arange():
                 return _Dim(vec=base + step0 * s, size=1)
-            # An integer on an on-chip free dim keeps it with size 1 (`l[:, i]` is a (P, 1) bias tile
-            # that kernels index again as `l[:, i][:, 0]`); on block and HBM dims it drops the dim.
+            # An integer on an on-chip free dim drops it from the shape (`t[.., b_i, 0:n]` is a matmul
+            # operand) but kernels may still index it, as 0, through the view: `l[:, i]` passed to a
+            # helper that reads `l[:, 0]` (reference_attention's flash_fwd).
             keep = t.buffer != "hbm" and d > t.nb
-            return _Dim(base + step0 * (s if not s.is_const() else s.c), 1, 1, scalar=not keep)
+            return _Dim(base + step0 * (s if not s.is_const() else s.c), 1, 1, scalar=True, keep=keep)
         if isinstance(k, _MGrid):
             _fail("index with the unpacked mgrid fields (ip, jf = nl.mgrid[...]) or .p / .x")
         _fail(f"unsupported index {k!r} for tensor {t.name}")
@@ -423,6 +449,7 @@ class Pending(_Arithmetic):
         self.line = line
         self.tensor = None
         self.target = None
+        self.depth = len(_ctx.ST.stack_alloc.frames) if _ctx.ST.stack_alloc is not None else None
 
     @property
     def dtype(self):
@@ -450,7 +477,7 @@ class Pending(_Arithmetic):
             t = Tensor(name, shape, self.dt, _Alloc(self.buffer, "auto"), implicit=True,
                        source=f"{_ctx.ST.label}:{self.line}")
             t.api = self.api
-            _register(t)
+            _register(t, self.depth)
             self.tensor = t
             acc, p, b = t.view().access(write=True)
             self.instr["writes"].append(acc)
@@ -470,7 +497,7 @@ class Pending(_Arithmetic):
         return self
 
     def __getattr__(self, name):
-        if name in ("tensor", "instr", "target"):
+        if name in ("tensor", "instr", "target", "depth"):
             raise AttributeError(name)
         _fail(f"attribute .{name} of a call result is outside the supported NKI subset")
 
@@ -493,16 +520,23 @@ class _MGrid:
 
 def _unique(name):
     name = re.sub(r"[^A-Za-z0-9_.@]", "_", name) or "t"
-    n, i = name, 1
+    n, i = name, _ctx.ST.name_next.get(name, 1)
+    if i > 1:
+        n = f"{name}_{i}"
     while n in _ctx.ST.names:
         i += 1
         n = f"{name}_{i}"
+    _ctx.ST.name_next[name] = i
     _ctx.ST.names.add(n)
     return n
 
 
-def _register(t):
+def _register(t, depth=None):
+    """Records tensor `t`; under the stack allocator an automatic one is placed, in the frame at
+    `depth` (a call's result belongs to the scope of the call, not of its first use)."""
     _ctx.ST.tensors.append(t)
+    if _ctx.ST.stack_alloc is not None and t.buffer != "hbm" and t.alloc.kind == "auto":
+        _ctx.ST.stack_alloc.place(t, depth)
 
 
 # Cycle: these modules build on the classes above, so they are imported last.
