@@ -233,6 +233,9 @@ int run_plan(const NkiArgs& a) {
   if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
   if (Status st = outputs.add("--rewrite", a.rewrite_path); !st) return fail(st.error());
+  if (std::error_code ec; !a.rewrite_path.empty() &&
+      std::filesystem::equivalent(a.rewrite_path, std::regex_replace(a.kernel_path, std::regex(R"(:[A-Za-z_]\w*$)"), ""), ec))
+    return fail(bad_input("--rewrite " + a.rewrite_path + " is the kernel's own source; write the plan to another file"));
   std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
   const auto started = std::chrono::steady_clock::now();
   auto k = load(a);
@@ -259,6 +262,9 @@ int run_plan(const NkiArgs& a) {
     human << nki::plan_result_to_json(input_name(a.kernel_path), p).dump(1) << "\n";
   else
     human << nki::plan_result_text(input_name(a.kernel_path), p);
+  if (!p.input_check.clean())  // the plan is clean, but the user's own allocation is not: say so where scripts look
+    std::cerr << input_name(a.kernel_path) << ": the kernel's own allocation has " << p.input_check.distinct_violations
+              << " violation(s) (planned a clean one), first: " << p.input_check.violations.front().message << "\n";
   return kExitOk;
 }
 
