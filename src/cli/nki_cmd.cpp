@@ -44,6 +44,7 @@ struct NkiArgs {
   bool keep_direct = false;
   double time_limit = 10.0;
   std::vector<std::string> inputs;  // Python kernels: NAME=D0xD1:DTYPE
+  std::vector<std::string> kernel_args;  // Python kernels: NAME=VALUE (a Python literal) for other parameters
   std::string grid;                 // Python kernels: SPMD grid G0xG1
   std::string rewrite_path;         // plan: the kernel source with the planned allocations
 };
@@ -144,6 +145,7 @@ Result<std::string> run_tracer(const std::vector<std::string>& args) {
 std::vector<std::string> tracer_args(const NkiArgs& a, const std::string& verb, const std::string& spec) {
   std::vector<std::string> v = {verb, spec};
   for (const auto& i : a.inputs) v.insert(v.end(), {"--input", i});
+  for (const auto& i : a.kernel_args) v.insert(v.end(), {"--arg", i});
   if (!a.grid.empty()) v.insert(v.end(), {"--grid", a.grid});
   if (!a.hardware_path.empty()) v.insert(v.end(), {"--hardware", a.hardware_path});
   return v;
@@ -165,8 +167,8 @@ Result<nki::Kernel> load(const NkiArgs& a) {
     hw = *h;
   }
   if (is_python_kernel(a.kernel_path)) return trace_python(a, a.kernel_path, hw ? &*hw : nullptr);
-  if (!a.inputs.empty() || !a.grid.empty())
-    return bad_input(std::string(a.inputs.empty() ? "--grid" : "--input") +
+  if (!a.inputs.empty() || !a.grid.empty() || !a.kernel_args.empty())
+    return bad_input(std::string(!a.inputs.empty() ? "--input" : !a.grid.empty() ? "--grid" : "--arg") +
                      " applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path);
   if (!a.rewrite_path.empty())
     return bad_input("--rewrite applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path);
@@ -236,6 +238,9 @@ int run_plan(const NkiArgs& a) {
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
   if (Status st = outputs.add("--rewrite", a.rewrite_path); !st) return fail(st.error());
   if (Status st = outputs.add("--trace", a.trace_path); !st) return fail(st.error());
+  if (std::error_code ec; !a.rewrite_path.empty() &&
+      std::filesystem::equivalent(a.rewrite_path, std::regex_replace(a.kernel_path, std::regex(R"(:[A-Za-z_]\w*$)"), ""), ec))
+    return fail(bad_input("--rewrite " + a.rewrite_path + " is the kernel's own source; write the plan to another file"));
   std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
   const auto started = std::chrono::steady_clock::now();
   auto k = load(a);
@@ -263,6 +268,9 @@ int run_plan(const NkiArgs& a) {
     human << nki::plan_result_to_json(input_name(a.kernel_path), p).dump(1) << "\n";
   else
     human << nki::plan_result_text(input_name(a.kernel_path), p);
+  if (!p.input_check.clean())  // the plan is clean, but the user's own allocation is not: say so where scripts look
+    std::cerr << input_name(a.kernel_path) << ": the kernel's own allocation has " << p.input_check.distinct_violations
+              << " violation(s) (planned a clean one), first: " << p.input_check.violations.front().message << "\n";
   return kExitOk;
 }
 
@@ -280,6 +288,9 @@ void register_nki(CLI::App& app, int& exit_code) {
         ->required();
     c->add_option("--input", args->inputs,
                   "Python kernels: an HBM input NAME=D0xD1x...:DTYPE (e.g. q=1x128x4096:bf16), one per parameter");
+    c->add_option("--arg", args->kernel_args,
+                  "Python kernels: a non-tensor parameter NAME=VALUE (Python literal: 1e-6, (3,4), True, None, 'text'; "
+                  "dtypes as float32 or nl.float32)");
     c->add_option("--grid", args->grid, "Python kernels: SPMD launch grid G0[xG1...] (kernel[G0, G1](...))");
     c->add_option("--hardware", args->hardware_path, "Hardware description JSON (default: the kernel's, else NeuronCore-v2)");
     c->add_flag("--json", args->json, "Machine-readable output");

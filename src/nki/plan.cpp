@@ -692,6 +692,10 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     if (P.planned(t)) all_direct = true;
   for (int t = 0; t < nt; ++t) all_direct &= !P.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
   auto in_check = all_direct ? check_kernel(k) : Result<CheckReport>(bad_input("automatic allocation"));
+  if (in_check.ok() && !in_check->clean()) {  // the report says the plan replaces a faulty allocation
+    res.input_check.violations = in_check->violations;
+    res.input_check.distinct_violations = in_check->distinct_violations;
+  }
   if (in_check.ok() && in_check->clean()) {
     if (auto L = own_layout(P, in_check->placements, false)) {
       res.input = P.simulate(*L, false);

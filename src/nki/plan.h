@@ -69,6 +69,7 @@ struct PlanResult {
   Timeline baseline;                // every tensor at its smallest legal count (spans recorded)
   bool has_input = false;           // the input was completely directly allocated and clean
   Timeline input;                   // then: its own allocation on the same timeline
+  CheckReport input_check;          // the checker's report on the input's own (complete) direct allocation
   Bytes sbuf_bytes = 0;             // highest SBUF byte used per partition
   Bytes psum_banks = 0;             // highest PSUM bank used + 1
   int evaluations = 0;              // timeline simulations run by the search

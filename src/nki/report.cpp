@@ -1,6 +1,8 @@
 #include "nki/report.h"
 
 #include <cstdio>
+#include <map>
+#include <tuple>
 #include <sstream>
 
 namespace sp::nki {
@@ -19,6 +21,76 @@ std::string fmt(const char* f, A... a) {
   return b;
 }
 
+// Violations that differ only in their block (one faulty allocation hit by every block of a loop)
+// are one group: reported once, with the blocks listed. Groups keep the order of discovery.
+struct Group {
+  std::size_t first;                       // index of the violation reported
+  std::vector<std::vector<int64_t>> blocks;  // every block of the group, in order
+};
+
+std::vector<Group> group_by_block(const std::vector<Violation>& vs) {
+  std::vector<Group> groups;
+  std::map<std::tuple<int, std::string, std::string, std::string, std::string, std::string>, std::size_t> at;
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    const Violation& v = vs[i];
+    auto key = std::tuple{static_cast<int>(v.kind), v.tensor, v.instruction, v.instruction_source, v.by_tensor,
+                          v.by_instruction};
+    if (v.block.empty()) {  // a whole-tensor violation stands alone
+      groups.push_back({i, {}});
+      continue;
+    }
+    auto [it, fresh] = at.emplace(key, groups.size());
+    if (fresh) groups.push_back({i, {}});
+    groups[it->second].blocks.push_back(v.block);
+  }
+  return groups;
+}
+
+std::string block_list(const std::vector<int64_t>& b) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < b.size(); ++i) s += (i ? ", " : "") + std::to_string(b[i]);
+  return s + "]";
+}
+
+void violation_lines(std::ostringstream& os, const std::vector<Violation>& vs, int64_t distinct) {
+  for (const Group& g : group_by_block(vs)) {
+    os << "  " << vs[g.first].message;
+    if (g.blocks.size() > 1) {
+      os << " [same in " << g.blocks.size() << " blocks:";
+      for (std::size_t i = 0; i < g.blocks.size() && i < 16; ++i) os << " " << block_list(g.blocks[i]);
+      if (g.blocks.size() > 16) os << " ...";
+      os << "]";
+    }
+    os << "\n";
+  }
+  if (static_cast<int64_t>(vs.size()) < distinct)
+    os << "  ... " << distinct - static_cast<int64_t>(vs.size()) << " more\n";
+}
+
+Json violations_json(const std::vector<Violation>& vs) {
+  Json arr = Json::array();
+  for (const auto& v : vs) {
+    Json vj = {{"kind", violation_kind_name(v.kind)}, {"tensor", v.tensor}, {"block", v.block},
+               {"instruction", v.instruction}, {"iteration", v.iteration}, {"occurrences", v.occurrences},
+               {"message", v.message}};
+    if (!v.tensor_source.empty()) vj["declared_at"] = v.tensor_source;
+    if (!v.instruction_source.empty()) vj["source"] = v.instruction_source;
+    if (!v.by_tensor.empty()) {
+      vj["overwritten_by"] = {{"tensor", v.by_tensor}, {"block", v.by_block}, {"instruction", v.by_instruction},
+                              {"iteration", v.by_iteration}};
+      if (!v.by_source.empty()) vj["overwritten_by"]["source"] = v.by_source;
+    }
+    arr.push_back(vj);
+  }
+  return arr;
+}
+
+Json groups_json(const std::vector<Violation>& vs) {
+  Json arr = Json::array();
+  for (const Group& g : group_by_block(vs)) arr.push_back({{"message", vs[g.first].message}, {"blocks", g.blocks}});
+  return arr;
+}
+
 }  // namespace
 
 Json check_report_to_json(const std::string& kernel_label, const Kernel& k, const CheckReport& rep) {
@@ -30,21 +102,8 @@ Json check_report_to_json(const std::string& kernel_label, const Kernel& k, cons
   out["clean"] = rep.clean();
   out["executions"] = rep.executions;
   out["distinct_violations"] = rep.distinct_violations;
-  Json vs = Json::array();
-  for (const auto& v : rep.violations) {
-    Json vj = {{"kind", violation_kind_name(v.kind)}, {"tensor", v.tensor}, {"block", v.block},
-               {"instruction", v.instruction}, {"iteration", v.iteration}, {"occurrences", v.occurrences},
-               {"message", v.message}};
-    if (!v.tensor_source.empty()) vj["declared_at"] = v.tensor_source;
-    if (!v.instruction_source.empty()) vj["source"] = v.instruction_source;
-    if (!v.by_tensor.empty()) {
-      vj["overwritten_by"] = {{"tensor", v.by_tensor}, {"block", v.by_block}, {"instruction", v.by_instruction},
-                              {"iteration", v.by_iteration}};
-      if (!v.by_source.empty()) vj["overwritten_by"]["source"] = v.by_source;
-    }
-    vs.push_back(vj);
-  }
-  out["violations"] = vs;
+  out["violations"] = violations_json(rep.violations);
+  out["grouped"] = groups_json(rep.violations);
   return out;
 }
 
@@ -57,9 +116,7 @@ std::string check_report_text(const std::string& kernel_label, const Kernel& k, 
   if (automatic > 0)
     os << automatic << " tensors use automatic allocation: their addresses are the compiler's, not checked\n";
   os << "violations: " << rep.distinct_violations << "\n";
-  for (const auto& v : rep.violations) os << "  " << v.message << "\n";
-  if (static_cast<int64_t>(rep.violations.size()) < rep.distinct_violations)
-    os << "  ... " << rep.distinct_violations - static_cast<int64_t>(rep.violations.size()) << " more\n";
+  violation_lines(os, rep.violations, rep.distinct_violations);
   return os.str();
 }
 
@@ -78,6 +135,8 @@ Json plan_result_to_json(const std::string& kernel_label, const PlanResult& p) {
   out["evaluations"] = p.evaluations;
   out["timeline"] = p.scheduler == Scheduler::kInOrder ? "in-order" : "dataflow";
   out["input_allocation_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
+  out["input_distinct_violations"] = p.input_check.distinct_violations;
+  out["input_violations"] = violations_json(p.input_check.violations);
   Json util;
   for (int e = 0; e < kNumEngines; ++e)
     util[engine_name(static_cast<Engine>(e))] = {{"planned", p.planned.utilization(e)},
@@ -99,6 +158,13 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
   const Kernel& k = p.kernel;
   const double speedup = p.planned.makespan ? static_cast<double>(p.baseline.makespan) / p.planned.makespan : 1.0;
   std::string s = "kernel: " + kernel_label + " (" + k.hw.name + ")\n";
+  if (!p.input_check.clean()) {
+    std::ostringstream os;
+    os << "the kernel's own allocation has " << p.input_check.distinct_violations
+       << " violation(s); the plan below replaces it:\n";
+    violation_lines(os, p.input_check.violations, p.input_check.distinct_violations);
+    s += os.str();
+  }
   s += fmt("%-16s %-5s %6s %6s %10s  %s\n", "tensor", "buf", "tiles", "min", "tile size", "allocation");
   for (const auto& tp : p.plans) {
     const auto& t = k.tensors[tp.tensor];

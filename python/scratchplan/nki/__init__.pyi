@@ -1,7 +1,7 @@
 import os
 from typing import Any, ContextManager, Optional, Union
 
-from .._common import Result
+from .._common import BadInput, Result
 
 class CheckReport(Result):
     @property
@@ -29,7 +29,7 @@ def plan(kernel: Any, hardware: Any = ..., max_buffers: Optional[int] = ..., sin
 
 DEFAULT_CYCLE_MODEL: dict
 
-class TraceError(Exception): ...
+class TraceError(BadInput): ...
 
 def trace(kernel: Any, *inputs: Any, grid: Any = ..., hardware: Any = ..., cycle_model: Optional[dict] = ...,
           name: Optional[str] = ..., **kwargs: Any) -> dict: ...

@@ -1,0 +1,20 @@
+"""The tracer of real NKI kernels: runs a kernel's Python source against stand-ins of the NKI
+modules and records the kernel model of docs/nki.md (tensors, allocations, a loop nest of
+instructions). One module per concept, in dependency order:
+
+- ``context``: the state of the running trace, source locations, ``TraceError``;
+- ``dtypes``; ``symbolic``: loop indices, aranges, affine expressions and predicates;
+- ``tensors``: tensors, views, pending results; ``instructions``: instruction records and costs;
+- ``declarations``: ``nl.ndarray`` & co. and allocation functions; ``loops``: loops and branches;
+- ``modules``: the stand-in ``neuronxcc.nki``/``nki`` modules;
+- ``launch``: loading a kernel file, binding its arguments, writing the kernel JSON;
+- ``rewrite``: ``--rewrite``; ``cli``: the command line the C++ CLI runs.
+
+Pure Python: it imports nothing of the compiled extension, so the CLI runs it as a script
+(``tracer.py``) under any interpreter with numpy.
+"""
+from .context import DEFAULT_CYCLE_MODEL, TraceError
+from .launch import parse_arg, parse_input, stand_ins, trace, trace_file
+from .rewrite import rewrite
+
+__all__ = ["TraceError", "trace", "trace_file", "rewrite", "parse_input", "parse_arg", "stand_ins", "DEFAULT_CYCLE_MODEL"]

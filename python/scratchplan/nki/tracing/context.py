@@ -1,0 +1,130 @@
+"""Where a trace is: the state one trace records, the kernel source line being executed, and
+the one-line `file:line: what` errors every part of the tracer raises."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - numpy ships with every supported setup
+    np = None
+
+try:  # inside the package TraceError is the package's BadInput; run as a script (the CLI) it needs no extension
+    from ..._common import BadInput as _BadInput
+except ImportError:
+    _BadInput = ValueError
+
+PARTITIONS = 128
+MAX_INSTRUCTIONS = 2_000_000  # recorded (static) instructions; loops traced once do not count trips
+TRACE_SECONDS = 120           # the command line gives up after this long (a kernel that never ends)
+
+# Per-instruction cycle model; the C++ hardware description (src/nki/kernel.cpp,
+# default_cycle_model) carries the same names and values, and a hardware file overrides them.
+DEFAULT_CYCLE_MODEL = {
+    "reference_clock_ghz": 1.4,  # timeline unit: cycles of this clock
+    "tensor_clock_ghz": 2.8,
+    "vector_clock_ghz": 1.12,
+    "scalar_clock_ghz": 1.4,
+    "gpsimd_clock_ghz": 1.4,
+    "min_ii": 64,               # fixed cost of an ALU instruction (API.md: MIN_II ~ 64 cycles)
+    "matmul_fp32_factor": 4,    # fp32 matmul inputs run 4x slower
+    "gpsimd_fixed": 150,        # iota / affine_select start-up
+    "dma_fixed": 2000,          # DMA latency in reference cycles (assumption)
+    "dma_bytes_per_cycle": 32,  # per DMA queue, reference clock (assumption)
+}
+
+
+class TraceError(_BadInput):
+    """A kernel the tracer cannot accept; the message is one line starting with ``file:line``."""
+
+
+class _State:
+    """Everything one trace records. One at a time (tracing is single-threaded)."""
+
+    def __init__(self, path, cycle_model):
+        self.path = path                  # kernel file (absolute)
+        self.label = os.path.basename(path)
+        self.cm = dict(cycle_model)
+        self.tensors = []                 # Tensor objects, declaration order
+        self.names = set()
+        self.loops = []                   # (name, trip, kind)
+        self.body = []                    # top-level nodes
+        self.stack = [self.body]          # bodies being filled
+        self.loop_scope = []              # open loop ids
+        self.unroll_all = False           # new namespace: ranges are Python ranges
+        self.guards = []                  # conditions (lists of affine g >= 0) of the open symbolic ifs
+        self.last_pending = None          # the pending result of the last instruction, if unused
+        self.instr_count = 0
+        self.decls = []                   # (tensor, line, col) for --rewrite
+        self.spmd = []                    # grid loop ids (outermost first)
+        self.uses_new_api = False
+        self.uses_old_api = False
+        self.splits = {}                  # loop id -> m: the loop is written as m*q + r (its index is taken % m or // m)
+        self.running = False              # the kernel function runs (module code is done)
+        self.pendings = []                # every call result, to store the unused ones at the end
+        self.lines = None                 # the kernel file's source lines (read once)
+        self.name_next = {}               # tensor name -> next suffix to try (unique names in O(1))
+        self.stack_alloc = None           # @enable_stack_allocator kernels: the StackAllocator placing auto tensors
+
+
+ST = None
+
+
+_IN_KERNEL = {}  # code object -> whether it runs from the kernel file being traced (per trace)
+_POSITIONS = {}  # code object -> its instruction positions
+
+
+def _site():
+    """(line, col) of the innermost frame executing the kernel file. Called for every recorded
+    instruction, so the per-code-object facts are cached (a million-instruction trace)."""
+    f = sys._getframe(1)
+    path = ST.path if ST else None
+    while f is not None:
+        code = f.f_code
+        mine = _IN_KERNEL.get(code)
+        if mine is None or mine[0] != path:
+            mine = _IN_KERNEL[code] = (path, os.path.abspath(code.co_filename) == path)
+        if mine[1]:
+            col = 0
+            try:
+                pos = _POSITIONS.get(code)
+                if pos is None:
+                    pos = _POSITIONS[code] = list(code.co_positions())
+                col = pos[f.f_lasti // 2][2] or 0
+            except Exception:
+                pass
+            return f.f_lineno, col
+        f = f.f_back
+    return 0, 0
+
+
+def _where():
+    line, _ = _site()
+    return f"{ST.label}:{line}" if ST else "<kernel>"
+
+
+def _fail(msg):
+    raise TraceError(f"{_where()}: {msg}")
+
+
+def _line_text(line):
+    if ST.lines is None:
+        try:
+            with open(ST.path, encoding="utf-8") as f:
+                ST.lines = f.read().splitlines()
+        except Exception:
+            ST.lines = []
+    return ST.lines[line - 1] if 0 < line <= len(ST.lines) else ""
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool) or (np is not None and isinstance(x, np.integer))
+
+
+def _target_name(line):
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]", _line_text(line))
+    return m.group(1) if m else None

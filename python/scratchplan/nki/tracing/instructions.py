@@ -1,0 +1,268 @@
+"""Instruction records and costs: one record per engine instruction with its reads, writes,
+guards and the cycle estimate of API.md; results of calls and writes into tensors."""
+from __future__ import annotations
+
+import math
+
+from .context import np
+from . import context as _ctx
+from .context import MAX_INSTRUCTIONS, _fail, _site, _target_name
+from .dtypes import _dtype_name, _itemsize
+from .symbolic import Pred, Sym, _affine_text, _mk, _var_range
+from .tensors import Pending, Tensor, View
+
+
+_ENGINE_CLOCK = {"Tensor": "tensor_clock_ghz", "Vector": "vector_clock_ghz", "Scalar": "scalar_clock_ghz",
+                 "GpSimd": "gpsimd_clock_ghz"}
+
+
+def _new_instr(api, engine, cost_kind):
+    line, _ = _site()
+    ins = {"name": api.split(".")[-1], "engine": engine, "cost": 1, "reads": [], "writes": [],
+           "source": f"{_ctx.ST.label}:{line}", "_cost": cost_kind}
+    _ctx.ST.last_pending = None  # a result is stored "right away" only if no instruction came between
+    for cons in _ctx.ST.guards:  # inside the branches of symbolic ifs
+        for g in cons:
+            ins.setdefault("when", []).append(_affine_text(g))
+    _ctx.ST.stack[-1].append(ins)
+    _ctx.ST.instr_count += 1
+    if _ctx.ST.instr_count > MAX_INSTRUCTIONS:
+        _fail(f"more than {MAX_INSTRUCTIONS:,} instructions recorded (static_range and new-API ranges unroll); "
+              "too large to trace")
+    return ins, line
+
+
+def _guard(ins, mask):
+    """mask= on loop indices: the instruction runs only in iterations where some element of the
+    mask holds. Each constraint g >= 0 becomes `when` g's loop part + the most its index-vector
+    part can add (exact when the mask is on loop indices only; for mixed masks the partial tile
+    is recorded whole, see docs)."""
+    if mask is None:
+        return
+    if isinstance(mask, (bool, int)):
+        if not mask:
+            ins.setdefault("when", []).append(-1)
+        return
+    if not isinstance(mask, Pred):
+        _fail(f"mask= expects comparisons of affine expressions combined with &, got {type(mask).__name__}")
+    for g in mask.cons:
+        g = Sym.of(g)
+        if g is None:
+            continue
+        loop = {k: v for k, v in g.t.items() if k[0] == "L"}
+        best = g.c
+        for k, c in g.t.items():
+            if k[0] == "A":
+                lo, hi = _var_range(k)
+                best += max(c * lo, c * hi)
+        w = _affine_text(_mk(best, loop))
+        if isinstance(w, int) and w >= 0:
+            continue  # always true
+        ins.setdefault("when", []).append(w)
+
+
+def _finish_cost(ins, partitions, nbytes):
+    """Cycles of the reference clock for the instruction, from the size of what it writes (or
+    reads, for DMA) and the documented per-engine estimates."""
+    kind = ins.pop("_cost", None)
+    if kind is None:
+        return
+    cm = _ctx.ST.cm
+    eng = ins["engine"]
+    isz = ins.pop("_isz", 2)
+    n = max(1, nbytes // max(isz, 1))  # elements per partition
+    if eng == "DMA":
+        cyc = cm["dma_fixed"] + max(1, partitions) * max(1, nbytes) / max(cm["dma_bytes_per_cycle"], 1e-9)
+        ins["cost"] = max(1, int(round(cyc)))
+        return
+    mii = cm["min_ii"]
+    if kind == "matmul":
+        stat = ins.pop("_stat_n", 128)
+        cyc = max(min(64, stat), n) * (cm["matmul_fp32_factor"] if ins.pop("_fp32", False) else 1)
+    elif kind == "transpose_pe":
+        cyc = max(partitions, min(64, n))
+    elif kind == "reduce":
+        cyc = max(1, n // 2) if isz <= 2 else n
+    elif kind == "gpsimd":
+        cyc = cm["gpsimd_fixed"] + n
+    elif kind == "bn_aggr":
+        cyc = max(mii, 13 * n / 3)
+    elif kind == "reciprocal":
+        cyc = max(mii, 8 * n)
+    elif kind == "scan":
+        cyc = max(mii, 2 * n)
+    elif kind == "memset":
+        cyc = max(1, n // 2) if isz <= 2 else n
+    elif kind == "tsr":
+        cyc = max(mii, n) + mii
+    else:
+        cyc = max(mii, n)
+    clock = cm.get(_ENGINE_CLOCK.get(eng, "scalar_clock_ghz"), 1.4)
+    ins["cost"] = max(1, int(round(cyc * cm["reference_clock_ghz"] / max(clock, 1e-9))))
+    for k in [k for k in ins if k.startswith("_")]:
+        del ins[k]
+
+
+def _as_view(x, what):
+    if isinstance(x, View):
+        return x
+    if isinstance(x, Tensor):
+        return x.view()
+    if isinstance(x, Pending):
+        return x.materialize()
+    _fail(f"{what}: expected a tile, got {type(x).__name__}")
+
+
+def _read(ins, x, what="operand", allow_hbm=False):
+    v = _as_view(x, what)
+    if v.tensor.buffer == "hbm" and not allow_hbm and ins["engine"] != "DMA":
+        _fail(f"{ins['name']}: {what} {v.tensor.name} is in HBM; compute engines read SBUF/PSUM tiles (nl.load it)")
+    acc, p, b = v.access()
+    ins["reads"].append(acc)
+    for idx in getattr(v, "dyn", ()):  # run-time index tiles of an indirect DMA
+        _read(ins, idx, "index")
+    return v, p, b
+
+
+def _is_tile(x):
+    return isinstance(x, (View, Tensor, Pending))
+
+
+def _result(ins, line, api, shape, dtype, buffer="sbuf"):
+    p = Pending(ins, shape, dtype, buffer, api, line)
+    p.target = _target_name(line)
+    ins["_isz"] = _itemsize(dtype)
+    _ctx.ST.last_pending = p
+    _ctx.ST.pendings.append(p)
+    return p
+
+
+def _write_into(target, value):
+    """t[...] = value: the pending instruction writes the tile directly when it is the last one
+    recorded; anything else becomes a copy (constants: a memset)."""
+    if isinstance(value, Pending) and value.tensor is None and _ctx.ST.last_pending is value:
+        _ctx.ST.last_pending = None
+        if target.tensor.buffer == "hbm" and value.instr["engine"] != "DMA":
+            _fail(f"{value.api} writes HBM tensor {target.tensor.name}; compute engines write SBUF/PSUM tiles "
+                  "(nl.store the result)")
+        _check_write_fits(target, value)
+        acc, p, b = target.access(write=True)
+        value.instr["writes"].append(acc)
+        value.instr.setdefault("_isz", target.itemsize)
+        _finish_cost(value.instr, p, b)
+        target.tensor.written = True
+        return
+    if isinstance(value, (int, float)) or (np is not None and isinstance(value, (np.integer, np.floating))):
+        ins, line = _new_instr("memset", "Vector", "memset")
+        acc, p, b = target.access(write=True)
+        ins["writes"].append(acc)
+        ins["_isz"] = target.itemsize
+        _finish_cost(ins, p, b)
+        return
+    if _is_tile(value):
+        src = _as_view(value, "value")
+        dma = src.tensor.buffer == "hbm" or target.tensor.buffer == "hbm"
+        ins, line = _new_instr("load" if dma else "tensor_copy", "DMA" if dma else "Vector", "alu")
+        _read(ins, src, allow_hbm=True)
+        acc, p, b = target.access(write=True)
+        ins["writes"].append(acc)
+        ins["_isz"] = target.itemsize
+        _finish_cost(ins, p, b)
+        return
+    _fail(f"cannot assign a {type(value).__name__} to tensor {target.tensor.name}")
+
+
+def _check_write_fits(target, value):
+    ts = target.shape
+    vs = value.shape
+    if math.prod(ts) != math.prod(vs) and math.prod(vs) != 1 and tuple(ts)[: len(vs)] != tuple(vs)[: len(ts)]:
+        # broadcasting of (P, 1) etc. is allowed; a plain size mismatch is not
+        if not (len(ts) == len(vs) and all(a == b or b == 1 for a, b in zip(ts, vs))):
+            _fail(f"{value.api} result of shape {list(vs)} does not fit {target.tensor.name}{list(ts)}")
+
+
+def _accumulate_into(target, other):
+    if isinstance(other, Pending) and other.tensor is None and _ctx.ST.last_pending is other and \
+            target.tensor.buffer == "psum" and other.instr["engine"] == "Tensor":
+        _ctx.ST.last_pending = None
+        acc, p, b = target.access(write=True)
+        acc["accumulate"] = True
+        other.instr["writes"].append(acc)
+        other.instr.setdefault("_isz", 4)
+        _finish_cost(other.instr, p, b)
+        _start_group(other.instr, target)
+        return
+    res = _alu("add", target, other)
+    _write_into(target, res)
+
+
+def _group_loops(target):
+    """The loops an accumulation `t[...] += matmul` sums over: the enclosing loops inside the
+    target's declaration scope that do not index it (a loop indexing the target may sit inside
+    them: `for h: for b: acc[b] += mm(h, b)` sums over h)."""
+    used = set()
+    for dim in target.dims:
+        if dim is not None:
+            for x in (dim.start, dim.vec):
+                sx = Sym.of(x) if x is not None else None
+                if sx is not None:
+                    used |= {k[1] for k in sx.t if k[0] == "L"}
+    out = []
+    for lid in reversed(_ctx.ST.loop_scope):
+        if lid in target.tensor.scope:
+            break
+        if lid not in used:
+            out.append(lid)
+    return out
+
+
+def _start_group(ins, target):
+    """A PSUM accumulation group starts at the first iteration of the loops it sums over: there
+    the matmul overwrites the tile (the hardware's accumulate flag is off) instead of reading
+    what an earlier group or another tensor left in the bank. Recorded as two guarded copies."""
+    if _ctx.ST.unroll_all:
+        return
+    group = _group_loops(target)
+    if not group:
+        return
+    first = dict(ins, reads=list(ins["reads"]), writes=[{k: v for k, v in w.items() if k != "accumulate"}
+                                                        if w.get("accumulate") else w for w in ins["writes"]])
+    idx = [Sym(0, {("L", lid): 1}) for lid in group]
+    first["when"] = list(ins.get("when", [])) + [_affine_text(-i) for i in idx]
+    ins["when"] = list(ins.get("when", [])) + [_affine_text(sum(idx[1:], idx[0]) - 1)]
+    body = _ctx.ST.stack[-1]
+    at = next((k for k in range(len(body) - 1, -1, -1) if body[k] is ins), None)
+    if at is None:
+        return  # recorded elsewhere (cannot split safely)
+    body.insert(at, first)
+    _ctx.ST.instr_count += 1
+
+
+def _alu(api, *operands, engine="Vector", kind="alu", dtype=None, shape=None, mask=None, out_psum=False):
+    ins, line = _new_instr(api, engine, kind)
+    _guard(ins, mask)
+    shapes = []
+    for o in operands:
+        if _is_tile(o):
+            v, _, _ = _read(ins, o)
+            shapes.append(tuple(v.shape))
+    if shape is None:
+        if not shapes:
+            _fail(f"{api}: expected at least one tile operand")
+        shape = max(shapes, key=lambda s: math.prod(s))
+    dt = _dtype_name(dtype) if dtype is not None else next((_dtype_of(o) for o in operands if _is_tile(o)), "float32")
+    return _result(ins, line, api, shape, dt, "psum" if out_psum else "sbuf")
+
+
+def _dtype_of(x, default="float32"):
+    if isinstance(x, (View, Pending, Tensor)):
+        return x.dt
+    return default
+
+
+def _shape_of(x):
+    if isinstance(x, (View, Pending)):
+        return tuple(x.shape)
+    if isinstance(x, Tensor):
+        return x.shape
+    return None

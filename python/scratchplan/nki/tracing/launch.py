@@ -1,0 +1,553 @@
+"""Loading and launching kernels: the stand-ins in `sys.modules` while a trace runs, the kernel
+file executed as a module, its arguments bound, and the recorded trace written as kernel JSON."""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+import sys
+import types
+
+from . import context as _ctx
+from .context import DEFAULT_CYCLE_MODEL, TraceError, _State
+from .dtypes import _ALIASES, _DTYPES, _dtype_name
+from .symbolic import _ST_AR
+from .tensors import Tensor, _Alloc, _register, _unique
+from .instructions import _finish_cost
+from .loops import _Branch, _RangeRewriter, _sp_range
+from .modules import _Kernel, _Module, _build_modules
+from .stack import StackAllocator
+
+
+_MODULE_NAMES = ["neuronxcc", "neuronxcc.nki", "neuronxcc.nki.language", "neuronxcc.nki.isa",
+                 "neuronxcc.nki.compiler", "neuronxcc.nki.typing", "neuronxcc.nki.isa.constants",
+                 "nki", "nki.language", "nki.isa", "nki.compiler", "nki.typing", "nki.isa.constants"]
+
+
+class _Installed:
+    """Stand-ins in sys.modules for the duration of a trace; whatever was there is restored."""
+
+    def __init__(self, mods, kernel_module=None):
+        self.mods = mods
+        self.kernel_module = kernel_module
+        self.kernel_module_name = kernel_module.__name__ if kernel_module is not None else None
+        self.saved = {}
+
+    def __enter__(self):
+        root_old = _Module("neuronxcc")
+        root_old.nki = self.mods[""]
+        table = {"neuronxcc": root_old}
+        if self.kernel_module is not None:  # @dataclass looks its class's module up in sys.modules
+            table[self.kernel_module.__name__] = self.kernel_module
+        for ns in ("neuronxcc.nki", "nki"):
+            for k, m in self.mods.items():
+                table[ns + ("." + k if k else "")] = _NsProxy(m, ns) if ns == "nki" else m
+        for name, m in table.items():
+            if name != self.kernel_module_name:
+                object.__setattr__(m, "__path__", [])  # packages: `neuronxcc.nki._private.x` resolves to a stand-in
+            self.saved[name] = sys.modules.get(name)
+            sys.modules[name] = m
+        return self
+
+    def __exit__(self, *a):
+        for name, m in self.saved.items():
+            if m is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = m
+        return False
+
+
+class _NsProxy(types.ModuleType):
+    """The new namespace (`import nki`): same stand-ins; importing it switches ranges to Python
+    ranges (NKI 0.2+ semantics)."""
+
+    def __init__(self, mod, ns):
+        super().__init__(mod.__name__.replace("neuronxcc.nki", "nki"))
+        object.__setattr__(self, "_mod", mod)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if _ctx.ST is not None:
+            _ctx.ST.uses_new_api = True
+            _ctx.ST.unroll_all = True
+        v = getattr(self._mod, name)
+        if isinstance(v, _Module):
+            return _NsProxy(v, "nki")
+        return v
+
+
+class _OldMarker:
+    pass
+
+
+def stand_ins():
+    """Context manager with the stand-in NKI modules installed, so that a file of kernels can be
+    imported (``with stand_ins(): import my_kernels``) and ``trace(my_kernels.add[2, 2], ...)``
+    called on its objects; each trace re-reads the kernel's file."""
+    return _Installed(_build_modules())
+
+
+def parse_input(text):
+    """'q=1x128x4096:bf16' -> ('q', (1, 128, 4096), 'bfloat16')."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*([0-9]+(?:x[0-9]+)*)\s*(?::\s*([A-Za-z0-9_]+))?\s*", text)
+    if not m:
+        raise TraceError(f"--input {text!r}: expected NAME=D0xD1x...:DTYPE (e.g. q=1x128x4096:bf16)")
+    shape = tuple(int(x) for x in m.group(2).split("x"))
+    if any(s <= 0 for s in shape):
+        raise TraceError(f"--input {text!r}: dimensions must be positive")
+    dt = m.group(3) or "float32"
+    n = _ALIASES.get(dt, dt)
+    if n not in _DTYPES or n == "bool_":
+        raise TraceError(f"--input {text!r}: unknown dtype {dt!r}")
+    return m.group(1), shape, n
+
+
+def _load_source(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        tree = ast.parse(src, filename=path)
+    except SyntaxError as e:
+        raise TraceError(f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}") from None
+    tree = _RangeRewriter().visit(tree)
+    _drop_module_launches(tree)
+    ast.fix_missing_locations(tree)
+    try:
+        return src, compile(tree, path, "exec")
+    except SyntaxError as e:  # what the parser lets through and the compiler does not ('return' outside a function)
+        msg = f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}"
+    raise TraceError(msg)
+
+
+def _drop_module_launches(tree):
+    """A kernel file whose module code launches a kernel (`k[0](q, k, v)` on NumPy arrays, then a
+    check against a reference) is its own test driver: from that statement on, module-level code
+    other than definitions and imports is not run (the launch is the trace's job)."""
+    kernels = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.decorator_list}
+
+    def launches(stmt):
+        for c in ast.walk(stmt):
+            if isinstance(c, ast.Call):
+                f = c.func.value if isinstance(c.func, ast.Subscript) else c.func
+                if isinstance(f, ast.Name) and f.id in kernels:
+                    return True
+        return False
+
+    keep, skipping = [], False
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            skipping = skipping or launches(stmt)
+            if skipping:
+                continue
+        keep.append(stmt)
+    tree.body = keep
+
+
+class _Absent(types.ModuleType):
+    """Stand-in for a module the kernel imports but the trace does not need (torch, torch_xla, a
+    test dependency that is not installed, neuronxcc's private helpers): any attribute is another
+    stand-in; using one inside the traced kernel fails naming it."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.__path__ = []
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _AbsentValue(f"{self.__name__}.{name}")
+
+
+class _AbsentValue:
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _AbsentValue(f"{self._name}.{name}")
+
+    def __call__(self, *a, **kw):
+        if len(a) == 1 and callable(a[0]) and not kw:
+            return a[0]  # used as a decorator: the function stays
+        if _ctx.ST is not None and _ctx.ST.running:
+            raise TraceError(f"{_ctx.ST.label}:{_site_line()}: {self._name} is outside what the tracer stands in "
+                             "(an import the kernel does not need at trace time)")
+        return _AbsentValue(f"{self._name}(...)")
+
+    def __getitem__(self, k):
+        return self
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+
+def _site_line():
+    from .context import _site
+    return _site()[0]
+
+
+class _AbsentFinder:
+    """Meta path finder: `torch`/`torch_xla` always (imported by kernels for their test drivers,
+    slow or absent here), and, tried last, any other module that cannot be found."""
+
+    def __init__(self, always):
+        self.always = always
+
+    def find_spec(self, name, path=None, target=None):
+        import importlib.machinery
+        root = name.split(".")[0]
+        if self.always and root not in ("torch", "torch_xla") and not name.startswith("neuronxcc.nki."):
+            return None
+        return importlib.machinery.ModuleSpec(name, self)
+
+    def create_module(self, spec):
+        return _Absent(spec.name)
+
+    def exec_module(self, module):
+        pass
+
+
+def _input_spec(x, name):
+    """An input: (shape, dtype) tuple, 'AxB:dtype' text, or anything with .shape/.dtype."""
+    if isinstance(x, str):
+        if not re.fullmatch(r"\s*[0-9]+(?:x[0-9]+)*\s*(?::\s*\w+)?\s*", x):
+            return None  # a string argument, passed through
+        _, shape, dt = parse_input(f"{name}={x}")
+        return shape, dt
+    if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (tuple, list)):
+        return tuple(int(s) for s in x[0]), _dtype_name(x[1], "input dtype")
+    if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, type):  # np.float32 is a dtype argument
+        dt = x.dtype
+        name_ = str(dt).replace("torch.", "")
+        return tuple(int(s) for s in x.shape), _dtype_name(_ALIASES.get(name_, name_), "input dtype")
+    return None
+
+
+def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None, **kwargs):
+    """Traces ``kernel`` (a function defined in a file, a @nki.jit object, or ``"file.py[:func]"``)
+    on HBM inputs given as shapes and dtypes (``((1, 128, 4096), "bf16")``, ``"1x128x4096:bf16"``
+    or objects with ``.shape``/``.dtype``); other arguments are passed through as Python values.
+    Returns the kernel model (a dict in the JSON format of docs/nki.md). ``grid`` (or
+    ``kernel[g]``) launches SPMD instances, traced as one symbolic instance inside a loop per grid
+    dim. ``hardware`` (a dict or a path) sets the hardware and its cycle model."""
+    path, fname = None, None
+    if isinstance(kernel, (str, os.PathLike)):
+        s = os.fspath(kernel)
+        m = re.fullmatch(r"(.*?\.py)(?::([A-Za-z_]\w*))?", s)
+        if not m:
+            raise TraceError(f"{s}: expected FILE.py or FILE.py:FUNCTION")
+        path, fname = m.group(1), m.group(2)
+    else:
+        if isinstance(kernel, _Kernel) or hasattr(kernel, "func") and hasattr(kernel, "grid"):
+            if grid is None and kernel.grid:
+                grid = kernel.grid
+            kernel = kernel.func
+        func = getattr(kernel, "__wrapped__", kernel)
+        code = getattr(func, "__code__", None)
+        if code is None:
+            raise TraceError(f"<kernel>: expected a kernel function or FILE.py[:FUNCTION], got {type(kernel).__name__}")
+        path, fname = code.co_filename, func.__name__
+    return _trace_path(os.path.abspath(path), fname, inputs, kwargs, grid, hardware, cycle_model, name)
+
+
+def _hardware_doc(hardware):
+    if hardware is None:
+        return None
+    if isinstance(hardware, (str, os.PathLike)):
+        try:
+            with open(hardware, encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise TraceError(f"{hardware}: cannot read the hardware file: {e}") from None
+    return dict(hardware)
+
+
+def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
+    hw = _hardware_doc(hardware)
+    cm = dict(DEFAULT_CYCLE_MODEL)
+    if isinstance(hw, dict) and isinstance(hw.get("cycle_model"), dict):
+        cm.update(hw["cycle_model"])
+    if cycle_model:
+        for k in cycle_model:
+            if k not in DEFAULT_CYCLE_MODEL:
+                raise TraceError(f"cycle_model: unknown entry {k!r} (known: {', '.join(DEFAULT_CYCLE_MODEL)})")
+        cm.update(cycle_model)
+    if _ctx.ST is not None:
+        raise TraceError("trace() is not re-entrant")
+    label = os.path.basename(path)
+    src, code = _load_source(path)
+    mods = _build_modules()
+    # Imports resolve like `python FILE` (the kernel's folder) and `python -m` (the current directory).
+    saved_path, saved_meta = list(sys.path), list(sys.meta_path)
+    saved_mods = set(sys.modules)
+    saved_path_heads = [os.path.dirname(path) + os.sep, os.getcwd() + os.sep]
+    sys.path[:0] = [os.path.dirname(path), os.getcwd()]
+    sys.meta_path.insert(0, _AbsentFinder(True))
+    sys.meta_path.append(_AbsentFinder(False))
+    st = _State(path, cm)
+    _ctx.ST = st
+    _ST_AR.clear()
+    try:
+        kmod = types.ModuleType("__sp_kernel__")
+        with _Installed(mods, kmod):
+            g = kmod.__dict__
+            g.update({"__file__": path, "__sp_range__": _sp_range, "__sp_if__": _Branch,
+                      "__builtins__": __builtins__})
+            try:
+                exec(code, g)
+            except TraceError:
+                raise
+            except Exception as e:
+                raise TraceError(_located(e, label, path, "while loading the kernel file")) from None
+            cands = {k: v for k, v in g.items() if isinstance(v, _Kernel)}
+            if any(not v.sub for v in cands.values()):  # sub-kernels (mode="trace") are not entry points
+                cands = {k: v for k, v in cands.items() if not v.sub}
+            if fname is None:
+                if len(cands) != 1:
+                    raise TraceError(f"{label}: {'no' if not cands else 'several'} @nki.jit kernels "
+                                     f"({', '.join(sorted(cands)) or 'none'}); name one as {label}:FUNCTION")
+                fname = next(iter(cands))
+            obj = g.get(fname)
+            if obj is None:
+                raise TraceError(f"{label}: no function {fname!r} in the file")
+            kgrid = ()
+            if getattr(obj, "__sp_stack_allocator__", False):
+                st.stack_alloc = StackAllocator(hw)
+            if isinstance(obj, _Kernel):
+                kgrid = obj.grid
+                obj = obj.func
+            if not callable(obj):
+                raise TraceError(f"{label}: {fname!r} is not a function")
+            if grid is not None:
+                kgrid = tuple(int(x) for x in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+            if any(x <= 0 for x in kgrid):
+                raise TraceError(f"{label}: grid dims must be positive, got {list(kgrid)}")
+            st.uses_old_api = not st.uses_new_api
+            if _imports_new_namespace(src):
+                st.unroll_all = True
+                st.uses_new_api = True
+                st.uses_old_api = False
+            # kernel arguments
+            import inspect
+            sig = inspect.signature(obj)
+            params = sig.parameters
+            if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+                for n in kwargs:
+                    if n not in params:
+                        raise TraceError(f"{label}: {fname} has no parameter {n!r} (parameters: "
+                                         f"{', '.join(params) or 'none'})")
+            try:
+                bound = sig.bind(*inputs, **kwargs)
+            except TypeError as e:
+                raise TraceError(f"{label}: arguments do not match {fname}{inspect.signature(obj)}: {e}") from None
+            args = {}
+            for pname, val in bound.arguments.items():
+                spec = _input_spec(val, pname)
+                if spec is not None:
+                    shape, dt = spec
+                    t = Tensor(_unique(pname), shape, dt, _Alloc("hbm", "input"), role="input",
+                               source=f"{label}:{obj.__code__.co_firstlineno}")
+                    _register(t)
+                    args[pname] = t
+                else:
+                    args[pname] = val
+            # SPMD: one symbolic instance inside a loop per grid dim
+            outer = []
+            for gi, gd in enumerate(kgrid):
+                lid = len(st.loops)
+                st.loops.append((f"pid{gi}", gd, "spmd"))
+                node = {"loop": f"pid{gi}", "trip": gd, "kind": "spmd", "body": []}
+                st.stack[-1].append(node)
+                st.stack.append(node["body"])
+                st.loop_scope.append(lid)
+                st.spmd.append(lid)
+                outer.append(node)
+            try:
+                st.running = True
+                ret = obj(**args)
+            except TraceError:
+                raise
+            except RecursionError:
+                raise TraceError(f"{label}: recursion too deep while tracing") from None
+            except Exception as e:
+                raise TraceError(_located(e, label, path, f"while tracing {fname}")) from None
+            # A result never stored anywhere still executes and needs a tile of its own.
+            for p in st.pendings:
+                if p.tensor is None and "_cost" in p.instr:
+                    p.materialize()
+            for t in _returned_tensors(ret):
+                if t.buffer == "hbm" and t.role != "input":
+                    t.role = "output"
+    finally:
+        _ctx.ST = None
+        sys.path[:], sys.meta_path[:] = saved_path, saved_meta
+        for m in set(sys.modules) - saved_mods:  # the kernel's helpers and stand-ins go with the trace
+            f = getattr(sys.modules.get(m), "__file__", None) or ""
+            if isinstance(sys.modules.get(m), _Absent) or f.startswith(tuple(saved_path_heads)):
+                sys.modules.pop(m, None)
+    return _to_json(st, hw, name or f"{label}:{fname}")
+
+
+def _imports_new_namespace(src):
+    return bool(re.search(r"^\s*(import\s+nki\b|from\s+nki\b)", src, re.M))
+
+
+def _returned_tensors(ret):
+    if isinstance(ret, Tensor):
+        return [ret]
+    if isinstance(ret, (tuple, list)):
+        return [t for r in ret for t in _returned_tensors(r)]
+    return []
+
+
+def _located(e, label, path, what):
+    tb = e.__traceback__
+    line = None
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    msg = str(e).splitlines()[0] if str(e) else ""
+    return f"{label}:{line or 0}: {type(e).__name__}{': ' + msg if msg else ''} ({what})"
+
+
+def _strip(body):
+    out = []
+    for n in body:
+        if "loop" in n:
+            n = dict(n)
+            n.pop("source", None)
+            lid = n.pop("_lid", None)
+            n["body"] = _strip(n["body"])
+            if lid in _ctx.ST.splits:
+                n = _split_loop(n, _ctx.ST.splits[lid])
+            out.append(n)
+        else:
+            if "_cost" in n:
+                # a result nobody stored (e.g. nl.load(x) as a statement): it still executes
+                _finish_cost(n, 1, 1)
+            out.append({k: v for k, v in n.items() if not k.startswith("_")})
+    return out
+
+
+def _split_loop(n, m):
+    """Loop `i` whose index was taken % m or // m: loops `i_q` (ceil(trip/m)) and `i_r` (m), `i`
+    replaced by `(m*i_q + i_r)` in every index and guard below, and, when m does not divide the
+    trip, a guard skipping the iterations past its end."""
+    name, trip = n["loop"], n["trip"]
+    q, r = f"{name}_q", f"{name}_r"
+    pat = re.compile(r"\b%s\b" % re.escape(name))
+    rep = f"({m}*{q} + {r})"
+    extra = [f"{trip - 1} - {m}*{q} - {r}"] if trip % m else []
+
+    def expr(x):  # only indices and guards name loops
+        return pat.sub(rep, x) if isinstance(x, str) else x
+
+    def fix(x):
+        if isinstance(x, list):
+            return [fix(v) for v in x]
+        if not isinstance(x, dict):
+            return x
+        d = dict(x)
+        if "body" in x:
+            d["body"] = fix(x["body"])
+        if "block" in x:
+            d["block"] = [expr(v) for v in x["block"]]
+        for key in ("reads", "writes"):
+            if key in x:
+                d[key] = fix(x[key])
+        if "engine" in x and ("when" in x or extra):
+            d["when"] = [expr(v) for v in x.get("when", [])] + extra
+        return d
+
+    inner = {"loop": r, "trip": min(m, trip), "body": fix(n["body"])}
+    outer = {"loop": q, "trip": -(-trip // m), "body": [inner]}
+    if "kind" in n:
+        inner["kind"] = outer["kind"] = n["kind"]
+    return outer
+
+
+def _to_json(st, hw, label):
+    _ctx.ST = st
+    try:
+        body = _strip(st.body)
+    finally:
+        _ctx.ST = None
+    tensors = []
+    for t in st.tensors:
+        j = {"name": t.name, "buffer": t.buffer}
+        if t.buffer == "hbm":
+            j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else "internal"
+            j["blocks"] = []
+            j["partitions"] = t.shape[0] if t.shape else 1
+            j["free"] = list(t.shape[1:])
+        else:
+            j["blocks"] = list(t.blocks)
+            j["partitions"] = t.pdim
+            j["free"] = list(t.free)
+        j["dtype"] = t.dt
+        j["source"] = t.source
+        if t.buffer != "hbm":
+            a = t.alloc
+            if a.kind == "auto":
+                j["alloc"] = {"kind": "auto"}
+            elif a.kind == "mod_alloc":
+                j["alloc"] = {"kind": "mod_alloc", **a.kw}
+                if a.buffer == "psum" and not j["alloc"].get("num_free_tiles"):
+                    j["alloc"].pop("num_free_tiles", None)  # PSUM rotates banks; the model has no such key
+            elif a.kind in ("func", "stack"):
+                j["alloc"] = {"kind": "table", "tiles": t.table}
+            elif a.kind == "address":
+                n = max(1, math.prod(t.blocks))
+                j["alloc"] = {"kind": "table", "tiles": [[a.kw["p"], a.kw["b"]]] * n}
+        tensors.append(j)
+    k = {"format": "scratchplan-nki-kernel", "version": 1, "comment": f"traced from {label}"}
+    if hw is not None:
+        k["hardware"] = hw
+    k["tensors"] = tensors
+    k["body"] = body
+    return k
+
+
+def parse_arg(text):
+    """--arg 'eps=1e-6' -> ('eps', 1e-06): a Python literal (int, float, bool, None, tuple, list,
+    string) or a dtype name (`float32`, `nl.bfloat16`), which becomes the stand-in dtype."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=(.*)", text, re.S)
+    if not m:
+        raise TraceError(f"--arg {text!r}: expected NAME=VALUE (a Python literal, e.g. eps=1e-6 or shape=(3,4))")
+    name, value = m.group(1), m.group(2).strip()
+    dt = re.fullmatch(r"(?:(?:nl|np|numpy|nki\.language)\.)?([A-Za-z_]\w*)", value)
+    if dt and value not in ("True", "False", "None"):
+        n = _ALIASES.get(dt.group(1), dt.group(1))
+        if n in _DTYPES:
+            return name, _DTYPES[n][1]
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise TraceError(f"--arg {text!r}: {value!r} is not a Python literal (int, float, bool, None, tuple, "
+                         "string in quotes) or a dtype (float32, nl.bfloat16)") from None
+
+
+def trace_file(spec, inputs, grid=None, hardware=None, args=()):
+    """The CLI's form: ``spec`` is FILE.py[:FUNCTION], ``inputs`` are 'name=AxB:dtype' strings
+    and ``args`` 'name=literal' strings, bound to the kernel's parameters by name."""
+    kw = {}
+    for text in inputs:
+        n, shape, dt = parse_input(text)
+        if n in kw:
+            raise TraceError(f"--input {text!r}: {n} given twice")
+        kw[n] = (shape, dt)
+    for text in args:
+        n, v = parse_arg(text)
+        if n in kw:
+            raise TraceError(f"--arg {text!r}: {n} given twice")
+        kw[n] = v
+    return trace(spec, grid=grid, hardware=hardware, **kw)
