@@ -25,6 +25,9 @@ struct Analysis {
   };
   std::vector<std::vector<Interval>> intervals;
   std::vector<int64_t> first, last;  // per tensor: first and last event touching it (-1: never)
+  // Per tensor: the union of its intervals (sorted, disjoint). A tensor used only inside a loop
+  // body is dead between iterations, and other tensors may use its bytes there.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> live;
   std::vector<char> hbm_raw;         // per HBM tensor: some block is read after being written
   std::string uninitialized;         // a read-before-write, described (plans cannot fix it)
 };
@@ -36,6 +39,7 @@ Analysis analyse(const Kernel& k) {
   an.first.assign(nt, -1);
   an.last.assign(nt, -1);
   an.hbm_raw.assign(nt, 0);
+  an.live.resize(nt);
   std::vector<int64_t> base(nt + 1, 0);
   for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + k.tensors[t].num_blocks();
   std::vector<int64_t> open_start(static_cast<std::size_t>(base[nt]), -1), open_end(open_start.size(), -1);
@@ -80,6 +84,11 @@ Analysis analyse(const Kernel& k) {
     }
     std::sort(an.intervals[t].begin(), an.intervals[t].end(),
               [](const Analysis::Interval& x, const Analysis::Interval& y) { return x.start < y.start; });
+    auto& lv = an.live[t];
+    for (const auto& x : an.intervals[t])
+      if (!lv.empty() && x.start <= lv.back().second + 1) lv.back().second = std::max(lv.back().second, x.end);
+      else lv.push_back({x.start, x.end});
+    if (lv.size() > 100'000) lv.clear();  // packing compares these per pair; the span then stands for them
   }
   return an;
 }
@@ -143,7 +152,7 @@ struct Planner {
           for (const TilePlacement& p : fixed_tiles[t]) {
             ids.push_back(t);
             BufferRequest r{ten.fbytes(), std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0), ten.pdim,
-                            1, true, p.start_partition, p.byte_addr};
+                            1, true, p.start_partition, p.byte_addr, an.live[t]};
             if (!sbuf) {  // in banks
               const Bytes bb = k.hw.psum_bank_bytes;
               r.at_offset = p.byte_addr / bb;
@@ -157,7 +166,7 @@ struct Planner {
           // SBUF tiles may start at any allowed quadrant; PSUM tiles start at partition 0.
           const Partition step = !sbuf ? k.hw.partitions : pd <= 32 ? 32 : pd <= 64 ? 64 : 128;
           reqs.push_back({tiles[t] * stride[t], std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0),
-                          sbuf ? pd : k.hw.partitions, step});
+                          sbuf ? pd : k.hw.partitions, step, false, 0, 0, an.live[t]});
         }
       if (ids.empty()) continue;
       auto off = assign_offsets(reqs, sbuf ? k.hw.sbuf_usable() : k.hw.psum_banks, sbuf ? k.hw.sbuf_min_align : 1,
@@ -262,6 +271,7 @@ struct Planner {
     const std::size_t ntiles = static_cast<std::size_t>(base[nt]);
     std::vector<int64_t> last_writer(ntiles, -1);
     std::vector<std::vector<int64_t>> readers(ntiles);  // since the last write
+    std::vector<int64_t> synced(ntiles, -1);  // last write of the tile ordered after the sharers' accesses
     struct Edge {
       int64_t from, to;
       int tensor;  // >= 0: a WAR/WAW edge that more tiles of this tensor would remove
@@ -284,15 +294,19 @@ struct Planner {
         if (last_writer[p] >= 0 && last_writer[p] != ev) edges.push_back({last_writer[p], ev, who});
         for (int64_t r : readers[p])
           if (r != ev) edges.push_back({r, ev, who});
-        // Only the first write of each tile waits for the tensors sharing its bytes; later
-        // writes follow it through the WAW edge.
-        if (last_writer[p] < 0)
+        // Every write waits for the accesses of tensors sharing its bytes (their lifetimes may
+        // interleave with this tensor's, iteration by iteration) made since this tile's last
+        // such write, which the WAW edge already orders before this one.
+        if (!L.shares[a.tensor].empty()) {
+          const int64_t since = synced[p];
           for (int u : L.shares[a.tensor])
             for (int64_t q = base[u]; q < base[u + 1]; ++q) {
-              if (last_writer[q] >= 0 && last_writer[q] != ev) edges.push_back({last_writer[q], ev, -1});
+              if (last_writer[q] > since && last_writer[q] != ev) edges.push_back({last_writer[q], ev, -1});
               for (int64_t r : readers[q])
-                if (r != ev) edges.push_back({r, ev, -1});
+                if (r > since && r != ev) edges.push_back({r, ev, -1});
             }
+          synced[p] = ev;
+        }
       }
       // Reads are recorded after the writes' edges: an instruction never waits for itself.
       for (const Access& a : ins.reads) {
@@ -455,14 +469,35 @@ Timeline simulate_allocation(const Kernel& k, const std::vector<std::vector<Tile
 
 namespace {
 
-// First fit by decreasing area. With `shared_ok`, a buffer that finds no room apart from every
-// placed buffer may intersect placed buffers whose lifetimes are disjoint from its own.
+// Whether two buffers are live at some common event (their live sets, else their spans).
+bool live_together(const BufferRequest& a, const BufferRequest& b) {
+  if (a.last < b.first || b.last < a.first) return false;
+  if (a.live.empty() && b.live.empty()) return true;
+  const std::vector<std::pair<int64_t, int64_t>> span_a{{a.first, a.last}}, span_b{{b.first, b.last}};
+  const auto& x = a.live.empty() ? span_a : a.live;
+  const auto& y = b.live.empty() ? span_b : b.live;
+  std::size_t i = 0, j = 0;
+  while (i < x.size() && j < y.size()) {
+    if (x[i].second < y[j].first) ++i;
+    else if (y[j].second < x[i].first) ++j;
+    else return true;
+  }
+  return false;
+}
+
+enum class PackOrder { kArea, kStart };
+
+// First fit by decreasing area, or by first use (`kStart`: buffers that come later in time
+// take the space of dead ones, as in interval colouring, instead of fragmenting memory).
+// `shared_ok`: a buffer may intersect placed buffers never live together with it, after trying
+// room apart from every placed buffer unless `share_first` (then the lowest such offset wins).
 bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
-          std::vector<BufferPlacement>& out) {
+          std::vector<BufferPlacement>& out, PackOrder by = PackOrder::kArea, bool share_first = false) {
   out.assign(reqs.size(), {});
   std::vector<std::size_t> order(reqs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (by == PackOrder::kStart && reqs[a].first != reqs[b].first) return reqs[a].first < reqs[b].first;
     return reqs[a].size * reqs[a].partitions > reqs[b].size * reqs[b].partitions;
   });
   std::vector<std::size_t> placed;
@@ -479,8 +514,7 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
       for (std::size_t j : placed) {
         const BufferRequest& q = reqs[j];
         bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
-        bool live_together = q.first <= r.last && r.first <= q.last;
-        if (rows_meet && (live_together || !share)) busy.push_back({out[j].offset, out[j].offset + q.size});
+        if (rows_meet && (!share || live_together(q, r))) busy.push_back({out[j].offset, out[j].offset + q.size});
       }
       std::sort(busy.begin(), busy.end());
       Bytes at = 0;
@@ -497,7 +531,11 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
   };
   for (std::size_t i : order) {
     BufferPlacement best;
-    if (!place(reqs[i], false, best) && !(shared_ok && place(reqs[i], true, best))) return false;
+    if (shared_ok && share_first) {
+      if (!place(reqs[i], true, best)) return false;
+    } else if (!place(reqs[i], false, best) && !(shared_ok && place(reqs[i], true, best))) {
+      return false;
+    }
     out[i] = best;
     placed.push_back(i);
   }
@@ -509,7 +547,10 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
 Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
                                                     Partition rows) {
   std::vector<BufferPlacement> out;
-  if (pack(reqs, capacity, align, rows, false, out) || pack(reqs, capacity, align, rows, true, out)) return out;
+  if (pack(reqs, capacity, align, rows, false, out) || pack(reqs, capacity, align, rows, true, out) ||
+      pack(reqs, capacity, align, rows, true, out, PackOrder::kStart) ||
+      pack(reqs, capacity, align, rows, true, out, PackOrder::kStart, true))
+    return out;
   Bytes total = 0;
   for (const auto& r : reqs) total += round_up(r.size, align) * r.partitions;
   return bad_input("does not fit: " + std::to_string(total) + " partition-units requested, capacity " +
@@ -586,9 +627,20 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   }
 
   auto base_layout = P.layout(tiles);
-  if (!base_layout)
+  if (!base_layout) {
+    // Name the largest requests: usually one tensor whose minimum is a tile per block.
+    std::vector<int> big;
+    for (int t = 0; t < nt; ++t)
+      if (P.planned(t) && P.fixed_tiles[t].empty()) big.push_back(t);
+    auto area = [&](int t) { return tiles[t] * P.stride[t] * k.tensors[t].pdim; };
+    std::stable_sort(big.begin(), big.end(), [&](int a, int b) { return area(a) > area(b); });
+    std::string names;
+    for (std::size_t i = 0; i < big.size() && i < 3; ++i)
+      names += (i ? ", " : "") + k.tensors[big[i]].name + " " + std::to_string(tiles[big[i]]) + " x " +
+               std::to_string(P.stride[big[i]]) + (k.tensors[big[i]].buffer == Buffer::kPsum ? " bank" : " B");
     return bad_input(k.source + ": the kernel does not fit even with the fewest legal tiles per tensor: " +
-                     base_layout.error().message);
+                     base_layout.error().message + " (largest: " + names + ")");
+  }
   Layout cur = *base_layout;
   const double before_eval = deadline.elapsed_seconds();
   // The baseline's timeline (with spans) is also where the search starts.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "nki/check.h"
@@ -89,7 +90,8 @@ Timeline simulate_allocation(const Kernel& k, const std::vector<std::vector<Tile
 // program-order events [first, last], inside rows [0, rows) x units [0, capacity). A buffer
 // starts at a row that is a multiple of `row_step` (the ISA start-partition quadrant) and at a
 // unit offset that is a multiple of `align`. Buffers live at the same time never intersect; if
-// everything fits without any sharing, nothing shares (no false dependencies).
+// everything fits without any sharing, nothing shares (no false dependencies). Buffers whose
+// `live` sets are disjoint may share even when their [first, last] spans interleave.
 struct BufferRequest {
   Bytes size = 0;              // units along the free axis
   int64_t first = 0;           // first event that touches it
@@ -99,6 +101,9 @@ struct BufferRequest {
   bool fixed = false;          // already placed at `at` (an obstacle; capacity not checked)
   Partition at_partition = 0;  // fixed: first row
   Bytes at_offset = 0;         // fixed: first unit
+  // When not empty: the events it is live, as sorted disjoint closed intervals within
+  // [first, last] (a tensor declared in a loop is dead between iterations, so others fit there).
+  std::vector<std::pair<int64_t, int64_t>> live;
 };
 struct BufferPlacement {
   Partition partition = 0;  // first row
