@@ -616,12 +616,24 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
       P.stride[t] = round_up(ten.fbytes(), k.hw.sbuf_min_align);
     }
     const int64_t cap = std::min<int64_t>(nb, std::max(opt.max_buffers, 1));
-    int64_t first = 0;
-    for (int64_t n = 1; n <= cap; ++n)
-      if (modulo_legal(P.an.intervals[t], n)) {
-        if (!first) first = n;
-        else legal[t].push_back(static_cast<int>(n));
+    const auto& iv = P.an.intervals[t];
+    // The minimum is not bounded by --max-buffers (which bounds growth): a pipeline keeping 16
+    // blocks live needs 16 tiles, not one per block. No count below the most blocks live at
+    // once can be legal; the search above that is bounded in work, then a tile per block.
+    int64_t live_max = 1;
+    {
+      std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> ends;
+      for (const auto& x : iv) {
+        while (!ends.empty() && ends.top() <= x.start) ends.pop();  // as modulo_legal: a read then a write may meet
+        ends.push(x.end);
+        live_max = std::max<int64_t>(live_max, static_cast<int64_t>(ends.size()));
       }
+    }
+    int64_t first = 0, work = 0;
+    for (int64_t n = live_max; n <= nb && !first && work < 50'000'000; ++n, work += static_cast<int64_t>(iv.size()) + n)
+      if (modulo_legal(iv, n)) first = n;
+    for (int64_t n = first + 1; first && n <= cap; ++n)
+      if (modulo_legal(iv, n)) legal[t].push_back(static_cast<int>(n));
     if (!first) first = nb;  // one tile per logical block is always legal
     tiles[t] = min_tiles[t] = static_cast<int>(first);
   }
