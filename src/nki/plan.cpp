@@ -112,11 +112,43 @@ struct Layout {
   std::vector<Partition> part;            // per tensor: first partition
   std::vector<std::vector<int>> shares;   // per tensor: other tensors whose bytes intersect
   std::vector<std::vector<int>> map;      // per tensor: block -> tile; empty = modulo (block mod tiles)
+  // Per physical tile (tensors' tiles in order): other tensors' tiles whose bytes meet it. Empty:
+  // every tile of a sharing tensor counts (coarse; only extra waits).
+  std::vector<std::vector<int64_t>> tile_shares;
   Bytes sbuf_top = 0, psum_top = 0;
   int64_t tile(TensorId t, int64_t block) const {
     return map.empty() || map[t].empty() ? block % tiles[t] : map[t][static_cast<std::size_t>(block)];
   }
 };
+
+struct Rect {
+  Partition p0, p1;
+  Bytes b0, b1;
+};
+bool meet(const Rect& a, const Rect& b) { return a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1; }
+
+// Fills L.tile_shares from `rect(t, i)` (tile i of tensor t) for the tensors L.shares pairs, so
+// a write waits only for the tiles it overwrites: tensors whose lifetimes interleave share
+// bytes every iteration, and a wait on all of the other's tiles would serialise them.
+template <class R>
+void link_tiles(Layout& L, R rect) {
+  const std::size_t nt = L.tiles.size();
+  std::vector<int64_t> base(nt + 1, 0);
+  int64_t work = 0;
+  for (std::size_t t = 0; t < nt; ++t) {
+    base[t + 1] = base[t] + L.tiles[t];
+    for (int u : L.shares[t]) work += static_cast<int64_t>(L.tiles[t]) * L.tiles[u];
+  }
+  L.tile_shares.clear();
+  if (work > 4'000'000) return;  // coarse
+  L.tile_shares.assign(static_cast<std::size_t>(base[nt]), {});
+  for (std::size_t t = 0; t < nt; ++t)
+    for (int u : L.shares[t])
+      for (int i = 0; i < L.tiles[t]; ++i)
+        for (int j = 0; j < L.tiles[u]; ++j)
+          if (meet(rect(static_cast<int>(t), i), rect(u, j)))
+            L.tile_shares[static_cast<std::size_t>(base[t] + i)].push_back(base[u] + j);
+}
 
 struct Planner {
   const Kernel& k;
@@ -188,6 +220,20 @@ struct Planner {
         }
       }
     }
+    link_tiles(L, [&](int t, int i) -> Rect {
+      const Tensor& ten = k.tensors[t];
+      const bool psum = ten.buffer == Buffer::kPsum;
+      if (!fixed_tiles[t].empty()) {
+        const TilePlacement& f = fixed_tiles[t][static_cast<std::size_t>(i)];
+        return {f.start_partition, f.start_partition + ten.pdim, f.byte_addr, f.byte_addr + ten.fbytes()};
+      }
+      if (psum) {  // whole banks, all partitions
+        const Bytes bb = k.hw.psum_bank_bytes;
+        return {0, k.hw.partitions, (L.offset[t] + i) * bb, (L.offset[t] + i + 1) * bb};
+      }
+      const Bytes b0 = L.offset[t] + i * stride[t];
+      return {L.part[t], L.part[t] + ten.pdim, b0, b0 + ten.fbytes()};
+    });
     return L;
   }
 
@@ -232,7 +278,11 @@ struct Planner {
         if (!L.tiles[a.tensor]) continue;
         int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
         Cycles w = std::max(read_fin[p], write_fin[p]);
-        for (int u : L.shares[a.tensor]) w = std::max(w, region_use[u]);
+        if (!L.tile_shares.empty()) {
+          for (int64_t q : L.tile_shares[static_cast<std::size_t>(p)]) w = std::max({w, read_fin[q], write_fin[q]});
+        } else {
+          for (int u : L.shares[a.tensor]) w = std::max(w, region_use[u]);
+        }
         if (w > war) war = w, war_tensor = a.tensor;
       }
       if (war > ready && war_tensor >= 0) tl.war_stall[war_tensor] += war - ready;
@@ -299,12 +349,17 @@ struct Planner {
         // such write, which the WAW edge already orders before this one.
         if (!L.shares[a.tensor].empty()) {
           const int64_t since = synced[p];
-          for (int u : L.shares[a.tensor])
-            for (int64_t q = base[u]; q < base[u + 1]; ++q) {
-              if (last_writer[q] > since && last_writer[q] != ev) edges.push_back({last_writer[q], ev, -1});
-              for (int64_t r : readers[q])
-                if (r > since && r != ev) edges.push_back({r, ev, -1});
-            }
+          auto after = [&](int64_t q) {
+            if (last_writer[q] > since && last_writer[q] != ev) edges.push_back({last_writer[q], ev, -1});
+            for (int64_t r : readers[q])
+              if (r > since && r != ev) edges.push_back({r, ev, -1});
+          };
+          if (!L.tile_shares.empty()) {
+            for (int64_t q : L.tile_shares[p]) after(q);
+          } else {
+            for (int u : L.shares[a.tensor])
+              for (int64_t q = base[u]; q < base[u + 1]; ++q) after(q);
+          }
           synced[p] = ev;
         }
       }
@@ -406,10 +461,6 @@ std::optional<Layout> own_layout(const Planner& P, const std::vector<std::vector
                                  bool bounding) {
   const Kernel& k = P.k;
   const int nt = static_cast<int>(k.tensors.size());
-  struct Rect {
-    Partition p0, p1;
-    Bytes b0, b1;
-  };
   Layout L;
   L.tiles.assign(nt, 0);
   L.map.assign(nt, {});
@@ -437,7 +488,6 @@ std::optional<Layout> own_layout(const Planner& P, const std::vector<std::vector
   }
   const bool exact = total <= 4096;
   if (!exact && !bounding) return std::nullopt;
-  auto meet = [](const Rect& a, const Rect& b) { return a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1; };
   for (int t = 0; t < nt; ++t)
     for (int u = t + 1; u < nt; ++u) {
       if (rects[t].empty() || rects[u].empty() || k.tensors[u].buffer != k.tensors[t].buffer) continue;
@@ -453,6 +503,7 @@ std::optional<Layout> own_layout(const Planner& P, const std::vector<std::vector
         L.shares[u].push_back(t);
       }
     }
+  if (exact) link_tiles(L, [&](int t, int i) { return rects[t][static_cast<std::size_t>(i)]; });
   return L;
 }
 
