@@ -144,7 +144,8 @@ class Converter(ProgramWriter):
         elif kind == "create":
             entry[0](self, node, name)
         elif not self.fold_constant(node, name) and not (entry and entry[0](self, node, name)):
-            self.do_opaque(node, _registry.reason(name) or f"no affine form known for {full}")
+            self.do_opaque(node, _registry.reason(name) or f"no affine form known for {full}",
+                           compute=not _registry.moves_data(name))
         self.rows.append(self.row)
         self.row = None
 
@@ -341,7 +342,7 @@ class Converter(ProgramWriter):
                      "the model is loaded, a constant graph input", compute=False)
         return True
 
-    def do_opaque(self, node: Any, reason: str, payload: Optional[str] = None) -> None:
+    def do_opaque(self, node: Any, reason: str, payload: Optional[str] = None, compute: bool = True) -> None:
         """An opaque op reading every tensor operand and writing every output: its true traffic."""
         full = target_name(node.target)
         if self.fold_constant(node, full.split(".")[1] if full.startswith("aten.") else full, reason):
@@ -361,7 +362,7 @@ class Converter(ProgramWriter):
             raise self.error("produces no tensor")
         self.opaque(payload or target_name(node.target).split(".")[1], ins, real)
         self.bind(node, outs if isinstance(m, (list, tuple)) else outs[0])
-        self.set_row("opaque", reason)
+        self.set_row("opaque", reason, compute=compute)
         # In place on a whole tensor (scatter_ into a zeros mask): later readers of the mutated
         # tensor read the op's output, as for in-place pointwise ops.
         tgt = self.val(node.args[0]) if node.args else None

@@ -33,10 +33,15 @@ _REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "m
            "argmin": "argmin", "norm": "norm", "linalg_vector_norm": "norm"}
 
 # Ops that stay opaque, with why no indexing map can describe them.
-opaque_reason("advanced indexing: the rows read depend on an index tensor (data-dependent gather)", "index")
-opaque_reason("index_select: the rows read depend on an index tensor (data-dependent gather)", "index_select")
-opaque_reason("gather: the elements read depend on an index tensor", "gather")
-opaque_reason("scatter: the elements written depend on an index tensor", "scatter", "scatter_")
+# Gathers and scatters of values copy elements chosen by an index tensor and do no arithmetic:
+# data movement like cat, so not compute ops (they stay opaque ops with their true traffic).
+opaque_reason("advanced indexing: the rows read depend on an index tensor (data-dependent gather)", "index",
+              moves_data=True)
+opaque_reason("index_select: the rows read depend on an index tensor (data-dependent gather)", "index_select",
+              moves_data=True)
+opaque_reason("gather: the elements read depend on an index tensor", "gather", moves_data=True)
+opaque_reason("embedding: a data-dependent gather of rows (opaque gather)", "embedding", moves_data=True)
+opaque_reason("scatter: the elements written depend on an index tensor", "scatter", "scatter_", moves_data=True)
 opaque_reason("scatter_add: the elements written depend on an index tensor", "scatter_add", "scatter_add_")
 opaque_reason("scatter_reduce: the elements written depend on an index tensor", "scatter_reduce", "scatter_reduce_")
 opaque_reason("masked_scatter: the elements written depend on a mask", "masked_scatter", "masked_scatter_")
@@ -531,7 +536,7 @@ def as_strided(cx, node, name) -> bool:
 
 @register("embedding")
 def embedding(cx, node, name) -> bool:
-    cx.do_opaque(node, "embedding: a data-dependent gather of rows (opaque gather)", payload="gather")
+    cx.do_opaque(node, _registry.reason(name), payload="gather", compute=False)
     return True
 
 
