@@ -601,10 +601,7 @@ def _add_into_view(cx, node, base: str, tgt: Val, v: Val) -> bool:
     at = Val(cx.new_pt(node.name + "_at_view", pt.shape, pt.dtype), tgt.shape, tgt.terms, tgt.off)
     cx.pointwise("pad", [v], tgt.shape, pt.dtype, name=node.name + "_at_view", out=at)
     out = cx.pointwise(base, [Val.whole(pt), Val.whole(at.pt)], pt.shape, pt.dtype, name=node.name)
-    for n, x in list(cx.env.items()):
-        if isinstance(x, Val) and x.pt is pt:
-            cx.env[n] = Val(out.pt, x.shape, x.terms, x.off)
-            cx.node_pts.setdefault(id(out.pt), []).append(n)
+    cx.rebind(pt, out.pt)
     cx.bind(node, Val(out.pt, tgt.shape, tgt.terms, tgt.off))
     cx.set_row("mapped", f"in-place {base} on a view read again: the operand written into zeros at the view (pad), "
                f"then a whole {base} (exact)")
@@ -672,16 +669,14 @@ def elementwise(cx, node, name) -> bool:
     if partial:
         # Later readers of this very view read the new tensor; the others are disjoint or dead.
         # (tgt is the view written, also for copy_, whose ins now hold only the source.)
-        for n, v in list(cx.env.items()):
+        for n in cx.viewers(tgt.pt):
+            v = cx.env.get(n)
             if isinstance(v, Val) and v.pt is tgt.pt and V.same_view(v, tgt):
                 cx.env[n] = Val.whole(out.pt)
+                cx.node_pts.setdefault(id(out.pt), []).append(n)
     elif inplace:
         # The op writes a new program tensor; later readers of the mutated tensor read it.
-        old = ins[0].pt
-        for n, v in list(cx.env.items()):
-            if isinstance(v, Val) and v.pt is old:
-                cx.env[n] = Val(out.pt, v.shape, v.terms, v.off)
-                cx.node_pts.setdefault(id(out.pt), []).append(n)
+        cx.rebind(ins[0].pt, out.pt)
     cx.bind(node, out)
     cx.set_row("mapped", f"pointwise {base}" + (" (in place: writes a new tensor)" if inplace else ""))
     return True
