@@ -797,3 +797,41 @@ def pool(cx, node, name) -> bool:
     cx.set_row("mapped", f"{name}: reduction over the window with affine-sum maps (h * {stride[0]} + r)"
                + ("; the indices output is an opaque op" if isinstance(m, (list, tuple)) else ""))
     return True
+
+
+@register("im2col")
+def im2col(cx, node, name) -> bool:
+    """F.unfold: out[n, c*kh*kw + i*kw + j, oh*OW + ow] = x[n, c, oh*sh + i*dh - ph, ow*sw + j*dw - pw].
+    Iterating (c, i, j, oh, ow), both maps are affine sums (no division): a pad op for the
+    padding, then one copy, exact (RAFT's correlation lookup was 12 opaque ops)."""
+    x = cx.tensor(node.args[0])
+    ks, dil, pad, st = (list(node.args[k]) for k in range(1, 5))
+    if len(x.shape) not in (3, 4) or len(ks) != 2:
+        return False
+    if any(pad):
+        x = cx.pad(x, [pad[1], pad[1], pad[0], pad[0]], 0, node.name + "_pad")
+    H, W = x.shape[-2:]
+    oh_n = (H - dil[0] * (ks[0] - 1) - 1) // st[0] + 1
+    ow_n = (W - dil[1] * (ks[1] - 1) - 1) // st[1] + 1
+    iters: List[str] = []
+    ranges: List[int] = []
+
+    def var(ext: int) -> Optional[int]:
+        if ext == 1:
+            return None
+        iters.append("parallel")
+        ranges.append(ext)
+        return len(iters) - 1
+
+    def e(*terms):
+        return {v: c for v, c in terms if v is not None}
+    lead = [var(d) for d in x.shape[:-3]]
+    vc, vi, vj, voh, vow = var(x.shape[-3]), var(ks[0]), var(ks[1]), var(oh_n), var(ow_n)
+    xin = [e((v, 1)) for v in lead] + [e((vc, 1)), e((voh, st[0]), (vi, dil[0])), e((vow, st[1]), (vj, dil[1]))]
+    yout = [e((v, 1)) for v in lead] + [e((vc, ks[0] * ks[1]), (vi, ks[1]), (vj, 1)), e((voh, ow_n), (vow, 1))]
+    y = Val.whole(cx.new_pt(node.name, list(meta(node).shape), cx.out_dtype(node)))
+    cx.emit_exprs("pointwise", "copy", [(x, xin)], [(y, yout)], iters, ranges, name=node.name)
+    cx.bind(node, y)
+    cx.set_row("mapped", f"im2col (unfold) {ks[0]}x{ks[1]}: a copy, (c, i, j, oh, ow) to (c*{ks[0] * ks[1]} + i*{ks[1]} + j, "
+               f"oh*{ow_n} + ow), input (oh*{st[0]} + i*{dil[0]}, ow*{st[1]} + j*{dil[1]})")
+    return True
