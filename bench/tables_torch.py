@@ -117,6 +117,8 @@ def _coverage_models(root):
         rows.append(("segmentation", n, getattr(M.segmentation, n), img, None))
     for n in M.list_models(module=M.detection):
         rows.append(("detection", n, getattr(M.detection, n), img, "backbone"))
+        # The head that runs before the data-dependent part (the R-CNNs' second stage follows nms).
+        rows.append(("detection", n, getattr(M.detection, n), img, "rpn.head" if "rcnn" in n else "head"))
     for n in M.list_models(module=M.optical_flow):
         rows.append(("optical flow", n, getattr(M.optical_flow, n), img + img, None))
     sys.path.insert(0, root)
@@ -166,7 +168,8 @@ def coverage(ctx):
     out = ["## PyTorch front end: coverage of torchvision and language-model blocks", "",
            "Issue 45: every classification, video and segmentation model of torchvision "
            f"{__import__('torchvision').__version__} (`torchvision.models.list_models`, weights=None), detection "
-           "models with `--submodule backbone` (the backbone with the inputs the model passes it), optical flow, and "
+           "models with `--submodule backbone` and `--submodule head` (the R-CNNs' `rpn.head`; the head that runs "
+           "before the data-dependent part), each converted with the inputs the model passes it, optical flow, and "
            "the language-model blocks of `examples/llm_blocks.py` (token ids `1,128:int64`). What the CLI does "
            "(`python3 -m scratchplan.torch MODULE:FACTORY --input ... --dtype fp16`), in one process; models are "
            "built with tensors on the meta device (shapes only). Target: at least 95 % of compute mapped; trace + "
