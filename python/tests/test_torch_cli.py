@@ -110,3 +110,12 @@ def test_cli_detection_backbone_offline(monkeypatch, tmp_path, capsys):
     assert program["name"] == "ssdlite320_mobilenet_v3_large.backbone"
     assert "100.0% of compute ops mapped" in capsys.readouterr().err
     assert sp.program.load(program).num_ops == len(program["ops"])
+
+
+def test_detection_heads_before_nms_convert():
+    # The head runs before the data-dependent postprocessing: static, like the backbone.
+    out = _cli("torchvision.models.detection:ssdlite320_mobilenet_v3_large", "--input", "1,3,160,160",
+               "--submodule", "head", "-o", "-")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["name"] == "ssdlite320_mobilenet_v3_large.head"
+    assert "(100.0% of compute ops mapped)" in out.stderr

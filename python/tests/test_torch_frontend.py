@@ -687,3 +687,18 @@ def test_grouped_conv_and_gqa_copies_compute_the_model():
     out = [t["name"] for t in program["tensors"] if t.get("graph_output")][0]
     with torch.no_grad():
         np.testing.assert_allclose(env[out], m(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_trace_restores_what_it_patches_and_names_nodes_as_fx_does():
+    # The trace counts node names itself (FX probes name_1, name_2, ...: quadratic), skips the
+    # GraphModule's source and pauses the cyclic GC; all is restored, and names are FX's.
+    import gc
+    recompile, create_node = torch.fx.GraphModule.recompile, torch.fx.Graph.create_node
+
+    class M(nn.Module):
+        def forward(self, x):
+            return (x + 1) + (x + 2)
+    _, report = spt.to_program(M(), (torch.empty(2, 4),))
+    assert [r.node for r in report.rows if r.target.startswith("aten.add")] == ["add", "add_1", "add_2"]
+    assert torch.fx.GraphModule.recompile is recompile and torch.fx.Graph.create_node is create_node
+    assert gc.isenabled()

@@ -224,3 +224,15 @@ def test_add_into_a_view_read_again_is_a_pad_and_a_whole_add():
     assert report.counts["opaque"] == 0, report.text()
     pad = [op for op in program["ops"] if op["payload"] == "pad"][0]
     assert pad["indexing_maps"][-1].endswith("d1 + 1, d2 + 1)")  # r lands at [1:, 1:]
+
+
+@pytest.mark.parametrize("kernel,dilation,padding,stride,batched", [(3, 1, 1, 1, True), (2, 2, 0, 2, True),
+                                                                    ((3, 2), (1, 2), (2, 1), (2, 1), False)])
+def test_unfold_is_one_copy_with_summed_maps(kernel, dilation, padding, stride, batched):
+    # F.unfold (im2col; RAFT's correlation lookup) was opaque: both its maps are affine sums.
+    class M(nn.Module):
+        def forward(self, x):
+            return F.unfold(x, kernel, dilation=dilation, padding=padding, stride=stride)
+    x = torch.randn(2, 3, 7, 8) if batched else torch.randn(3, 7, 8)
+    program, report = _check(M(), x)
+    assert [r.decision for r in report.rows if "im2col" in r.target] == ["mapped"], report.text()

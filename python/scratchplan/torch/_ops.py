@@ -33,10 +33,15 @@ _REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "m
            "argmin": "argmin", "norm": "norm", "linalg_vector_norm": "norm"}
 
 # Ops that stay opaque, with why no indexing map can describe them.
-opaque_reason("advanced indexing: the rows read depend on an index tensor (data-dependent gather)", "index")
-opaque_reason("index_select: the rows read depend on an index tensor (data-dependent gather)", "index_select")
-opaque_reason("gather: the elements read depend on an index tensor", "gather")
-opaque_reason("scatter: the elements written depend on an index tensor", "scatter", "scatter_")
+# Gathers and scatters of values copy elements chosen by an index tensor and do no arithmetic:
+# data movement like cat, so not compute ops (they stay opaque ops with their true traffic).
+opaque_reason("advanced indexing: the rows read depend on an index tensor (data-dependent gather)", "index",
+              moves_data=True)
+opaque_reason("index_select: the rows read depend on an index tensor (data-dependent gather)", "index_select",
+              moves_data=True)
+opaque_reason("gather: the elements read depend on an index tensor", "gather", moves_data=True)
+opaque_reason("embedding: a data-dependent gather of rows (opaque gather)", "embedding", moves_data=True)
+opaque_reason("scatter: the elements written depend on an index tensor", "scatter", "scatter_", moves_data=True)
 opaque_reason("scatter_add: the elements written depend on an index tensor", "scatter_add", "scatter_add_")
 opaque_reason("scatter_reduce: the elements written depend on an index tensor", "scatter_reduce", "scatter_reduce_")
 opaque_reason("masked_scatter: the elements written depend on a mask", "masked_scatter", "masked_scatter_")
@@ -531,7 +536,7 @@ def as_strided(cx, node, name) -> bool:
 
 @register("embedding")
 def embedding(cx, node, name) -> bool:
-    cx.do_opaque(node, "embedding: a data-dependent gather of rows (opaque gather)", payload="gather")
+    cx.do_opaque(node, _registry.reason(name), payload="gather", compute=False)
     return True
 
 
@@ -596,10 +601,7 @@ def _add_into_view(cx, node, base: str, tgt: Val, v: Val) -> bool:
     at = Val(cx.new_pt(node.name + "_at_view", pt.shape, pt.dtype), tgt.shape, tgt.terms, tgt.off)
     cx.pointwise("pad", [v], tgt.shape, pt.dtype, name=node.name + "_at_view", out=at)
     out = cx.pointwise(base, [Val.whole(pt), Val.whole(at.pt)], pt.shape, pt.dtype, name=node.name)
-    for n, x in list(cx.env.items()):
-        if isinstance(x, Val) and x.pt is pt:
-            cx.env[n] = Val(out.pt, x.shape, x.terms, x.off)
-            cx.node_pts.setdefault(id(out.pt), []).append(n)
+    cx.rebind(pt, out.pt)
     cx.bind(node, Val(out.pt, tgt.shape, tgt.terms, tgt.off))
     cx.set_row("mapped", f"in-place {base} on a view read again: the operand written into zeros at the view (pad), "
                f"then a whole {base} (exact)")
@@ -667,16 +669,14 @@ def elementwise(cx, node, name) -> bool:
     if partial:
         # Later readers of this very view read the new tensor; the others are disjoint or dead.
         # (tgt is the view written, also for copy_, whose ins now hold only the source.)
-        for n, v in list(cx.env.items()):
+        for n in cx.viewers(tgt.pt):
+            v = cx.env.get(n)
             if isinstance(v, Val) and v.pt is tgt.pt and V.same_view(v, tgt):
                 cx.env[n] = Val.whole(out.pt)
+                cx.node_pts.setdefault(id(out.pt), []).append(n)
     elif inplace:
         # The op writes a new program tensor; later readers of the mutated tensor read it.
-        old = ins[0].pt
-        for n, v in list(cx.env.items()):
-            if isinstance(v, Val) and v.pt is old:
-                cx.env[n] = Val(out.pt, v.shape, v.terms, v.off)
-                cx.node_pts.setdefault(id(out.pt), []).append(n)
+        cx.rebind(ins[0].pt, out.pt)
     cx.bind(node, out)
     cx.set_row("mapped", f"pointwise {base}" + (" (in place: writes a new tensor)" if inplace else ""))
     return True
@@ -796,4 +796,42 @@ def pool(cx, node, name) -> bool:
         cx.bind(node, y)
     cx.set_row("mapped", f"{name}: reduction over the window with affine-sum maps (h * {stride[0]} + r)"
                + ("; the indices output is an opaque op" if isinstance(m, (list, tuple)) else ""))
+    return True
+
+
+@register("im2col")
+def im2col(cx, node, name) -> bool:
+    """F.unfold: out[n, c*kh*kw + i*kw + j, oh*OW + ow] = x[n, c, oh*sh + i*dh - ph, ow*sw + j*dw - pw].
+    Iterating (c, i, j, oh, ow), both maps are affine sums (no division): a pad op for the
+    padding, then one copy, exact (RAFT's correlation lookup was 12 opaque ops)."""
+    x = cx.tensor(node.args[0])
+    ks, dil, pad, st = (list(node.args[k]) for k in range(1, 5))
+    if len(x.shape) not in (3, 4) or len(ks) != 2:
+        return False
+    if any(pad):
+        x = cx.pad(x, [pad[1], pad[1], pad[0], pad[0]], 0, node.name + "_pad")
+    H, W = x.shape[-2:]
+    oh_n = (H - dil[0] * (ks[0] - 1) - 1) // st[0] + 1
+    ow_n = (W - dil[1] * (ks[1] - 1) - 1) // st[1] + 1
+    iters: List[str] = []
+    ranges: List[int] = []
+
+    def var(ext: int) -> Optional[int]:
+        if ext == 1:
+            return None
+        iters.append("parallel")
+        ranges.append(ext)
+        return len(iters) - 1
+
+    def e(*terms):
+        return {v: c for v, c in terms if v is not None}
+    lead = [var(d) for d in x.shape[:-3]]
+    vc, vi, vj, voh, vow = var(x.shape[-3]), var(ks[0]), var(ks[1]), var(oh_n), var(ow_n)
+    xin = [e((v, 1)) for v in lead] + [e((vc, 1)), e((voh, st[0]), (vi, dil[0])), e((vow, st[1]), (vj, dil[1]))]
+    yout = [e((v, 1)) for v in lead] + [e((vc, ks[0] * ks[1]), (vi, ks[1]), (vj, 1)), e((voh, ow_n), (vow, 1))]
+    y = Val.whole(cx.new_pt(node.name, list(meta(node).shape), cx.out_dtype(node)))
+    cx.emit_exprs("pointwise", "copy", [(x, xin)], [(y, yout)], iters, ranges, name=node.name)
+    cx.bind(node, y)
+    cx.set_row("mapped", f"im2col (unfold) {ks[0]}x{ks[1]}: a copy, (c, i, j, oh, ow) to (c*{ks[0] * ks[1]} + i*{ks[1]} + j, "
+               f"oh*{ow_n} + ow), input (oh*{st[0]} + i*{dil[0]}, ow*{st[1]} + j*{dil[1]})")
     return True

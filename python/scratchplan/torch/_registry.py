@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 Converter = Callable[..., Any]
 _TABLE: Dict[str, Tuple[Converter, str]] = {}
 _REASONS: Dict[str, str] = {}
+_MOVES: set = set()  # opaque ops that only move data (gathers by index): not compute
 
 
 def _key(t: Any) -> str:
@@ -38,10 +39,14 @@ def register(*targets: Any, kind: str = "compute") -> Callable[[Converter], Conv
     return deco
 
 
-def opaque_reason(reason: str, *targets: Any) -> None:
-    """Ops that stay opaque, with why no indexing map describes them (the report's reason)."""
+def opaque_reason(reason: str, *targets: Any, moves_data: bool = False) -> None:
+    """Ops that stay opaque, with why no indexing map describes them (the report's reason).
+    ``moves_data``: the op copies elements chosen by an index and does no arithmetic (a gather),
+    so like ``cat`` it is not a compute op; it stays an opaque op with its true traffic."""
     for t in targets:
         _REASONS[_key(t)] = reason
+        if moves_data:
+            _MOVES.add(_key(t))
 
 
 def lookup(full: str, name: str) -> Optional[Tuple[Converter, str]]:
@@ -51,3 +56,7 @@ def lookup(full: str, name: str) -> Optional[Tuple[Converter, str]]:
 
 def reason(name: str) -> Optional[str]:
     return _REASONS.get(name)
+
+
+def moves_data(name: str) -> bool:
+    return name in _MOVES
