@@ -160,8 +160,10 @@ TEST(SchedCli, TimeLimitHoldsOnAHugeMatMul) {
     // The CPU bound holds for optimized builds only: sanitizers slow the simulations by an
     // amount that varies per machine (ASan measured 4.1 s), and the time guard's prediction
     // then still holds the wall limit below.
+    // 1.5, not 1.2: beside another test under ctest -j2 the same run used 1.204 s of CPU
+    // (0.83-0.89 s alone); the regression this guards against took 2.8 s.
     if (kSlowdown == 1.0) {
-      EXPECT_LT(cpu() - cpu0, 1.2) << cmd;
+      EXPECT_LT(cpu() - cpu0, 1.5) << cmd;
     }
     EXPECT_LT(secs, 6.0 * kSlowdown) << cmd;
     Problem p = *read_problem(prob.string());
