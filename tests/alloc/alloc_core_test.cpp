@@ -351,7 +351,9 @@ TEST(AllocSolvers, HandOffThirdBufferNeverOverlapsTheParent) {
     ASSERT_TRUE(r.ok()) << solver_kind_name(k);
     EXPECT_TRUE(validate(p, r->placement).ok()) << solver_kind_name(k);
     EXPECT_LE(r->lower_bound, 10) << solver_kind_name(k);
-    if (r->proven_optimal) EXPECT_EQ(r->spill_cost, 10) << solver_kind_name(k);
+    if (r->proven_optimal) {
+      EXPECT_EQ(r->spill_cost, 10) << solver_kind_name(k);
+    }
   }
   SolveOptions o;
   o.objective = Objective::kSelect;
