@@ -983,6 +983,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       tried += buf;
     }
     for (const auto& s : skipped) tried += ", " + s;
+    if (runs.size() + skipped.size() < counts.size()) tried += ", fewer not tried: time limit";
     result.notes.push_back("cores: best at " + std::to_string(result.planned_cores) + " of at most " +
                            std::to_string(o.cores) + " cores (" + tried + ")");
   }
