@@ -73,6 +73,11 @@ std::vector<program::Program> generated() {
     EXPECT_TRUE(p.ok());
     if (p.ok()) out.push_back(*p);
   }
+  for (const char* f : {"small_cnn_32", "small_cnn_64"}) {  // converted torch CNNs (tests/data/PROVENANCE.md)
+    auto p = program::read_program(std::string(SCRATCHPLAN_DATA_DIR) + "/lx/" + f + ".json");
+    EXPECT_TRUE(p.ok()) << f;
+    if (p.ok()) out.push_back(*p);
+  }
   auto t = transformer_program(22, 128, 256);
   EXPECT_TRUE(t.ok());
   if (t.ok()) out.push_back(*t);
