@@ -19,6 +19,7 @@ struct LxArgs {
   double hbm_gbps = -1;
   bool in_place = true, clone_inputs = true, clone_outputs = true, eviction = true, reorder = true, coopt = true;
   bool layout_inference = true;
+  bool fewer_cores = true;
 };
 
 lx::Hardware load_lx_hardware(const Doc& hw) {
@@ -54,6 +55,7 @@ lx::Plan plan(const Doc& prog, const Doc& hwdoc, const LxArgs& a) {
     if (!a.reorder) o.reorder = false;
     if (!a.coopt) o.coopt = false;
     if (!a.layout_inference) o.infer_layouts = false;
+    if (!a.fewer_cores) o.fewer_cores = false;
   }
   return run_cancellable([&] { return take(lx::plan_program(p, hw, o)); });
 }
@@ -118,14 +120,15 @@ void bind_lx(py::module_& m) {
       "lx_plan",
       [](const Doc& prog, const Doc& hw, int cores, double time_limit, int stage, int64_t capacity, double hbm_gbps,
          bool in_place, bool clone_inputs, bool clone_outputs, bool eviction, bool reorder, bool coopt,
-         bool layout_inference) {
+         bool layout_inference, bool fewer_cores) {
         return plan(prog, hw,
                     LxArgs{cores, time_limit, stage, capacity, hbm_gbps, in_place, clone_inputs, clone_outputs, eviction,
-                           reorder, coopt, layout_inference});
+                           reorder, coopt, layout_inference, fewer_cores});
       },
       py::arg("program"), py::arg("hardware"), py::arg("cores"), py::arg("time_limit"), py::arg("stage"),
       py::arg("capacity"), py::arg("hbm_gbps"), py::arg("in_place"), py::arg("clone_inputs"), py::arg("clone_outputs"),
-      py::arg("eviction"), py::arg("reorder"), py::arg("coopt"), py::arg("layout_inference"));
+      py::arg("eviction"), py::arg("reorder"), py::arg("coopt"), py::arg("layout_inference"),
+      py::arg("fewer_cores") = true);
 }
 
 }  // namespace sp::bindings

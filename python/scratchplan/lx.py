@@ -82,15 +82,17 @@ class Plan(Result):
 def plan(program: Any, cores: "int | None" = None, hardware: Any = "spyre", time_limit: float = 2.0,
          stage: "int | None" = None, capacity: "int | None" = None, hbm_gbps: "float | None" = None,
          in_place: bool = True, clone_inputs: bool = True, clone_outputs: bool = True,
-         eviction: bool = True, reorder: bool = True, coopt: bool = True, layout_inference: bool = True) -> Plan:
+         eviction: bool = True, reorder: bool = True, coopt: bool = True, layout_inference: bool = True,
+         fewer_cores: bool = True) -> Plan:
     """Plans the LX scratchpad of a program (``scratchplan plan``).
 
     program: dict in the program format (docs/program.md), a path, or a ``program.Program``.
     cores: cores for work division (None: the hardware's maximum). hardware: "spyre", a path or
     a dict. time_limit: seconds of anytime search; a fixed part linear in the program comes on top
     (docs/lx.md, "Time limit"). stage: 1..4 runs only the seed's stage (0: all).
-    capacity / hbm_gbps override the hardware. The ``in_place`` ... ``layout_inference`` switches
-    are the CLI's ``--no-*`` flags. Raises BadInput on bad input.
+    capacity / hbm_gbps override the hardware. The ``in_place`` ... ``fewer_cores`` switches
+    are the CLI's ``--no-*`` flags (fewer_cores: cores means at most; the powers of two below it
+    are planned too and the fastest plan kept). Raises BadInput on bad input.
     """
     cores = -1 if cores is None else flag("--cores", "count", cores, 1, 32)
     time_limit = flag("--time-limit", "seconds", time_limit)
@@ -102,4 +104,4 @@ def plan(program: Any, cores: "int | None" = None, hardware: Any = "spyre", time
         program = program.to_dict()
     return Plan(_core.lx_plan(doc(program, "program"), hw, cores, time_limit, stage, capacity, hbm_gbps,
                               bool(in_place), bool(clone_inputs), bool(clone_outputs), bool(eviction), bool(reorder),
-                              bool(coopt), bool(layout_inference)))
+                              bool(coopt), bool(layout_inference), bool(fewer_cores)))

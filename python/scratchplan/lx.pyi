@@ -29,4 +29,5 @@ class Plan(Result):
 def plan(program: Any, cores: Optional[int] = ..., hardware: Any = ..., time_limit: float = ...,
          stage: Optional[int] = ..., capacity: Optional[int] = ..., hbm_gbps: Optional[float] = ...,
          in_place: bool = ..., clone_inputs: bool = ..., clone_outputs: bool = ..., eviction: bool = ...,
-         reorder: bool = ..., coopt: bool = ..., layout_inference: bool = ...) -> Plan: ...
+         reorder: bool = ..., coopt: bool = ..., layout_inference: bool = ...,
+         fewer_cores: bool = ...) -> Plan: ...

@@ -46,12 +46,12 @@ def test_plan_from_dict_and_program_object_and_options():
     # options with their CLI flags
     args = ["--stage", "2", "--capacity", "65536", "--hbm-gbps", "100", "--no-in-place", "--no-clone-inputs",
             "--no-clone-outputs", "--no-eviction", "--no-reorder", "--no-coopt", "--no-layout-inference",
-            "--time-limit", "0.5"]
+            "--no-fewer-cores", "--time-limit", "0.5"]
     c = cli("plan", prog("sdpa"), "--cores", "4", "-o", "-", *args)
     assert c.returncode == 0, c.stderr
     p = sp.lx.plan(prog("sdpa"), cores=4, stage=2, capacity=65536, hbm_gbps=100, in_place=False,
                    clone_inputs=False, clone_outputs=False, eviction=False, reorder=False, coopt=False,
-                   layout_inference=False, time_limit=0.5)
+                   layout_inference=False, fewer_cores=False, time_limit=0.5)
     assert p.to_dict() == json.loads(c.stdout)
 
 
@@ -101,3 +101,36 @@ def test_program_module():
     f = sp.program.load(prog("gqa"))
     assert f.name and "ops" in repr(f)
     assert sp.lx.plan(s, cores=2, time_limit=0.2).hbm_bytes >= 0
+
+
+def test_lx_more_cores_never_plan_slower_on_a_small_cnn():
+    # --cores N means at most N (issue 44): a converted CNN (convolutions, depthwise, BatchNorm,
+    # ReLU6, residual) plans no slower at N than at any smaller power of two, and says where.
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, c, e):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(c, c * e, 1, bias=False), nn.BatchNorm2d(c * e), nn.ReLU6(),
+                                      nn.Conv2d(c * e, c * e, 3, padding=1, groups=c * e, bias=False),
+                                      nn.BatchNorm2d(c * e), nn.ReLU6(), nn.Conv2d(c * e, c, 1, bias=False),
+                                      nn.BatchNorm2d(c))
+
+        def forward(self, x):
+            return x + self.body(x)
+
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU6(),
+                          Block(16, 4), Block(16, 2), nn.AdaptiveAvgPool2d(1)).eval()
+    import scratchplan.torch as spt
+    program, _ = spt.to_program(model, (torch.randn(1, 3, 32, 32),))
+    times = {}
+    for n in (1, 2, 4, 8, 16, 32):
+        p = sp.lx.plan(program, cores=n, time_limit=1.0)
+        p.check()
+        d = p.to_dict()
+        assert d["cores"]["at_most"] == n and d["cores"]["planned_at"] <= n
+        assert d["cores"]["used"] <= d["cores"]["planned_at"]
+        times[n] = d["totals"]["estimated_time_us"]
+        for m, t in times.items():
+            assert times[n] <= t * (1 + 1e-9), (n, m, times)

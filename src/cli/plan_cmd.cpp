@@ -22,7 +22,7 @@ struct PlanArgs {
   int stage = 0;  // 0 = everything; 1..4 = the seed's stages
   bool report = false;
   bool no_in_place = false, no_clone_inputs = false, no_clone_outputs = false, no_eviction = false;
-  bool no_reorder = false, no_coopt = false, no_layout_inference = false;
+  bool no_reorder = false, no_coopt = false, no_layout_inference = false, no_fewer_cores = false;
   int64_t capacity = -1;
   double hbm_bandwidth = -1;
 };
@@ -52,6 +52,7 @@ int run_plan(const PlanArgs& a) {
   if (a.no_eviction) o.eviction = false;
   if (a.no_reorder) o.reorder = false;
   if (a.no_coopt) o.coopt = false;
+  if (a.no_fewer_cores) o.fewer_cores = false;
   if (a.no_layout_inference) o.infer_layouts = false;
   auto plan = lx::plan_program(*p, *hw, o);
   if (!plan) return fail(located(plan.error(), a.program_path));
@@ -99,6 +100,8 @@ void register_plan(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-eviction", args->no_eviction, "Disable eviction and reload");
   cmd->add_flag("--no-reorder", args->no_reorder, "Disable op reordering");
   cmd->add_flag("--no-coopt", args->no_coopt, "Keep work division's seed splits");
+  cmd->add_flag("--no-fewer-cores", args->no_fewer_cores,
+                "Plan at exactly --cores N (default: also at the powers of two below N, keeping the fastest)");
   cmd->add_flag("--no-layout-inference", args->no_layout_inference,
                 "Keep the default layout of tensors the program leaves open");
   cmd->callback([args, &exit_code] { exit_code = run_plan(*args); });

@@ -108,6 +108,7 @@ Options stage_options(int stage) {
   o.eviction = false;
   o.reorder = false;
   o.coopt = false;
+  o.fewer_cores = false;
   o.infer_layouts = false;
   return o;
 }

@@ -56,7 +56,8 @@ struct Options {
   bool reorder = true;             // move independent ops when it lowers HBM traffic
   bool coopt = true;               // co-optimize core splits with placement
   bool infer_layouts = true;       // choose the layouts the program leaves open (layout::infer_open_layouts)
-  int cores = 32;                  // cores available to work division
+  int cores = 32;                  // cores available to work division (at most; see fewer_cores)
+  bool fewer_cores = true;         // also plan at the powers of two below `cores` and keep the best
   double time_limit = 1.0;         // seconds for the whole plan (anytime)
   uint64_t seed = 1;               // for any randomized search
 };
@@ -159,6 +160,13 @@ struct Plan {
   bool proven_optimal = false;  // placement matched its bound
   int evictions = 0, clones = 0, reorders = 0, coopt_changes = 0;
   std::vector<std::string> notes;  // decisions worth showing (co-opt moves, reorders)
+  int planned_cores = 0;           // core budget of the run this plan comes from (<= options.cores)
+  struct CoreBudgetRun {
+    int cores = 0;                 // core budget of one planning run
+    double time_s = 0;             // its plan's estimated time
+    Bytes hbm = 0;                 // its plan's HBM bytes
+  };
+  std::vector<CoreBudgetRun> core_runs;  // every run plan_program made, in order (the best is returned)
   struct InferredLayout {
     std::string tensor;            // a tensor the program left without dim_order or layout
     std::vector<int> dim_order;    // the layout the plan assumes for it (program format)

@@ -26,6 +26,7 @@ Json plan_to_json(const Plan& p, bool arrays) {
                      {"eviction", p.options.eviction},
                      {"reorder", p.options.reorder},
                      {"coopt", p.options.coopt},
+                     {"fewer_cores", p.options.fewer_cores},
                      {"infer_layouts", p.options.infer_layouts}};
   if (arrays) {
   Json ops = Json::array();
@@ -100,6 +101,17 @@ Json plan_to_json(const Plan& p, bool arrays) {
                  {"clones", p.clones},           {"evictions", p.evictions},
                  {"reorders", p.reorders},       {"coopt_changes", p.coopt_changes},
                  {"notes", p.notes}};
+  {
+    int used = 1;
+    for (const GOp& op : p.graph.ops) used = std::max(used, op.cores);
+    Json runs = Json::array();
+    for (const auto& r : p.core_runs)
+      runs.push_back({{"cores", r.cores}, {"estimated_time_us", r.time_s * 1e6}, {"hbm_bytes", r.hbm}});
+    j["cores"] = {{"at_most", p.options.cores},
+                  {"planned_at", p.planned_cores > 0 ? p.planned_cores : p.options.cores},
+                  {"used", used},
+                  {"runs", runs}};
+  }
   return j;
 }
 
@@ -281,6 +293,12 @@ std::string plan_report(const Plan& p) {
   os << buf;
   std::snprintf(buf, sizeof buf, "estimated time: %.2f us (all-HBM %.2f us)\n", t.time_s * 1e6, t.baseline_time_s * 1e6);
   os << buf;
+  {
+    int used = 1;
+    for (const GOp& op : p.graph.ops) used = std::max(used, op.cores);
+    os << "cores: planned at " << (p.planned_cores > 0 ? p.planned_cores : p.options.cores) << " of at most "
+       << p.options.cores << " (ops use up to " << used << ")\n";
+  }
   os << "ops:\n";
   for (std::size_t i = 0; i < p.graph.ops.size(); ++i) {
     const GOp& op = p.graph.ops[i];

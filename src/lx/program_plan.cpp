@@ -1,6 +1,7 @@
 // Programs -> planning graphs (layouts, work division, per-operand core slicing) and the
 // co-optimization of core splits with placement, scored by the roofline cost model.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <climits>
 #include <cmath>
@@ -627,61 +628,25 @@ Bytes time_limited_bound(const MenuCosts& mc, std::size_t ops, const Hardware& h
   return std::max(any, static_cast<Bytes>(std::floor(safe)));
 }
 
-}  // namespace
+// One planning run at a fixed core budget (o.cores), with what the bounds need once the run
+// whose plan is returned is known.
+struct CoreRun {
+  Plan plan;
+  Bytes compulsory = 0;    // account()'s compulsory traffic of the run's plan
+  MenuCosts every;         // costs over every entry of this run's menus, timed
+  bool bounded = false;    // every and the bounds were computed (co-optimization on)
+  double fixed_s = 0;      // seconds outside the budget: division, bounds, checker
+};
 
-Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
-  // Open layouts first: the plan is made for the program with the layouts chosen, and says which
-  // (the compiler must honour them). Why: a reduction along the stick dim writes a sparse output
-  // natively; left at the default dense layout, its output needs a restickify, and a dense
-  // [seq, 1] output has few sticks, which caps the row splits of every op reading it (the dense
-  // generated transformer: 38.9 % above the bound over every split, 13.3 % with the layouts
-  // chosen; docs/lx.md).
-  if (o.infer_layouts) {
-    const std::vector<layout::OpenLayout> chosen = layout::infer_open_layouts(p);
-    if (!chosen.empty()) {
-      program::Program q = p;
-      for (const auto& c : chosen) q.tensors[c.tensor].dim_order = c.dim_order;
-      Options inner = o;
-      inner.infer_layouts = false;
-      auto plan = plan_program(q, hw, inner);
-      if (!plan) return plan;
-      plan->options.infer_layouts = true;
-      for (const auto& c : chosen) plan->inferred_layouts.push_back({q.tensors[c.tensor].name, c.dim_order});
-      return plan;
-    }
-  }
-  Deadline dl(o.time_limit);
-  if (o.cores < 1 || o.cores > hw.max_cores)
-    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
-                     std::to_string(hw.max_cores) + " cores");
+// `base` holds the program's bytes, elements and layout fixes (the same at every core count).
+Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Options& o, double seconds) {
+  const program::Program& p = *base.prog;
+  Deadline dl(seconds);
   Model m;
-  m.prog = &p;
-  std::vector<layout::Layout> layouts;
-  layouts.reserve(p.tensors.size());
-  for (const auto& t : p.tensors) {
-    auto l = program::tensor_layout(t);
-    if (!l) return bad_input(p.name + ": tensor '" + t.name + "': " + l.error().message);
-    m.bytes.push_back(layout::device_bytes(*l));
-    layouts.push_back(std::move(*l));
-    int64_t e = 1;
-    for (auto d : t.shape) e *= d;
-    m.elements.push_back(e);
-  }
-  // Layout incompatibilities (what `divide` reports): each costs the fixed copy's round trip.
-  m.fixes.assign(p.ops.size(), {});
-  {
-    for (std::size_t oi = 0; oi < p.ops.size(); ++oi)
-      for (const layout::LayoutIssue& is : layout::check_op_layouts(p, static_cast<program::OpId>(oi), layouts)) {
-        LayoutFix f;
-        f.tensor = is.tensor;
-        f.padding = is.fix == layout::FixKind::kPadding;
-        f.fixed_bytes = m.bytes[is.tensor];
-        if (f.padding && is.pad_from > 0 && is.pad_to > is.pad_from)
-          f.fixed_bytes = padded_bytes(m.bytes[is.tensor], is.pad_from, is.pad_to);
-        f.message = is.message;
-        m.fixes[oi].push_back(std::move(f));
-      }
-  }
+  m.prog = base.prog;
+  m.bytes = base.bytes;
+  m.elements = base.elements;
+  m.fixes = base.fixes;
   workdiv::Options wo;
   wo.max_cores = o.cores;
   wo.span_limit = hw.span_limit;
@@ -689,6 +654,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   wo.max_candidates = 64;
   auto d = workdiv::divide(p, wo);
   if (!d) return d.error();
+  const double divide_s = dl.elapsed_seconds();
   m.div = std::move(*d);
   m.slicings.assign(p.ops.size(), {});
   m.op_sigs.assign(p.ops.size(), {});
@@ -699,7 +665,13 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   const double before_seed = dl.elapsed_seconds();
   auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? left(dl) * (small_program ? 0.25 : 0.1) : left(dl), false);
   const double seed_seconds = dl.elapsed_seconds() - before_seed;
-  if (!seed_plan || !o.coopt || !o.lx) return seed_plan;
+  if (!seed_plan) return seed_plan.error();
+  if (!o.coopt || !o.lx) {
+    CoreRun run;
+    run.plan = std::move(*seed_plan);
+    run.fixed_s = divide_s;
+    return run;
+  }
   // Co-optimization: repair core-div mismatches by re-splitting the producer or the consumer,
   // trying every menu entry that slices the shared tensor alike (this covers dim flips,
   // multi-dim splits, fewer cores and reduction splits); accept a move when the roofline improves.
@@ -708,7 +680,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   std::optional<Plan> cur;  // small programs: the current full plan (exact scoring)
   if (small) {
     auto c0 = fast_eval(choice);
-    if (!c0) return c0;
+    if (!c0) return c0.error();
     cur = std::move(*c0);
   }
   int changes = 0;
@@ -856,7 +828,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   std::vector<int> result_choice(p.ops.size(), 0);
   if (changes > 0) {
     auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
-    if (!final_plan) return final_plan;
+    if (!final_plan) return final_plan.error();
     if (better(*final_plan, *seed_plan)) {  // never worse than the seed division
       final_plan->coopt_changes = changes;
       for (auto& n : notes) final_plan->notes.push_back(n);
@@ -864,18 +836,158 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       result_choice = choice;
     }
   }
+  const double before_bounds = dl.elapsed_seconds();
+  CoreRun run;
   // The bound over every split choice also counts what no menu entry can keep on LX.
-  const Bytes compulsory = result->totals.lower_bound_hbm;
-  const MenuCosts every = menu_costs(m, lx_capacity(hw), o, [](int, int) { return true; }, &hw);
-  result->totals.lower_bound_hbm += every.bound();
+  run.compulsory = result->totals.lower_bound_hbm;
+  run.every = menu_costs(m, lx_capacity(hw), o, [](int, int) { return true; }, &hw);
+  result->totals.lower_bound_hbm += run.every.bound();
   // The same over the splits that keep every op on the core count the plan gives it.
   result->totals.cores_lower_bound_hbm =
-      compulsory + menu_costs(m, lx_capacity(hw), o, [&](int op, int c) {
-                     return cores_of(m, op, c) == cores_of(m, op, result_choice[op]);
-                   }).bound();
+      run.compulsory + menu_costs(m, lx_capacity(hw), o, [&](int op, int c) {
+                         return cores_of(m, op, c) == cores_of(m, op, result_choice[op]);
+                       }).bound();
   // And over every split choice of the plans no slower than this one.
-  result->totals.time_lower_bound_hbm = compulsory + time_limited_bound(every, p.ops.size(), hw, result->totals.time_s);
-  if (Status st = check_plan(*result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
+  result->totals.time_lower_bound_hbm =
+      run.compulsory + time_limited_bound(run.every, p.ops.size(), hw, result->totals.time_s);
+  run.plan = std::move(*result);
+  run.bounded = true;
+  run.fixed_s = divide_s + dl.elapsed_seconds() - before_bounds;
+  return run;
+}
+
+// Core budgets tried for --cores n: n, then the powers of two below it. A plan at n may lose to
+// one at fewer cores (the search starts from the seed division, which spreads every op over all
+// n cores, and repairs mismatches locally), and "at most n cores" admits both.
+std::vector<int> core_budgets(const Options& o) {
+  std::vector<int> counts{o.cores};
+  if (!o.fewer_cores || !o.coopt || !o.lx) return counts;
+  int k = 1;
+  while (k * 2 < o.cores) k *= 2;
+  for (; k >= 1; k /= 2)
+    if (k < o.cores) counts.push_back(k);
+  return counts;
+}
+
+}  // namespace
+
+Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
+  // Open layouts first: the plan is made for the program with the layouts chosen, and says which
+  // (the compiler must honour them). Why: a reduction along the stick dim writes a sparse output
+  // natively; left at the default dense layout, its output needs a restickify, and a dense
+  // [seq, 1] output has few sticks, which caps the row splits of every op reading it (the dense
+  // generated transformer: 38.9 % above the bound over every split, 13.3 % with the layouts
+  // chosen; docs/lx.md).
+  if (o.infer_layouts) {
+    const std::vector<layout::OpenLayout> chosen = layout::infer_open_layouts(p);
+    if (!chosen.empty()) {
+      program::Program q = p;
+      for (const auto& c : chosen) q.tensors[c.tensor].dim_order = c.dim_order;
+      Options inner = o;
+      inner.infer_layouts = false;
+      auto plan = plan_program(q, hw, inner);
+      if (!plan) return plan;
+      plan->options.infer_layouts = true;
+      for (const auto& c : chosen) plan->inferred_layouts.push_back({q.tensors[c.tensor].name, c.dim_order});
+      return plan;
+    }
+  }
+  Deadline dl(o.time_limit);
+  if (o.cores < 1 || o.cores > hw.max_cores)
+    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
+                     std::to_string(hw.max_cores) + " cores");
+  Model m;
+  m.prog = &p;
+  std::vector<layout::Layout> layouts;
+  layouts.reserve(p.tensors.size());
+  for (const auto& t : p.tensors) {
+    auto l = program::tensor_layout(t);
+    if (!l) return bad_input(p.name + ": tensor '" + t.name + "': " + l.error().message);
+    m.bytes.push_back(layout::device_bytes(*l));
+    layouts.push_back(std::move(*l));
+    int64_t e = 1;
+    for (auto d : t.shape) e *= d;
+    m.elements.push_back(e);
+  }
+  // Layout incompatibilities (what `divide` reports): each costs the fixed copy's round trip.
+  m.fixes.assign(p.ops.size(), {});
+  for (std::size_t oi = 0; oi < p.ops.size(); ++oi)
+    for (const layout::LayoutIssue& is : layout::check_op_layouts(p, static_cast<program::OpId>(oi), layouts)) {
+      LayoutFix f;
+      f.tensor = is.tensor;
+      f.padding = is.fix == layout::FixKind::kPadding;
+      f.fixed_bytes = m.bytes[is.tensor];
+      if (f.padding && is.pad_from > 0 && is.pad_to > is.pad_from)
+        f.fixed_bytes = padded_bytes(m.bytes[is.tensor], is.pad_from, is.pad_to);
+      f.message = is.message;
+      m.fixes[oi].push_back(std::move(f));
+    }
+  // Budget: the run at n cores keeps half (it is the answer when time is short); each later run
+  // gets an equal share of what is left after the part no budget controls (division, bounds,
+  // checker: the largest measured so far), and starts only if that part still fits, so the limit
+  // holds at any program size. Runs that end early leave their time to the next ones.
+  const std::vector<int> counts = core_budgets(o);
+  std::vector<CoreRun> runs;
+  std::size_t best = 0;
+  double fixed_est = 0;
+  std::vector<std::string> skipped;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    double budget = left(dl);
+    if (i > 0) {
+      if (left(dl) <= 1.25 * fixed_est) break;
+      budget = (left(dl) - 1.25 * fixed_est) / static_cast<double>(counts.size() - i);
+    } else if (counts.size() > 1) {
+      budget *= 0.5;
+    }
+    Options oc = o;
+    oc.cores = counts[i];
+    const double t0 = dl.elapsed_seconds();
+    auto r = plan_at_cores(m, hw, oc, budget);
+    if (!r) {
+      // Fewer cores can be infeasible (an operand's per-core span over the limit): skip them.
+      if (i == 0 || r.error().kind != ErrorKind::kBadInput) return r.error();
+      skipped.push_back(std::to_string(counts[i]) + ": " + r.error().message);
+      continue;
+    }
+    const double elapsed = dl.elapsed_seconds() - t0;
+    fixed_est = std::max(fixed_est, r->fixed_s + std::max(0.0, elapsed - budget));
+    runs.push_back(std::move(*r));
+    if (runs.size() > 1 && better(runs.back().plan, runs[best].plan)) best = runs.size() - 1;
+  }
+  std::vector<Plan::CoreBudgetRun> tried;
+  for (const CoreRun& r : runs)
+    tried.push_back({r.plan.options.cores, r.plan.totals.time_s, r.plan.totals.hbm_read + r.plan.totals.hbm_write});
+  CoreRun& win = runs[best];
+  Plan result = std::move(win.plan);
+  result.planned_cores = result.options.cores;
+  result.options.cores = o.cores;
+  result.core_runs = std::move(tried);
+  if (runs.size() > 1 && win.bounded) {
+    // Each run's bounds hold over its own menus (menus are capped, so the menu at n cores need
+    // not hold every entry of the menu at fewer): the minimum over the runs holds for any plan
+    // this call can return.
+    Bytes every = INT64_MAX, timed = INT64_MAX;
+    for (const CoreRun& r : runs) {
+      if (!r.bounded) continue;
+      every = std::min(every, r.compulsory + r.every.bound());
+      timed = std::min(timed, r.compulsory + time_limited_bound(r.every, p.ops.size(), hw, result.totals.time_s));
+    }
+    result.totals.lower_bound_hbm = every;
+    result.totals.time_lower_bound_hbm = timed;
+  }
+  if (counts.size() > 1) {
+    std::string tried;
+    for (const auto& c : result.core_runs) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%d: %.1f us", tried.empty() ? "" : ", ", c.cores, c.time_s * 1e6);
+      tried += buf;
+    }
+    for (const auto& s : skipped) tried += ", " + s;
+    if (runs.size() + skipped.size() < counts.size()) tried += ", fewer not tried: time limit";
+    result.notes.push_back("cores: best at " + std::to_string(result.planned_cores) + " of at most " +
+                           std::to_string(o.cores) + " cores (" + tried + ")");
+  }
+  if (Status st = check_plan(result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
   return result;
 }
 
