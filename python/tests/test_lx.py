@@ -126,8 +126,7 @@ def test_lx_more_cores_never_plan_slower_on_a_small_cnn():
     program, _ = spt.to_program(model, (torch.randn(1, 3, 32, 32),))
     times = {}
     for n in (1, 2, 4, 8, 16, 32):
-        p = sp.lx.plan(program, cores=n, time_limit=1.0)
-        p.check()
+        p = sp.lx.plan(program, cores=n, time_limit=1.0)  # (checked by lx.plan before it returns)
         d = p.to_dict()
         assert d["cores"]["at_most"] == n and d["cores"]["planned_at"] <= n
         assert d["cores"]["used"] <= d["cores"]["planned_at"]
