@@ -30,7 +30,7 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def _rotate_half(x):
+def rotate_half(x):
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     return torch.cat((-x2, x1), dim=-1)
 
@@ -58,8 +58,8 @@ class RopeGQA(nn.Module):
         k = self.k_proj(x).view(b, s, self.kvh, self.d).transpose(1, 2)
         v = self.v_proj(x).view(b, s, self.kvh, self.d).transpose(1, 2)
         cos, sin = self.cos[:s], self.sin[:s]
-        q = q * cos + _rotate_half(q) * sin
-        k = k * cos + _rotate_half(k) * sin
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
         rep = self.h // self.kvh
         k = k[:, :, None].expand(b, self.kvh, rep, s, self.d).reshape(b, self.h, s, self.d)
         v = v[:, :, None].expand(b, self.kvh, rep, s, self.d).reshape(b, self.h, s, self.d)

@@ -21,19 +21,20 @@ CLI = os.environ.get("SCRATCHPLAN_CLI", os.path.join(HERE, "..", "..", "build", 
 
 # ------------------------------------------------------------------ a Llama-style decoder block
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-6):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+def _llm_blocks():
+    # The repository's language-model blocks (examples/llm_blocks.py): their RMSNorm and rotary
+    # helper are the ones this block uses.
+    import importlib.util
+    path = os.path.join(HERE, "..", "..", "examples", "llm_blocks.py")
+    spec = importlib.util.spec_from_file_location("scratchplan_examples_llm_blocks", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
-
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
+_BLOCKS = _llm_blocks()
+RMSNorm = _BLOCKS.RMSNorm
+rotate_half = _BLOCKS.rotate_half
 
 
 class Attention(nn.Module):

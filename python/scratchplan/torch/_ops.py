@@ -682,6 +682,23 @@ def elementwise(cx, node, name) -> bool:
     return True
 
 
+def _parallel_vars(iters: List[str], ranges: List[int]):
+    """var(extent): a new parallel iteration variable of that extent (None for extent 1, which
+    needs no variable), appended to iters/ranges of a copy map."""
+    def var(ext: int) -> Optional[int]:
+        if ext == 1:
+            return None
+        iters.append("parallel")
+        ranges.append(ext)
+        return len(iters) - 1
+    return var
+
+
+def _affine_terms(*terms):
+    """{variable: coefficient} of an affine index, skipping the variables of extent 1."""
+    return {v: c for v, c in terms if v is not None}
+
+
 @register("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "pixel_shuffle")
 def spread(cx, node, name) -> bool:
     """Nearest upsampling by integer factors and pixel shuffle: a copy whose output map is an
@@ -692,16 +709,8 @@ def spread(cx, node, name) -> bool:
     out_shape = list(meta(node).shape)
     iters: List[str] = []
     ranges: List[int] = []
-
-    def var(ext: int) -> Optional[int]:
-        if ext == 1:
-            return None
-        iters.append("parallel")
-        ranges.append(ext)
-        return len(iters) - 1
-
-    def e(*terms):
-        return {v: c for v, c in terms if v is not None}
+    var = _parallel_vars(iters, ranges)
+    e = _affine_terms
     if name == "pixel_shuffle":
         f = int(node.args[1])
         if len(x.shape) < 3 or x.shape[-3] % (f * f):
@@ -815,16 +824,8 @@ def im2col(cx, node, name) -> bool:
     ow_n = (W - dil[1] * (ks[1] - 1) - 1) // st[1] + 1
     iters: List[str] = []
     ranges: List[int] = []
-
-    def var(ext: int) -> Optional[int]:
-        if ext == 1:
-            return None
-        iters.append("parallel")
-        ranges.append(ext)
-        return len(iters) - 1
-
-    def e(*terms):
-        return {v: c for v, c in terms if v is not None}
+    var = _parallel_vars(iters, ranges)
+    e = _affine_terms
     lead = [var(d) for d in x.shape[:-3]]
     vc, vi, vj, voh, vow = var(x.shape[-3]), var(ks[0]), var(ks[1]), var(oh_n), var(ow_n)
     xin = [e((v, 1)) for v in lead] + [e((vc, 1)), e((voh, st[0]), (vi, dil[0])), e((vow, st[1]), (vj, dil[1]))]
