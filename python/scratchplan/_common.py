@@ -75,11 +75,7 @@ class Result:
 
     def svg(self, path: "str | os.PathLike[str] | None" = None) -> str:
         """The SVG picture (also written to ``path`` when given)."""
-        s = self._r.svg()
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(s)
-        return s
+        return write_text(self._r.svg(), path)
 
     def _repr_svg_(self) -> str:
         return self.svg()

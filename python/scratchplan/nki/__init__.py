@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from .. import _core
-from .._common import BadInput, Result, doc, flag
+from .._common import BadInput, Result, doc, flag, write_text
 from .tracer import DEFAULT_CYCLE_MODEL, TraceError, rewrite, stand_ins, trace
 
 __all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "stand_ins", "TraceError",
@@ -27,11 +27,7 @@ class _Traced(Result):
         """The Chrome trace event JSON of ``--trace`` (Perfetto, chrome://tracing): a track per
         engine queue, SBUF/PSUM bytes per partition as counters; also written to ``path`` when
         given."""
-        s = self._r.to_trace()
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(s)
-        return s
+        return write_text(self._r.to_trace(), path)
 
 
 class CheckReport(_Traced):
