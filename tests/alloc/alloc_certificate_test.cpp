@@ -7,6 +7,7 @@
 #include <random>
 
 #include "alloc/certificate.h"
+#include "alloc/io.h"
 #include "alloc/validator.h"
 #include "alloc_test_util.h"
 
@@ -136,6 +137,28 @@ TEST(AllocCertificate, MalformedCertificatesAreRefused) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("c.json"), std::string::npos);
   EXPECT_NE(bad.error().message.find("upper > lower"), std::string::npos);
+}
+
+// The best packings of MiniMalloc's open instances D and J (tests/data/dsa/best, produced by our
+// search): each is the instance's buffers with offsets, valid, and of the stated height.
+TEST(AllocCertificate, StoredBestPackings) {
+  const std::string data = SCRATCHPLAN_DATA_DIR;
+  for (auto [name, h] : {std::pair<std::string, Size>{"D", 1024000}, {"J", 1030144}}) {
+    auto inst = read_problem(data + "/dsa/challenging/" + name + ".1048576.csv");
+    auto plan = read_problem(data + "/dsa/best/" + name + "." + std::to_string(h) + ".csv");
+    ASSERT_TRUE(inst.ok() && plan.ok()) << name;
+    ASSERT_EQ(inst->buffers.size(), plan->buffers.size()) << name;
+    Placement pl;
+    for (std::size_t i = 0; i < inst->buffers.size(); ++i) {
+      const Buffer& a = inst->buffers[i];
+      const Buffer& b = plan->buffers[i];
+      ASSERT_TRUE(a.id == b.id && a.size == b.size && a.start == b.start && a.end == b.end) << name << " buffer " << i;
+      pl.offsets.push_back(b.fixed_offset);
+    }
+    EXPECT_TRUE(validate(*inst, pl, true, h).ok()) << name;
+    EXPECT_EQ(height(*inst, pl), h) << name;
+    EXPECT_FALSE(validate(*inst, pl, true, h - 1).ok()) << name;
+  }
 }
 
 }  // namespace
