@@ -328,8 +328,10 @@ HeightCertificate find_window_certificate(const Problem& p, const WindowSearchOp
     for (int s = s0; s < s1; ++s) load[s] += b.size;
   }
   const Size peak = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
-  HeightCertificate best = window_certificate(p, 0, 0, peak);  // the max-load bound needs no proof
-  if (g == 0) return best;
+  if (g == 0) return {};
+  // The max-load bound: the buffers of a peak section.
+  const int k0 = static_cast<int>(std::find(load.begin(), load.end(), peak) - load.begin());
+  HeightCertificate best = window_certificate(p, ticks[k0], ticks[k0 + 1], peak);
   for (int k = 0; k < sections; ++k) {
     if (load[k] != peak) continue;
     for (int w = 0; w <= o.max_sections; ++w) {
