@@ -152,6 +152,32 @@ def kernel(x):
         nki.trace(write(tmp_path, "k2.py", bad[len(HEAD):]), x=((250, 64), "fp32"))
 
 
+def test_instruction_mask_on_loop_indices_bounds_its_operands(tmp_path):
+    # blockwise_mm's down projection: H = 6 banks of 512 walked as 2 x 4 banks; the matmul's own
+    # mask= switches off the banks past H, whose operand columns do not exist.
+    src = """
+@nki.jit
+def kernel(a, w):
+    out = nl.ndarray((128, 3072), dtype=nl.float32, buffer=nl.shared_hbm)
+    at = nl.load(a)
+    wt = nl.load(w)
+    for h_i in nl.affine_range(2):
+        acc = nl.zeros((4, par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+        for h_j in nl.affine_range(4):
+            on = (4 * h_i + h_j < 6)
+            acc[h_j] += nisa.nc_matmul(at, wt[:, 2048 * h_i + 512 * h_j + nl.arange(512)[None, :]], mask=on)
+            res = nl.copy(acc[h_j], mask=on)
+            nl.store(out[:, 2048 * h_i + 512 * h_j + nl.arange(512)[None, :]], value=res, mask=on)
+    return out
+"""
+    k = nki.trace(write(tmp_path, "k.py", src), a=((128, 128), "bf16"), w=((128, 3072), "bf16"))
+    mm = next(n for n in instrs(k["body"]) if n["name"] == "nc_matmul")
+    assert mm["when"]
+    assert nki.check(k).clean
+    with pytest.raises(BadInput, match=r"k2\.py:\d+: index range \[0, 4095\] of free dim 1"):
+        nki.trace(write(tmp_path, "k2.py", src.replace(", mask=on)", ")")), a=((128, 128), "bf16"), w=((128, 3072), "bf16"))
+
+
 def test_modulo_of_a_loop_index_is_exact(tmp_path):
     src = """
 @nki.jit

@@ -59,6 +59,8 @@ def _guard(ins, mask):
         if isinstance(w, int) and w >= 0:
             continue  # always true
         ins.setdefault("when", []).append(w)
+        if len(loop) == len(g.t):  # on loop indices only: the operands are accessed only where it holds
+            ins.setdefault("_mcons", []).append(g)
 
 
 def _finish_cost(ins, partitions, nbytes):
@@ -117,7 +119,7 @@ def _read(ins, x, what="operand", allow_hbm=False):
     v = _as_view(x, what)
     if v.tensor.buffer == "hbm" and not allow_hbm and ins["engine"] != "DMA":
         _fail(f"{ins['name']}: {what} {v.tensor.name} is in HBM; compute engines read SBUF/PSUM tiles (nl.load it)")
-    acc, p, b = v.access()
+    acc, p, b = v.access(extra=ins.get("_mcons", ()))
     ins["reads"].append(acc)
     for idx in getattr(v, "dyn", ()):  # run-time index tiles of an indirect DMA
         _read(ins, idx, "index")
@@ -146,7 +148,7 @@ def _write_into(target, value):
             _fail(f"{value.api} writes HBM tensor {target.tensor.name}; compute engines write SBUF/PSUM tiles "
                   "(nl.store the result)")
         _check_write_fits(target, value)
-        acc, p, b = target.access(write=True)
+        acc, p, b = target.access(write=True, extra=value.instr.get("_mcons", ()))
         value.instr["writes"].append(acc)
         value.instr.setdefault("_isz", target.itemsize)
         _finish_cost(value.instr, p, b)
@@ -185,7 +187,7 @@ def _accumulate_into(target, other):
     if isinstance(other, Pending) and other.tensor is None and _ctx.ST.last_pending is other and \
             target.tensor.buffer == "psum" and other.instr["engine"] == "Tensor":
         _ctx.ST.last_pending = None
-        acc, p, b = target.access(write=True)
+        acc, p, b = target.access(write=True, extra=other.instr.get("_mcons", ()))
         acc["accumulate"] = True
         other.instr["writes"].append(acc)
         other.instr.setdefault("_isz", 4)

@@ -16,7 +16,7 @@ from .dtypes import _ALIASES, _DTYPES, _dtype_name
 from .symbolic import _ST_AR
 from .tensors import Tensor, _Alloc, _register, _unique
 from .instructions import _finish_cost
-from .loops import _Branch, _RangeRewriter, _sp_range
+from .loops import _Branch, _RangeRewriter, _Speculative, _sp_range
 from .modules import _Kernel, _Module, _build_modules
 from .stack import StackAllocator
 
@@ -300,6 +300,7 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
         with _Installed(mods, kmod):
             g = kmod.__dict__
             g.update({"__file__": path, "__sp_range__": _sp_range, "__sp_if__": _Branch,
+                      "__sp_spec__": _Speculative,
                       "__builtins__": __builtins__})
             try:
                 exec(code, g)

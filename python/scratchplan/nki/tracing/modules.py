@@ -14,7 +14,7 @@ from .tensors import Tensor, View, _Alloc, _DS, _MGrid, _register, _unique
 from .instructions import (_accumulate_into, _alu, _as_view, _dtype_of, _finish_cost, _guard, _is_tile,
                            _new_instr, _read, _result, _shape_of, _write_into)
 from .declarations import _HBM, _PSUM, _ParDim, _SBUF, _SHARED_HBM, _ndarray
-from .loops import _range_of, _static_range
+from .loops import _range_of, _static_range, need_unroll
 
 
 class _Module(types.ModuleType):
@@ -82,6 +82,9 @@ def _writes_dst(f):
         if dst is None:
             return r
         target = _as_view(dst, "dst")
+        if accumulate is None and f.__name__ == "nc_matmul" and not target.tensor.written and \
+                set(_ctx.ST.loop_scope) - target.tensor.scope:
+            need_unroll("the first write of dst overwrites")  # only iteration 0 of the loop would
         if accumulate or (accumulate is None and f.__name__ == "nc_matmul" and getattr(target.tensor, "written", False)):
             _accumulate_into(target, r)
         else:

@@ -339,12 +339,14 @@ class View(_Arithmetic):
         _fail(f"unsupported index {k!r} for tensor {t.name}")
 
     # ---- accesses ----------------------------------------------------------------------------
-    def access(self, write=False):
-        """(json access, partitions touched, bytes per partition touched) with bounds checks."""
+    def access(self, write=False, extra=()):
+        """(json access, partitions touched, bytes per partition touched) with bounds checks;
+        `extra`: the loop-index constraints of the instruction's own mask=."""
         t = self.tensor
         # The access happens only where its mask and the enclosing branch conditions hold, so
         # its range is taken over those iterations (an access the mask switches off is legal).
         cons = [g for c in _ctx.ST.guards for g in c] + (list(self.mask.cons) if isinstance(self.mask, Pred) else [])
+        cons += extra
         ranges = []  # per dim: (lo, hi) inclusive over every iteration
         for d, dim in enumerate(self.dims):
             n = t.shape[d]
