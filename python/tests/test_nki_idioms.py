@@ -161,13 +161,14 @@ def kernel(a, w):
     out = nl.ndarray((128, 3072), dtype=nl.float32, buffer=nl.shared_hbm)
     at = nl.load(a)
     wt = nl.load(w)
+    ip = nl.arange(128)[:, None]
     for h_i in nl.affine_range(2):
         acc = nl.zeros((4, par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
         for h_j in nl.affine_range(4):
             on = (4 * h_i + h_j < 6)
-            acc[h_j] += nisa.nc_matmul(at, wt[:, 2048 * h_i + 512 * h_j + nl.arange(512)[None, :]], mask=on)
+            acc[h_j] += nisa.nc_matmul(at, wt[ip, 2048 * h_i + 512 * h_j + nl.arange(512)[None, :]], mask=on)
             res = nl.copy(acc[h_j], mask=on)
-            nl.store(out[:, 2048 * h_i + 512 * h_j + nl.arange(512)[None, :]], value=res, mask=on)
+            nl.store(out[ip, 2048 * h_i + 512 * h_j + nl.arange(512)[None, :]], value=res, mask=on)
     return out
 """
     k = nki.trace(write(tmp_path, "k.py", src), a=((128, 128), "bf16"), w=((128, 3072), "bf16"))
