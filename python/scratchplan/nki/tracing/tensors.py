@@ -343,6 +343,18 @@ class View(_Arithmetic):
         """(json access, partitions touched, bytes per partition touched) with bounds checks;
         `extra`: the loop-index constraints of the instruction's own mask=."""
         t = self.tensor
+        if self.mask is None and not any(self.dims):  # the whole tensor: the same record every time
+            whole = t.__dict__.get("_whole")
+            if whole is None or whole[3] is not t.shape:
+                whole = t._whole = self._access(write, ()) + (t.shape,)
+            acc = dict(whole[0])
+            if "block" in acc:
+                acc["block"] = list(acc["block"])
+            return acc, whole[1], whole[2]
+        return self._access(write, extra)
+
+    def _access(self, write, extra):
+        t = self.tensor
         # The access happens only where its mask and the enclosing branch conditions hold, so
         # its range is taken over those iterations (an access the mask switches off is legal).
         cons = [g for c in _ctx.ST.guards for g in c] + (list(self.mask.cons) if isinstance(self.mask, Pred) else [])
