@@ -391,6 +391,31 @@ def kernel(x):
         nki.trace(path, x=((128, 4), "fp32"))
 
 
+def test_stack_overflow_lists_the_stack_of_helper_returned_tensors(tmp_path):
+    # blockwise_mm's idiom: helpers called in a sequential loop return the tensors they declare,
+    # which stay in the loop's frame; the overflow names what is on the stack, largest first.
+    path = write(tmp_path, "k.py", """
+def block(n):
+    states = nl.ndarray((n, par_dim(128), 8192), dtype=nl.float32, buffer=nl.sbuf)
+    return states
+
+@ncc.enable_stack_allocator
+@nki.jit
+def kernel(x, n=2):
+    w = nl.ndarray((par_dim(128), 16384), dtype=nl.bfloat16, buffer=nl.sbuf)
+    for b in nl.sequential_range(2):
+        h = block(n)
+        h_t = block(n)
+        old = block(n)
+    return x
+""")
+    assert nki.trace(path, x=((128, 4), "fp32"), n=1)  # 4 + 32768 + 3 * 32768 bytes fit
+    with pytest.raises(BadInput, match=r"^k\.py:10: stack overflow on sbuf: tensor states_3 needs 65536 bytes per "
+                                       r"partition at byte 163844, 180224 usable \(on the stack: states 65536, states_2 65536, "
+                                       r"w 32768, the hidden bias tile 4\)$"):
+        nki.trace(path, x=((128, 4), "fp32"), n=2)
+
+
 def test_indirect_dma_masked_subscript_and_lazy_psum(tmp_path):
     # x[idx_tile, f] (run-time row indices), w[e[0, 0], ...], tile[pred] as a mask, a lazily
     # initialized PSUM accumulator summed over h with an inner loop b indexing it.
