@@ -76,7 +76,8 @@ class _NsProxy(types.ModuleType):
             _ctx.ST.unroll_all = True
         v = getattr(self._mod, name)
         if isinstance(v, _Module):
-            return _NsProxy(v, "nki")
+            v = _NsProxy(v, "nki")
+        object.__setattr__(self, name, v)  # later look-ups skip __getattr__ (an unrolled kernel makes millions)
         return v
 
 
