@@ -52,16 +52,17 @@ X = {"x": ((512, 512), "bf16")}
 AB = {"a": ((512, 128), "bf16"), "b": ((512, 512), "bf16")}
 
 
-def executions(body, mult=1):
-    """(instruction name, source line) -> times executed, guards ignored."""
-    out = {}
+def executions(body, env=None, out=None):
+    """(instruction name, source line, accumulates) -> times executed: every iteration enumerated,
+    `when` guards (affine texts of the loop names, each >= 0) evaluated."""
+    env, out = env or {}, {} if out is None else out
     for n in body:
         if "loop" in n:
-            for k, v in executions(n["body"], mult * n["trip"]).items():
-                out[k] = out.get(k, 0) + v
-        else:
-            key = (n["name"], n["source"])
-            out[key] = out.get(key, 0) + mult
+            for v in range(n["trip"]):
+                executions(n["body"], {**env, n["loop"]: v}, out)
+        elif all((g if isinstance(g, int) else eval(g, {}, dict(env))) >= 0 for g in n.get("when", [])):
+            key = (n["name"], n["source"], any(w.get("accumulate") for w in n["writes"]))
+            out[key] = out.get(key, 0) + 1
     return out
 
 
@@ -85,7 +86,8 @@ def both(tmp_path, monkeypatch, src, inputs):
     (LIST, X, [3]),           # bufs[j % 2]: j unrolled inside a symbolic i
     (BRANCH, X, [3]),         # if j == 0: j unrolled
     (CARRIED, X, []),         # addr carried between iterations (and read after): both unrolled
-    (MATMUL, AB, []),         # the first nc_matmul into acc overwrites, the others accumulate
+    (MATMUL, AB, [4]),        # the first nc_matmul into acc overwrites (k == 0), the others accumulate
+    (MATMUL.replace("    for k in range(4):", "    nisa.memset(dst=acc, value=0.0)\n    for k in range(4):"), AB, [4]),
 ])
 def test_symbolic_ranges_execute_what_unrolling_does(tmp_path, monkeypatch, src, inputs, trips):
     sym, unrolled = both(tmp_path, monkeypatch, src, inputs)

@@ -12,6 +12,11 @@ from .symbolic import Pred, Sym, _affine_text, _mk, _var_range
 from .tensors import Pending, Tensor, View
 
 
+def need_unroll(why):
+    from .loops import need_unroll as unroll  # loops imports this module
+    unroll(why)
+
+
 _ENGINE_CLOCK = {"Tensor": "tensor_clock_ghz", "Vector": "vector_clock_ghz", "Scalar": "scalar_clock_ghz",
                  "GpSimd": "gpsimd_clock_ghz"}
 
@@ -183,7 +188,9 @@ def _check_write_fits(target, value):
             _fail(f"{value.api} result of shape {list(vs)} does not fit {target.tensor.name}{list(ts)}")
 
 
-def _accumulate_into(target, other):
+def _accumulate_into(target, other, first_over=None):
+    """`target += other`. first_over: loop ids whose first iteration overwrites instead (a new-API
+    nc_matmul's first write into dst, traced once over those loops); None: _group_loops decides."""
     if isinstance(other, Pending) and other.tensor is None and _ctx.ST.last_pending is other and \
             target.tensor.buffer == "psum" and other.instr["engine"] == "Tensor":
         _ctx.ST.last_pending = None
@@ -192,8 +199,11 @@ def _accumulate_into(target, other):
         other.instr["writes"].append(acc)
         other.instr.setdefault("_isz", 4)
         _finish_cost(other.instr, p, b)
-        _start_group(other.instr, target)
+        if not _start_group(other.instr, target, first_over) and first_over:
+            need_unroll("the first write of a matmul could not be split")
         return
+    if first_over:
+        need_unroll("a first write that is not a matmul into PSUM")
     res = _alu("add", target, other)
     _write_into(target, res)
 
@@ -218,15 +228,17 @@ def _group_loops(target):
     return out
 
 
-def _start_group(ins, target):
+def _start_group(ins, target, group=None):
     """A PSUM accumulation group starts at the first iteration of the loops it sums over: there
     the matmul overwrites the tile (the hardware's accumulate flag is off) instead of reading
-    what an earlier group or another tensor left in the bank. Recorded as two guarded copies."""
-    if _ctx.ST.unroll_all:
-        return
-    group = _group_loops(target)
+    what an earlier group or another tensor left in the bank. Recorded as two guarded copies.
+    Returns whether it split the instruction."""
+    if group is None:
+        if _ctx.ST.unroll_all:
+            return False
+        group = _group_loops(target)
     if not group:
-        return
+        return False
     first = dict(ins, reads=list(ins["reads"]), writes=[{k: v for k, v in w.items() if k != "accumulate"}
                                                         if w.get("accumulate") else w for w in ins["writes"]])
     idx = [Sym(0, {("L", lid): 1}) for lid in group]
@@ -235,9 +247,10 @@ def _start_group(ins, target):
     body = _ctx.ST.stack[-1]
     at = next((k for k in range(len(body) - 1, -1, -1) if body[k] is ins), None)
     if at is None:
-        return  # recorded elsewhere (cannot split safely)
+        return False  # recorded elsewhere (cannot split safely)
     body.insert(at, first)
     _ctx.ST.instr_count += 1
+    return True
 
 
 def _alu(api, *operands, engine="Vector", kind="alu", dtype=None, shape=None, mask=None, out_psum=False):

@@ -14,7 +14,7 @@ from .tensors import Tensor, View, _Alloc, _DS, _MGrid, _register, _unique
 from .instructions import (_accumulate_into, _alu, _as_view, _dtype_of, _finish_cost, _guard, _is_tile,
                            _new_instr, _read, _result, _shape_of, _write_into)
 from .declarations import _HBM, _PSUM, _ParDim, _SBUF, _SHARED_HBM, _ndarray
-from .loops import _range_of, _static_range, need_unroll
+from .loops import _range_of, _static_range
 
 
 class _Module(types.ModuleType):
@@ -87,9 +87,17 @@ def _writes_dst(f):
         if dst is None:
             return r
         target = _as_view(dst, "dst")
-        if accumulate is None and f.__name__ == "nc_matmul" and not target.tensor.written and \
-                set(_ctx.ST.loop_scope) - target.tensor.scope:
-            need_unroll("the first write of dst overwrites")  # only iteration 0 of the loop would
+        if accumulate is None and f.__name__ == "nc_matmul" and not target.tensor.written:
+            # Traced once over loops opened since dst's declaration: their first iteration writes, the rest add.
+            since = []
+            for lid in reversed(_ctx.ST.loop_scope):
+                if lid in target.tensor.scope:
+                    break
+                since.append(lid)
+            if since:
+                _accumulate_into(target, r, first_over=since)
+                target.tensor.written = True
+                return None
         if accumulate or (accumulate is None and f.__name__ == "nc_matmul" and getattr(target.tensor, "written", False)):
             _accumulate_into(target, r)
         else:
