@@ -198,7 +198,7 @@ class _RangeRewriter(ast.NodeTransformer):
         plan = speculation_plan(node, self.funcs[-1]) if ranged and self.funcs else None
         if plan is None:
             return node
-        # v = __sp_spec__(ITER, calls, stores); for T in v: try: BODY / except Exception as e: if not v.failed(e): raise
+        # v = __sp_spec__(ITER, calls, stores); for T in v: try: BODY / except BaseException as e: if not v.failed(e): raise
         self.n_for += 1
         var, err = f"__sp_for_{self.n_for}", f"__sp_err_{self.n_for}"
         const = lambda xs: ast.Tuple(elts=[ast.Constant(value=x) for x in xs], ctx=ast.Load())
@@ -207,7 +207,7 @@ class _RangeRewriter(ast.NodeTransformer):
                                          args=[node.iter, const(plan[0]), const(plan[1])], keywords=[]))
         failed = ast.Call(func=ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr="failed", ctx=ast.Load()),
                           args=[ast.Name(id=err, ctx=ast.Load())], keywords=[])
-        handler = ast.ExceptHandler(type=ast.Name(id="Exception", ctx=ast.Load()), name=err,
+        handler = ast.ExceptHandler(type=ast.Name(id="BaseException", ctx=ast.Load()), name=err,
                                     body=[ast.If(test=ast.UnaryOp(op=ast.Not(), operand=failed),
                                                  body=[ast.Raise(exc=None, cause=None)], orelse=[])])
         wrapper = ast.Try(body=node.body, handlers=[handler], orelse=[], finalbody=[])
@@ -236,8 +236,9 @@ _FORBIDDEN = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, ast
               ast.AsyncFor, ast.AsyncWith)
 
 
-class _Unroll(Exception):
-    """Raised inside a speculative symbolic loop where only unrolling is exact."""
+class _Unroll(BaseException):
+    """Raised inside a speculative symbolic loop where only unrolling is exact (a BaseException,
+    so that a kernel's own `except Exception` cannot swallow it)."""
 
 
 def speculating():
@@ -445,7 +446,7 @@ class _Speculative:
 
     def failed(self, e):
         """Called with an exception of the body: True (swallowed) when the symbolic run fails."""
-        if not self.spec or isinstance(e, _ctx.Timeout):
+        if not self.spec or isinstance(e, _ctx.Timeout) or not isinstance(e, (Exception, _Unroll)):
             return False
         self.failed_with = e
         return True
