@@ -607,7 +607,7 @@ def kernel(a, b):
     mm = loop["body"][2:]
     assert [(n["when"], [w.get("accumulate", False) for w in n["writes"]]) for n in mm] == \
         [(["-1*k"], [False]), (["k - 1"], [True])]
-    assert all(n["writes"] for n in k["body"]), "every instruction writes its dst"
+    assert all(n["writes"] for n in loop["body"] + rest), "every instruction writes its dst"
     assert [t["name"] for t in k["tensors"] if t.get("implicit")] == []  # no hidden result tensors
     assert nki.check(k).clean
 
