@@ -1,5 +1,6 @@
 """Loops and branches: symbolic `affine_range`/`sequential_range` loops run once, unrolled
-ranges, and `if` on loop indices guarded per branch (the AST rewrite that routes them here)."""
+ranges, new-API Python ranges run once when that is exact (else rolled back and unrolled), and
+`if` on loop indices guarded per branch (the AST rewrite that routes them here)."""
 from __future__ import annotations
 
 import ast
