@@ -27,6 +27,35 @@ def kernel(x):
 '''
 STAGE = "            buf[j] = nl.square(buf[j])\n"
 
+# The new `nki` namespace: loops are Python ranges (unrolled by NKI). RANGE's body is exact to trace
+# once (a symbolic index); CARRIED carries `slot` from one iteration to the next, so it unrolls.
+RANGE = '''import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    slot = 0
+    for i in range({outer}):
+        for j in range({inner}):
+            b = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, address=(0, {addr}))
+{carry}            nisa.dma_copy(dst=b, src=x[j * 128:(j + 1) * 128, :])
+            nisa.tensor_tensor(dst=b, data1=b, data2=b, op=nl.add)
+            nisa.tensor_tensor(dst=b, data1=b, data2=b, op=nl.multiply)
+            nisa.dma_copy(dst=out[j * 128:(j + 1) * 128, :], src=b)
+    return out
+'''
+
+
+def generate_range(executions, carried):
+    inner = 64
+    outer = max(1, executions // (4 * inner))
+    src = RANGE.format(outer=outer, inner=inner, addr="slot * 1024" if carried else "0",
+                       carry="            slot = 1 - slot\n" if carried else "")
+    return src, outer * inner * 4, inner
+
 
 def generate(executions, stages=2):
     """A kernel whose loops execute about `executions` instructions."""
@@ -68,6 +97,23 @@ def tables(ctx):
             out.append(f"| {execs:,} | {tt:.3f} | 5 | {'yes' if ok_trace and tt < 5 else 'no'} | {tc:.3f} | "
                        f"{tp:.3f}{'' if p.returncode == 0 else ' (exit %d)' % p.returncode} | "
                        f"{'yes' if tp <= 2.2 else 'no'} | {'yes' if c.returncode == 0 else 'no'} |")
+        out += ["", "New `nki` namespace, Python `range` loops (NKI unrolls them). A body that is exact to trace once "
+                "runs once with a symbolic index (checked against unrolling in python/tests/test_nki_ranges.py); "
+                "a body carrying state between iterations is unrolled, one record per executed instruction.", "",
+                "| kernel | executions | trace (s) | trace s per million executions | target | met | check clean |",
+                "|---|---:|---:|---:|---:|---|---|"]
+        for label, n, carried in [("range nest, traced once", 1_000_000, False),
+                                  ("range nest carrying `slot` (unrolled)", 5_000 if ctx.quick else 20_000, True)]:
+            src, execs, inner = generate_range(n, carried)
+            path = os.path.join(d, f"range_{n}_{int(carried)}.py")
+            with open(path, "w") as f:
+                f.write(src)
+            inp = f"x={inner * 128}x512:bf16"
+            tt, r = median_time(ctx, ["/usr/bin/python3", tracer, "trace", path, "--input", inp], reps)
+            _, c = median_time(ctx, [ctx.cli, "nki", "check", path, "--input", inp], 1)
+            per_m = tt * 1e6 / execs
+            out.append(f"| {label} | {execs:,} | {tt:.3f} | {per_m:.1f} | 5 | "
+                       f"{'yes' if r.returncode == 0 and per_m < 5 else 'no'} | {'yes' if c.returncode == 0 else 'no'} |")
         # The known time-limit bug: an HBM tensor of ~4,000,012 blocks.
         big = {"tensors": [
             {"name": "x", "buffer": "hbm", "role": "input", "blocks": [4_000_012], "partitions": 128, "free": [512]},

@@ -152,6 +152,33 @@ def kernel(x):
         nki.trace(write(tmp_path, "k2.py", bad[len(HEAD):]), x=((250, 64), "fp32"))
 
 
+def test_instruction_mask_on_loop_indices_bounds_its_operands(tmp_path):
+    # blockwise_mm's down projection: H = 6 banks of 512 walked as 2 x 4 banks; the matmul's own
+    # mask= switches off the banks past H, whose operand columns do not exist.
+    src = """
+@nki.jit
+def kernel(a, w):
+    out = nl.ndarray((128, 3072), dtype=nl.float32, buffer=nl.shared_hbm)
+    at = nl.load(a)
+    wt = nl.load(w)
+    ip = nl.arange(128)[:, None]
+    for h_i in nl.affine_range(2):
+        acc = nl.zeros((4, par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+        for h_j in nl.affine_range(4):
+            on = (4 * h_i + h_j < 6)
+            acc[h_j] += nisa.nc_matmul(at, wt[ip, 2048 * h_i + 512 * h_j + nl.arange(512)[None, :]], mask=on)
+            res = nl.copy(acc[h_j], mask=on)
+            nl.store(out[ip, 2048 * h_i + 512 * h_j + nl.arange(512)[None, :]], value=res, mask=on)
+    return out
+"""
+    k = nki.trace(write(tmp_path, "k.py", src), a=((128, 128), "bf16"), w=((128, 3072), "bf16"))
+    mm = next(n for n in instrs(k["body"]) if n["name"] == "nc_matmul")
+    assert mm["when"]
+    assert nki.check(k).clean
+    with pytest.raises(BadInput, match=r"k2\.py:\d+: index range \[0, 4095\] of free dim 1"):
+        nki.trace(write(tmp_path, "k2.py", src.replace(", mask=on)", ")")), a=((128, 128), "bf16"), w=((128, 3072), "bf16"))
+
+
 def test_modulo_of_a_loop_index_is_exact(tmp_path):
     src = """
 @nki.jit
@@ -362,6 +389,31 @@ def kernel(x):
 """)
     with pytest.raises(BadInput, match=r"^k\.py:\d+: stack overflow on sbuf: tensor a needs 196608 bytes"):
         nki.trace(path, x=((128, 4), "fp32"))
+
+
+def test_stack_overflow_lists_the_stack_of_helper_returned_tensors(tmp_path):
+    # blockwise_mm's idiom: helpers called in a sequential loop return the tensors they declare,
+    # which stay in the loop's frame; the overflow names what is on the stack, largest first.
+    path = write(tmp_path, "k.py", """
+def block(n):
+    states = nl.ndarray((n, par_dim(128), 8192), dtype=nl.float32, buffer=nl.sbuf)
+    return states
+
+@ncc.enable_stack_allocator
+@nki.jit
+def kernel(x, n=2):
+    w = nl.ndarray((par_dim(128), 16384), dtype=nl.bfloat16, buffer=nl.sbuf)
+    for b in nl.sequential_range(2):
+        h = block(n)
+        h_t = block(n)
+        old = block(n)
+    return x
+""")
+    assert nki.trace(path, x=((128, 4), "fp32"), n=1)  # 4 + 32768 + 3 * 32768 bytes fit
+    with pytest.raises(BadInput, match=r"^k\.py:10: stack overflow on sbuf: tensor states_3 needs 65536 bytes per "
+                                       r"partition at byte 163844, 180224 usable \(on the stack: states 65536, states_2 65536, "
+                                       r"w 32768, the hidden bias tile 4\)$"):
+        nki.trace(path, x=((128, 4), "fp32"), n=2)
 
 
 def test_indirect_dma_masked_subscript_and_lazy_psum(tmp_path):

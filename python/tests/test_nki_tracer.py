@@ -598,12 +598,16 @@ def kernel(a, b):
     return out
 '''
     k = nki.trace(write(tmp_path, "dst.py", src), a=((256, 128), "bf16"), b=((256, 256), "bf16"))
-    names = [n["name"] for n in k["body"]]
-    assert names == ["dma_copy", "dma_copy", "nc_matmul"] * 2 + ["memset", "activation", "tensor_reduce",
-                                                                 "tensor_scalar", "dma_copy"], names
-    mm = [n for n in k["body"] if n["name"] == "nc_matmul"]
-    assert [w.get("accumulate", False) for n in mm for w in n["writes"]] == [False, True]
-    assert all(n["writes"] for n in k["body"]), "every instruction writes its dst"
+    # the k loop is traced once (python/tests/test_nki_ranges.py compares this with unrolling)
+    loop, rest = k["body"][0], k["body"][1:]
+    assert loop["trip"] == 2 and [n["name"] for n in rest] == ["memset", "activation", "tensor_reduce",
+                                                               "tensor_scalar", "dma_copy"]
+    assert [n["name"] for n in loop["body"]] == ["dma_copy", "dma_copy", "nc_matmul", "nc_matmul"]
+    # the first write overwrites where k == 0; the other iterations accumulate
+    mm = loop["body"][2:]
+    assert [(n["when"], [w.get("accumulate", False) for w in n["writes"]]) for n in mm] == \
+        [(["-1*k"], [False]), (["k - 1"], [True])]
+    assert all(n["writes"] for n in loop["body"] + rest), "every instruction writes its dst"
     assert [t["name"] for t in k["tensors"] if t.get("implicit")] == []  # no hidden result tensors
     assert nki.check(k).clean
 

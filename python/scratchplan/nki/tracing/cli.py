@@ -32,7 +32,7 @@ def main(argv):
 
     def _timeout(signum, frame):
         line = frame.f_lineno if frame and os.path.abspath(frame.f_code.co_filename) == (_ctx.ST.path if _ctx.ST else "") else 0
-        raise TraceError(f"{_ctx.ST.label if _ctx.ST else 'tracer'}:{line}: tracing took longer than {TRACE_SECONDS} s "
+        raise _ctx.Timeout(f"{_ctx.ST.label if _ctx.ST else 'tracer'}:{line}: tracing took longer than {TRACE_SECONDS} s "
                          "(a loop that never ends?)")
 
     signal.signal(signal.SIGALRM, _timeout)

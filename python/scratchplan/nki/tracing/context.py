@@ -42,6 +42,10 @@ class TraceError(_BadInput):
     """A kernel the tracer cannot accept; the message is one line starting with ``file:line``."""
 
 
+class Timeout(TraceError):
+    """The trace ran out of time (never swallowed by a speculative loop)."""
+
+
 class _State:
     """Everything one trace records. One at a time (tracing is single-threaded)."""
 
@@ -69,6 +73,7 @@ class _State:
         self.lines = None                 # the kernel file's source lines (read once)
         self.name_next = {}               # tensor name -> next suffix to try (unique names in O(1))
         self.stack_alloc = None           # @enable_stack_allocator kernels: the StackAllocator placing auto tensors
+        self.speculating = 0              # open Python-range loops running once symbolically (loops._Speculative)
 
 
 ST = None

@@ -12,6 +12,11 @@ from .symbolic import Pred, Sym, _affine_text, _mk, _var_range
 from .tensors import Pending, Tensor, View
 
 
+def need_unroll(why):
+    from .loops import need_unroll as unroll  # loops imports this module
+    unroll(why)
+
+
 _ENGINE_CLOCK = {"Tensor": "tensor_clock_ghz", "Vector": "vector_clock_ghz", "Scalar": "scalar_clock_ghz",
                  "GpSimd": "gpsimd_clock_ghz"}
 
@@ -59,6 +64,8 @@ def _guard(ins, mask):
         if isinstance(w, int) and w >= 0:
             continue  # always true
         ins.setdefault("when", []).append(w)
+        if len(loop) == len(g.t):  # on loop indices only: the operands are accessed only where it holds
+            ins.setdefault("_mcons", []).append(g)
 
 
 def _finish_cost(ins, partitions, nbytes):
@@ -117,7 +124,7 @@ def _read(ins, x, what="operand", allow_hbm=False):
     v = _as_view(x, what)
     if v.tensor.buffer == "hbm" and not allow_hbm and ins["engine"] != "DMA":
         _fail(f"{ins['name']}: {what} {v.tensor.name} is in HBM; compute engines read SBUF/PSUM tiles (nl.load it)")
-    acc, p, b = v.access()
+    acc, p, b = v.access(extra=ins.get("_mcons", ()))
     ins["reads"].append(acc)
     for idx in getattr(v, "dyn", ()):  # run-time index tiles of an indirect DMA
         _read(ins, idx, "index")
@@ -146,7 +153,7 @@ def _write_into(target, value):
             _fail(f"{value.api} writes HBM tensor {target.tensor.name}; compute engines write SBUF/PSUM tiles "
                   "(nl.store the result)")
         _check_write_fits(target, value)
-        acc, p, b = target.access(write=True)
+        acc, p, b = target.access(write=True, extra=value.instr.get("_mcons", ()))
         value.instr["writes"].append(acc)
         value.instr.setdefault("_isz", target.itemsize)
         _finish_cost(value.instr, p, b)
@@ -181,17 +188,22 @@ def _check_write_fits(target, value):
             _fail(f"{value.api} result of shape {list(vs)} does not fit {target.tensor.name}{list(ts)}")
 
 
-def _accumulate_into(target, other):
+def _accumulate_into(target, other, first_over=None):
+    """`target += other`. first_over: loop ids whose first iteration overwrites instead (a new-API
+    nc_matmul's first write into dst, traced once over those loops); None: _group_loops decides."""
     if isinstance(other, Pending) and other.tensor is None and _ctx.ST.last_pending is other and \
             target.tensor.buffer == "psum" and other.instr["engine"] == "Tensor":
         _ctx.ST.last_pending = None
-        acc, p, b = target.access(write=True)
+        acc, p, b = target.access(write=True, extra=other.instr.get("_mcons", ()))
         acc["accumulate"] = True
         other.instr["writes"].append(acc)
         other.instr.setdefault("_isz", 4)
         _finish_cost(other.instr, p, b)
-        _start_group(other.instr, target)
+        if not _start_group(other.instr, target, first_over) and first_over:
+            need_unroll("the first write of a matmul could not be split")
         return
+    if first_over:
+        need_unroll("a first write that is not a matmul into PSUM")
     res = _alu("add", target, other)
     _write_into(target, res)
 
@@ -216,15 +228,17 @@ def _group_loops(target):
     return out
 
 
-def _start_group(ins, target):
+def _start_group(ins, target, group=None):
     """A PSUM accumulation group starts at the first iteration of the loops it sums over: there
     the matmul overwrites the tile (the hardware's accumulate flag is off) instead of reading
-    what an earlier group or another tensor left in the bank. Recorded as two guarded copies."""
-    if _ctx.ST.unroll_all:
-        return
-    group = _group_loops(target)
+    what an earlier group or another tensor left in the bank. Recorded as two guarded copies.
+    Returns whether it split the instruction."""
+    if group is None:
+        if _ctx.ST.unroll_all:
+            return False
+        group = _group_loops(target)
     if not group:
-        return
+        return False
     first = dict(ins, reads=list(ins["reads"]), writes=[{k: v for k, v in w.items() if k != "accumulate"}
                                                         if w.get("accumulate") else w for w in ins["writes"]])
     idx = [Sym(0, {("L", lid): 1}) for lid in group]
@@ -233,9 +247,10 @@ def _start_group(ins, target):
     body = _ctx.ST.stack[-1]
     at = next((k for k in range(len(body) - 1, -1, -1) if body[k] is ins), None)
     if at is None:
-        return  # recorded elsewhere (cannot split safely)
+        return False  # recorded elsewhere (cannot split safely)
     body.insert(at, first)
     _ctx.ST.instr_count += 1
+    return True
 
 
 def _alu(api, *operands, engine="Vector", kind="alu", dtype=None, shape=None, mask=None, out_psum=False):

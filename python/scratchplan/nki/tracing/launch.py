@@ -16,7 +16,7 @@ from .dtypes import _ALIASES, _DTYPES, _dtype_name
 from .symbolic import _ST_AR
 from .tensors import Tensor, _Alloc, _register, _unique
 from .instructions import _finish_cost
-from .loops import _Branch, _RangeRewriter, _sp_range
+from .loops import _Branch, _RangeRewriter, _Speculative, _sp_range
 from .modules import _Kernel, _Module, _build_modules
 from .stack import StackAllocator
 
@@ -76,7 +76,8 @@ class _NsProxy(types.ModuleType):
             _ctx.ST.unroll_all = True
         v = getattr(self._mod, name)
         if isinstance(v, _Module):
-            return _NsProxy(v, "nki")
+            v = _NsProxy(v, "nki")
+        object.__setattr__(self, name, v)  # later look-ups skip __getattr__ (an unrolled kernel makes millions)
         return v
 
 
@@ -270,6 +271,15 @@ def _hardware_doc(hardware):
     return dict(hardware)
 
 
+def _package_of(path):
+    """('a.b', folder above a) for a file in folders a/b that have __init__.py; ('', '') otherwise."""
+    parts, d = [], os.path.dirname(path)
+    while os.path.isfile(os.path.join(d, "__init__.py")) and os.path.dirname(d) != d:
+        parts.insert(0, os.path.basename(d))
+        d = os.path.dirname(d)
+    return (".".join(parts), d) if parts else ("", "")
+
+
 def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
     hw = _hardware_doc(hardware)
     cm = dict(DEFAULT_CYCLE_MODEL)
@@ -288,8 +298,11 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
     # Imports resolve like `python FILE` (the kernel's folder) and `python -m` (the current directory).
     saved_path, saved_meta = list(sys.path), list(sys.meta_path)
     saved_mods = set(sys.modules)
-    saved_path_heads = [os.path.dirname(path) + os.sep, os.getcwd() + os.sep]
-    sys.path[:0] = [os.path.dirname(path), os.getcwd()]
+    # A file inside a package (folders with __init__.py) also imports like a module of it, so
+    # `from .helpers import f` resolves: the folder above the top package goes on the path.
+    package, top = _package_of(path)
+    saved_path_heads = [os.path.dirname(path) + os.sep, os.getcwd() + os.sep, top + os.sep]
+    sys.path[:0] = [os.path.dirname(path), os.getcwd()] + ([top] if package else [])
     sys.meta_path.insert(0, _AbsentFinder(True))
     sys.meta_path.append(_AbsentFinder(False))
     st = _State(path, cm)
@@ -299,7 +312,10 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
         kmod = types.ModuleType("__sp_kernel__")
         with _Installed(mods, kmod):
             g = kmod.__dict__
+            if package:
+                g["__package__"] = package
             g.update({"__file__": path, "__sp_range__": _sp_range, "__sp_if__": _Branch,
+                      "__sp_spec__": _Speculative,
                       "__builtins__": __builtins__})
             try:
                 exec(code, g)

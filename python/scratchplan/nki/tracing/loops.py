@@ -1,10 +1,12 @@
 """Loops and branches: symbolic `affine_range`/`sequential_range` loops run once, unrolled
-ranges, and `if` on loop indices guarded per branch (the AST rewrite that routes them here)."""
+ranges, new-API Python ranges run once when that is exact (else rolled back and unrolled), and
+`if` on loop indices guarded per branch (the AST rewrite that routes them here)."""
 from __future__ import annotations
 
 import ast
 import contextlib
 import re
+import sys
 
 from . import context as _ctx
 from .context import _fail, _is_int, _line_text, _site
@@ -84,6 +86,8 @@ class _Branch:
     branch of a conjunction is affine only when one constraint can fail over the loops' ranges."""
 
     def __init__(self, test, exits=False):
+        if isinstance(test, (Pred, Sym)):
+            need_unroll("an if on the index")  # a Python range branches per iteration
         self.pred = test if isinstance(test, Pred) else None
         self.value = None if self.pred is not None else bool(test)  # a bare Sym fails here, naming the line
         if self.pred is not None and exits:
@@ -151,6 +155,14 @@ class _RangeRewriter(ast.NodeTransformer):
 
     def __init__(self):
         self.n_if = 0
+        self.n_for = 0
+        self.funcs = []  # enclosing function definitions
+
+    def visit_FunctionDef(self, node):
+        self.funcs.append(node)
+        self.generic_visit(node)
+        self.funcs.pop()
+        return node
 
     def visit_If(self, node):
         self.generic_visit(node)
@@ -179,6 +191,263 @@ class _RangeRewriter(ast.NodeTransformer):
     def visit_For(self, node):
         self.generic_visit(node)
         it = node.iter
+        ranged = isinstance(it, ast.Call) and (
+            isinstance(it.func, ast.Name) and it.func.id == "range" or
+            isinstance(it.func, ast.Attribute) and it.func.attr in ("affine_range", "sequential_range"))
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
             it.func = ast.copy_location(ast.Name(id="__sp_range__", ctx=ast.Load()), it.func)
-        return node
+        plan = speculation_plan(node, self.funcs[-1]) if ranged and self.funcs else None
+        if plan is None:
+            return node
+        # v = __sp_spec__(ITER, calls, stores); for T in v: try: BODY / except BaseException as e: if not v.failed(e): raise
+        self.n_for += 1
+        var, err = f"__sp_for_{self.n_for}", f"__sp_err_{self.n_for}"
+        const = lambda xs: ast.Tuple(elts=[ast.Constant(value=x) for x in xs], ctx=ast.Load())
+        spec = ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
+                          value=ast.Call(func=ast.Name(id="__sp_spec__", ctx=ast.Load()),
+                                         args=[node.iter, const(plan[0]), const(plan[1])], keywords=[]))
+        failed = ast.Call(func=ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr="failed", ctx=ast.Load()),
+                          args=[ast.Name(id=err, ctx=ast.Load())], keywords=[])
+        handler = ast.ExceptHandler(type=ast.Name(id="BaseException", ctx=ast.Load()), name=err,
+                                    body=[ast.If(test=ast.UnaryOp(op=ast.Not(), operand=failed),
+                                                 body=[ast.Raise(exc=None, cause=None)], orelse=[])])
+        wrapper = ast.Try(body=node.body, handlers=[handler], orelse=[], finalbody=[])
+        wrapper.sp_wrapper = True  # an inner speculative loop does not stop its outer loop's
+        node.body = [wrapper]
+        node.iter = ast.Name(id=var, ctx=ast.Load())
+        for x in (spec, node):
+            ast.copy_location(x, node)
+        return [spec, node]
+
+
+# ---- Python `range` loops of the new namespace, traced once when that is exact -------------------
+#
+# New-API ranges are Python ranges (unrolled), which costs the tracer per executed instruction. A
+# loop whose body passes the static test below runs once with a symbolic index instead, like
+# affine_range; if that run fails (the index reaches a list, an `if`, an address, a first-write
+# rule), the trace is rolled back and the loop unrolled, so the recorded stream is what unrolling
+# would give. Static test: no exits, no state carried between iterations or read after the loop,
+# no stores into attributes, and (checked at entry) every call and subscript store goes to the NKI
+# stand-ins, tensors, numpy or pure builtins.
+
+_SAFE_BUILTINS = {"range", "len", "min", "max", "abs", "int", "float", "slice", "tuple", "list", "isinstance",
+                  "enumerate", "zip", "sum", "divmod", "round", "bool", "print", "reversed", "sorted", "dict", "getattr"}
+_FORBIDDEN = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal,
+              ast.Delete, ast.Try, ast.NamedExpr, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+              ast.AsyncFor, ast.AsyncWith)
+
+
+class _Unroll(BaseException):
+    """Raised inside a speculative symbolic loop where only unrolling is exact (a BaseException,
+    so that a kernel's own `except Exception` cannot swallow it)."""
+
+
+def speculating():
+    return _ctx.ST is not None and _ctx.ST.speculating > 0
+
+
+def need_unroll(why):
+    if speculating():
+        raise _Unroll(why)
+
+
+def _comp_targets(node):
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.comprehension):
+            out |= {x.id for x in ast.walk(n.target) if isinstance(x, ast.Name)}
+    return out
+
+
+def _names(node, ctx):
+    skip = _comp_targets(node)
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx) and n.id not in skip}
+
+
+def _carried(stmts, stored, defined):
+    """Whether a name the body stores is read, in statement order, before the body defines it
+    (a value carried from the previous iteration). `defined` grows with the definitions seen."""
+    for s in stmts:
+        if isinstance(s, ast.For):
+            if (_names(s.iter, ast.Load) - defined) & stored:
+                return True
+            inner = set(defined) | _names(s.target, ast.Store)
+            if _carried(s.body, stored, inner):
+                return True
+        elif isinstance(s, ast.If):
+            if (_names(s.test, ast.Load) - defined) & stored:
+                return True
+            a, b = set(defined), set(defined)
+            if _carried(s.body, stored, a) or _carried(s.orelse, stored, b):
+                return True
+            defined |= a & b
+        elif isinstance(s, ast.Try):  # the rewriter's wrapper of an inner speculative loop's body
+            if _carried(s.body, stored, defined):
+                return True
+            for h in s.handlers:
+                if _carried(h.body, stored, set(defined) | ({h.name} if h.name else set())):
+                    return True
+        elif isinstance(s, ast.With):
+            for it in s.items:
+                if (_names(it.context_expr, ast.Load) - defined) & stored:
+                    return True
+                if it.optional_vars is not None:
+                    defined |= _names(it.optional_vars, ast.Store)
+            if _carried(s.body, stored, defined):
+                return True
+        else:
+            if (_names(s, ast.Load) - defined) & stored:
+                return True
+            defined |= _names(s, ast.Store)
+    return False
+
+
+def speculation_plan(loop, func):
+    """(call roots, subscript-store roots) for a `for` loop that may run once symbolically, or None."""
+    if loop.orelse or not isinstance(loop.target, ast.Name):
+        return None
+    nodes = [n for s in loop.body for n in ast.walk(s)]
+    if any(isinstance(n, _FORBIDDEN) and not getattr(n, "sp_wrapper", False) for n in nodes):
+        return None
+    for n in nodes:
+        if isinstance(n, ast.AugAssign) and not isinstance(n.target, ast.Subscript):
+            return None
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+            return None
+    stored = {loop.target.id} | {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored -= set().union(*(_comp_targets(s) for s in loop.body))
+    if _carried(loop.body, stored - {loop.target.id}, {loop.target.id}):
+        return None
+    inside = {id(n) for n in nodes} | {id(loop.target)}
+    if func is not None and any(isinstance(n, ast.Name) and n.id in stored and id(n) not in inside
+                                for n in ast.walk(func)):
+        return None  # read (or written) outside the loop: its last value would matter
+    calls, stores = set(), set()
+    for n in nodes:
+        if isinstance(n, ast.Call):
+            f = n.func
+            while isinstance(f, ast.Attribute):
+                f = f.value
+            if not isinstance(f, ast.Name):
+                return None  # a call on a call's result or a subscript: not checkable at entry
+            calls.add(f.id)
+        elif isinstance(n, (ast.Assign, ast.AugAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                for x in ast.walk(t):
+                    if isinstance(x, ast.Subscript):
+                        v = x.value
+                        while isinstance(v, (ast.Subscript, ast.Attribute)):
+                            v = v.value
+                        if not isinstance(v, ast.Name):
+                            return None
+                        stores.add(v.id)
+    return sorted(calls - stored), sorted(stores - stored)
+
+
+def _entry_safe(frame, calls, stores):
+    from .modules import _Module
+    from .tensors import Pending, Tensor, View
+    import builtins
+    import types
+
+    def look(name):
+        for d in (frame.f_locals, frame.f_globals):
+            if name in d:
+                return True, d[name]
+        if name in _SAFE_BUILTINS and hasattr(builtins, name):
+            return True, getattr(builtins, name)
+        return False, None
+
+    for name in calls:
+        if name in ("__sp_if__", "__sp_range__", "__sp_spec__"):
+            continue
+        ok, v = look(name)
+        if not ok:
+            return False
+        if isinstance(v, (Tensor, View, Pending, _Module)) or (isinstance(v, types.ModuleType) and
+                                                               (v.__name__.split(".")[0] in ("numpy", "nki", "neuronxcc")
+                                                                or isinstance(getattr(v, "_mod", None), _Module))):
+            continue
+        if name in _SAFE_BUILTINS and v is getattr(builtins, name, None):
+            continue
+        return False
+    for name in stores:
+        ok, v = look(name)
+        if not ok or not isinstance(v, (Tensor, View, Pending)):
+            return False
+    return True
+
+
+class _Snapshot:
+    """What a failed speculative loop rolls back: everything the trace appended or changed."""
+
+    def __init__(self, st):
+        from .symbolic import _ST_AR
+        self.n_tensors, self.n_loops, self.n_decls = len(st.tensors), len(st.loops), len(st.decls)
+        self.n_pendings, self.instr_count, self.last_pending = len(st.pendings), st.instr_count, st.last_pending
+        self.stack, self.body_len = list(st.stack), len(st.stack[-1])
+        self.loop_scope, self.guards = list(st.loop_scope), list(st.guards)
+        self.name_next, self.splits = dict(st.name_next), dict(st.splits)
+        self.unwritten = [t for t in st.tensors if not t.written]
+        self.aranges = [dict(a) for a in _ST_AR]
+        sa = st.stack_alloc
+        self.frames = [[f[0], f[1], list(f[2])] for f in sa.frames] if sa is not None else None
+
+    def restore(self, st):
+        from .symbolic import _ST_AR
+        for t in st.tensors[self.n_tensors:]:
+            st.names.discard(t.name)
+        del st.tensors[self.n_tensors:]
+        del st.loops[self.n_loops:]
+        del st.decls[self.n_decls:]
+        del st.pendings[self.n_pendings:]
+        st.instr_count, st.last_pending = self.instr_count, self.last_pending
+        st.stack[:] = self.stack
+        del st.stack[-1][self.body_len:]
+        st.loop_scope[:], st.guards[:] = self.loop_scope, self.guards
+        st.name_next, st.splits = self.name_next, self.splits
+        for t in self.unwritten:
+            t.written = False
+        _ST_AR[:] = self.aranges
+        if self.frames is not None:
+            st.stack_alloc.frames = self.frames
+
+
+SPECULATE = True  # tests compare against False (every Python range unrolled)
+
+
+class _Speculative:
+    """The iterable of a `for` the rewriter marked: a symbolic run first, else the Python range."""
+
+    def __init__(self, it, calls, stores):
+        self.it, self.spec, self.failed_with = it, False, None
+        f = sys._getframe(1)
+        st = _ctx.ST
+        self.try_symbolic = (SPECULATE and isinstance(it, range) and len(it) > 1 and st is not None and st.unroll_all
+                             and st.running and _entry_safe(f, calls, stores))
+
+    def __iter__(self):
+        if not self.try_symbolic:
+            yield from self.it
+            return
+        st = _ctx.ST
+        snap = _Snapshot(st)
+        self.spec = True
+        st.speculating += 1
+        try:
+            for v in _symbolic_loop("range", "sequential", (self.it.start, self.it.stop, self.it.step)):
+                yield v
+        finally:
+            st.speculating -= 1
+            self.spec = False
+        if self.failed_with is None:
+            return
+        snap.restore(st)
+        yield from self.it
+
+    def failed(self, e):
+        """Called with an exception of the body: True (swallowed) when the symbolic run fails."""
+        if not self.spec or isinstance(e, _ctx.Timeout) or not isinstance(e, (Exception, _Unroll)):
+            return False
+        self.failed_with = e
+        return True

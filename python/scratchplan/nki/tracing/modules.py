@@ -9,7 +9,7 @@ import types
 from . import context as _ctx
 from .context import PARTITIONS, _fail, _is_int, _site
 from .dtypes import _DTYPES, _dtype_name
-from .symbolic import Sym, _ST_AR
+from .symbolic import Pred, Sym, _ST_AR
 from .tensors import Tensor, View, _Alloc, _DS, _MGrid, _register, _unique
 from .instructions import (_accumulate_into, _alu, _as_view, _dtype_of, _finish_cost, _guard, _is_tile,
                            _new_instr, _read, _result, _shape_of, _write_into)
@@ -62,6 +62,11 @@ def _hidden(api, why):
     _finish_cost(ins2, p, b)
 
 
+def _masked(v, mask):
+    """View `v` accessed only where `mask` holds (the DMA calls' mask= bounds both sides)."""
+    return View(v.tensor, v.dims, mask if v.mask is None else v.mask & mask, v.dyn) if isinstance(mask, Pred) else v
+
+
 def _split_dst(args, kw):
     """(dst or None, the other positional args): dst= anywhere, or first under the new namespace."""
     dst = kw.pop("dst", None)
@@ -82,6 +87,17 @@ def _writes_dst(f):
         if dst is None:
             return r
         target = _as_view(dst, "dst")
+        if accumulate is None and f.__name__ == "nc_matmul" and not target.tensor.written:
+            # Traced once over loops opened since dst's declaration: their first iteration writes, the rest add.
+            since = []
+            for lid in reversed(_ctx.ST.loop_scope):
+                if lid in target.tensor.scope:
+                    break
+                since.append(lid)
+            if since:
+                _accumulate_into(target, r, first_over=since)
+                target.tensor.written = True
+                return None
         if accumulate or (accumulate is None and f.__name__ == "nc_matmul" and getattr(target.tensor, "written", False)):
             _accumulate_into(target, r)
         else:
@@ -255,8 +271,8 @@ def _build_modules():
             _fail("nisa.dma_copy needs dst= and src=")
         ins, line = _new_instr("dma_copy", "DMA", "dma")
         _guard(ins, mask)
-        _, p, b = _read(ins, src, allow_hbm=True)
-        d = _as_view(dst, "dma_copy destination")
+        _, p, b = _read(ins, _masked(_as_view(src, "dma_copy source"), mask), allow_hbm=True)
+        d = _masked(_as_view(dst, "dma_copy destination"), mask)
         acc, _, _ = d.access(write=True)
         ins["writes"].append(acc)
         ins["_isz"] = 1
@@ -267,7 +283,7 @@ def _build_modules():
     def dma_transpose(src, *, axes=None, mask=None, dtype=None, **kw):
         ins, line = _new_instr("dma_transpose", "DMA", "dma")
         _guard(ins, mask)
-        v, _, _ = _read(ins, src, "source", allow_hbm=True)
+        v, _, _ = _read(ins, _masked(_as_view(src, "source"), mask), "source", allow_hbm=True)
         s = tuple(v.shape)
         out = tuple(s[a] for a in axes) if axes is not None else s[::-1]
         return _result(ins, line, "nisa.dma_transpose", out, _dtype_name(dtype) if dtype else v.dt)
@@ -277,7 +293,7 @@ def _build_modules():
         ins, line = _new_instr("atomic_rmw", "DMA", "dma")
         _guard(ins, mask)
         _, p, b = _read(ins, value)
-        d = _as_view(dst, "atomic_rmw destination")
+        d = _masked(_as_view(dst, "atomic_rmw destination"), mask)
         _read(ins, d, allow_hbm=True)
         acc, _, _ = d.access(write=True)
         ins["writes"].append(acc)

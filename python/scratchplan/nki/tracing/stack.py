@@ -23,13 +23,20 @@ class StackAllocator:
         self.align = max(1, int(hw.get("sbuf_min_align", 4)))
         self.banks = int(hw.get("psum_banks", 8))
         # The allocator's hidden (128, 1) fp32 zero tile (activation biases) heads the kernel frame.
-        self.frames = [[self._round(4), 0]]
+        self.frames = [[self._round(4), 0, [("the hidden bias tile", self._round(4))]]]
 
     def _round(self, n):
         return -(-n // self.align) * self.align
 
     def push(self):
-        self.frames.append(list(self.frames[-1]))
+        top = self.frames[-1]
+        self.frames.append([top[0], top[1], []])  # [next SBUF byte, next PSUM bank, (name, bytes) placed here]
+
+    def _on_stack(self, fi):
+        """The SBUF tensors of frames 0..fi, largest first: what an overflow message shows."""
+        placed = sorted((x for f in self.frames[:fi + 1] for x in f[2]), key=lambda x: -x[1])
+        text = ", ".join(f"{n} {b}" for n, b in placed[:6])
+        return text + (f" and {len(placed) - 6} more" if len(placed) > 6 else "")
 
     def pop(self):
         self.frames.pop()
@@ -51,9 +58,10 @@ class StackAllocator:
             size = self._round(n * fb)
             if top[0] + size > self.usable:
                 _fail(f"stack overflow on sbuf: tensor {t.name} needs {size} bytes per partition at byte {top[0]}, "
-                      f"{self.usable} usable")
+                      f"{self.usable} usable (on the stack: {self._on_stack(fi)})")
             t.table = [[0, top[0] + b * fb] for b in range(n)]
             top[0] += size
+            top[2].append((t.name, size))
         for inner in self.frames[fi + 1:]:
             inner[0], inner[1] = max(inner[0], top[0]), max(inner[1], top[1])
         t.alloc = type(t.alloc)(t.buffer, "stack")

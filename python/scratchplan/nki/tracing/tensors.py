@@ -339,12 +339,26 @@ class View(_Arithmetic):
         _fail(f"unsupported index {k!r} for tensor {t.name}")
 
     # ---- accesses ----------------------------------------------------------------------------
-    def access(self, write=False):
-        """(json access, partitions touched, bytes per partition touched) with bounds checks."""
+    def access(self, write=False, extra=()):
+        """(json access, partitions touched, bytes per partition touched) with bounds checks;
+        `extra`: the loop-index constraints of the instruction's own mask=."""
+        t = self.tensor
+        if self.mask is None and not any(self.dims):  # the whole tensor: the same record every time
+            whole = t.__dict__.get("_whole")
+            if whole is None or whole[3] is not t.shape:
+                whole = t._whole = self._access(write, ()) + (t.shape,)
+            acc = dict(whole[0])
+            if "block" in acc:
+                acc["block"] = list(acc["block"])
+            return acc, whole[1], whole[2]
+        return self._access(write, extra)
+
+    def _access(self, write, extra):
         t = self.tensor
         # The access happens only where its mask and the enclosing branch conditions hold, so
         # its range is taken over those iterations (an access the mask switches off is legal).
         cons = [g for c in _ctx.ST.guards for g in c] + (list(self.mask.cons) if isinstance(self.mask, Pred) else [])
+        cons += extra
         ranges = []  # per dim: (lo, hi) inclusive over every iteration
         for d, dim in enumerate(self.dims):
             n = t.shape[d]

@@ -1,0 +1,1 @@
+"""A kernel package of our own: kern.py imports its helpers relatively."""

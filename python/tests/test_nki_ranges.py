@@ -1,0 +1,121 @@
+"""New-API Python `range` loops (issue 41): a loop whose body is exact to trace once runs once
+with a symbolic index; otherwise (the index reaches a list, an `if`, the first write of a matmul
+dst; or state carried between iterations) the trace is rolled back and the loop unrolled. Either
+way the checker sees the same executions as with every loop unrolled."""
+import pytest
+
+from scratchplan import BadInput, nki
+from scratchplan.nki.tracing import loops
+
+HEAD = """import nki
+import nki.language as nl
+import nki.isa as nisa
+
+"""
+
+STREAM = """
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in range(3):
+        for j in range(4):
+            b = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, address=(0, 0))
+            nisa.dma_copy(dst=b, src=x[j * 128:(j + 1) * 128, :])
+            nisa.tensor_tensor(dst=b, data1=b, data2=b, op=nl.add)
+            nisa.dma_copy(dst=out[j * 128:(j + 1) * 128, :], src=b)
+    return out
+"""
+LIST = STREAM.replace("    for i in range(3):\n", "    bufs = [nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, "
+                      "address=(0, k * 1024)) for k in range(2)]\n    for i in range(3):\n").replace(
+    "            b = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, address=(0, 0))", "            b = bufs[j % 2]")
+BRANCH = STREAM.replace("            nisa.tensor_tensor(dst=b, data1=b, data2=b, op=nl.add)",
+                        "            if j == 0:\n                nisa.tensor_tensor(dst=b, data1=b, data2=b, op=nl.add)")
+CARRIED = STREAM.replace("    for i in range(3):\n", "    addr = 0\n    for i in range(3):\n").replace(
+    "address=(0, 0))", "address=(0, addr))\n            addr = (addr + 1024) % 4096")
+MATMUL = """
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+    sa = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 0))
+    sb = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 256))
+    res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 1280))
+    for k in range(4):
+        nisa.dma_copy(dst=sa, src=a[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=sb, src=b[k * 128:(k + 1) * 128, :])
+        nisa.nc_matmul(acc, sa, sb)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+"""
+X = {"x": ((512, 512), "bf16")}
+AB = {"a": ((512, 128), "bf16"), "b": ((512, 512), "bf16")}
+
+
+def executions(body, env=None, out=None):
+    """(instruction name, source line, accumulates) -> times executed: every iteration enumerated,
+    `when` guards (affine texts of the loop names, each >= 0) evaluated."""
+    env, out = env or {}, {} if out is None else out
+    for n in body:
+        if "loop" in n:
+            for v in range(n["trip"]):
+                executions(n["body"], {**env, n["loop"]: v}, out)
+        elif all((g if isinstance(g, int) else eval(g, {}, dict(env))) >= 0 for g in n.get("when", [])):
+            key = (n["name"], n["source"], any(w.get("accumulate") for w in n["writes"]))
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def loop_trips(body):
+    return [n["trip"] for n in body if "loop" in n] + [t for n in body if "loop" in n for t in loop_trips(n["body"])]
+
+
+def both(tmp_path, monkeypatch, src, inputs):
+    p = tmp_path / "k.py"
+    p.write_text(HEAD + src)
+    sym = nki.trace(str(p), **inputs)
+    monkeypatch.setattr(loops, "SPECULATE", False)
+    unrolled = nki.trace(str(p), **inputs)
+    monkeypatch.setattr(loops, "SPECULATE", True)
+    assert loop_trips(unrolled["body"]) == []
+    return sym, unrolled
+
+
+@pytest.mark.parametrize("src,inputs,trips", [
+    (STREAM, X, [3, 4]),      # traced once per loop
+    (LIST, X, [3]),           # bufs[j % 2]: j unrolled inside a symbolic i
+    (BRANCH, X, [3]),         # if j == 0: j unrolled
+    (CARRIED, X, []),         # addr carried between iterations (and read after): both unrolled
+    (MATMUL, AB, [4]),        # the first nc_matmul into acc overwrites (k == 0), the others accumulate
+    (MATMUL.replace("    for k in range(4):", "    nisa.memset(dst=acc, value=0.0)\n    for k in range(4):"), AB, [4]),
+])
+def test_symbolic_ranges_execute_what_unrolling_does(tmp_path, monkeypatch, src, inputs, trips):
+    sym, unrolled = both(tmp_path, monkeypatch, src, inputs)
+    assert loop_trips(sym["body"]) == trips
+    assert executions(sym["body"]) == executions(unrolled["body"])
+    a, b = nki.check(sym), nki.check(unrolled)
+    assert a.clean and b.clean
+    # every tensor is placed by the kernel: the timeline of its own allocation
+    assert nki.plan(sym, keep_direct=True).simulated_cycles == nki.plan(unrolled, keep_direct=True).simulated_cycles
+
+
+def test_symbolic_range_keeps_an_overlap_violation(tmp_path, monkeypatch):
+    # two tiles at the same address, the first still to be stored when the second is loaded
+    src = STREAM.replace("            nisa.tensor_tensor(dst=b, data1=b, data2=b, op=nl.add)\n",
+                         "            c = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, address=(0, 512))\n"
+                         "            nisa.dma_copy(dst=c, src=x[j * 128:(j + 1) * 128, :])\n"
+                         "            nisa.dma_copy(dst=out[j * 128:(j + 1) * 128, :], src=c)\n")
+    sym, unrolled = both(tmp_path, monkeypatch, src, X)
+    assert loop_trips(sym["body"]) == [3, 4]
+    a, b = nki.check(sym), nki.check(unrolled)
+    assert not a.clean and not b.clean
+    base = lambda name: name.rstrip("_0123456789")  # unrolled declarations are b, b_2, ...
+    what = lambda r: {(base(v["tensor"]), base(v["overwritten_by"]["tensor"])) for v in r.violations}
+    assert what(a) == what(b) == {("b", "c")}
+
+
+def test_a_kernel_error_in_a_symbolic_range_is_reported_at_its_line(tmp_path):
+    p = tmp_path / "k.py"
+    p.write_text(HEAD + STREAM.replace("x[j * 128:(j + 1) * 128, :])", "x[j * 128:(j + 2) * 128, :])"))
+    with pytest.raises(BadInput, match=r"^k\.py:12: index range \[384, 639\] of partition dim 0"):
+        nki.trace(str(p), **X)
