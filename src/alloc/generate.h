@@ -34,6 +34,16 @@ Problem generate_activation_chain(int n, uint64_t seed);
 // 1-4 byte scalars, whole-step weights and optimizer state; sizes from a few tensor shapes.
 Problem generate_somas_llm(int n, uint64_t seed);
 
+// MindSpore SOMAS dump of a large language model's training step with activation recompute:
+// identical layers whose forward ops write tensors of a few shapes (hidden, QKV, FFN, norm
+// statistics), each jittered by up to 2 % (per-op padding, fused workspaces), so thousands of
+// buffers have near-equal sizes. Nine layers in ten keep only their input and recompute the rest
+// just before their backward ops; saved tensors are freed by their backward op give or take four
+// ops (lifetimes cross rather than nest). The load has many near-equal peaks (one per layer's
+// backward), and greedy-by-size ends 3-10 % above the max load: among near-equal sizes its order
+// is the jitter's, not time's.
+Problem generate_somas_layers(int n, uint64_t seed);
+
 // A real trace stretched to n buffers (the same program with n / |base| times as many ops):
 // buffer i is a copy of base buffer i mod |base| with its times scaled by k = n / |base| (start
 // jittered over the k ticks its tick became, lifetime x U(0.8, 1.2)) and its size x U(0.9, 1.1).
