@@ -1,7 +1,8 @@
 // Deterministic synthetic instances for scale benchmarks and tests. Each generator stands for a
 // family of real inputs, so that what is tuned on is not what is measured: a tensor stream, a
 // uniform random family (issue 11), XLA auto-sharding traces and MindSpore SOMAS training dumps
-// of language models (issue 15; statistics from the idealloc instances in tests/data/dsa).
+// of language models (issue 15; statistics from the idealloc instances in tests/data/dsa), and
+// SOMAS dumps of language models with recompute and near-equal sizes (issue 42).
 #pragma once
 
 #include <cstdint>
