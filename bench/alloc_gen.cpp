@@ -1,5 +1,5 @@
 // Writes a generated allocation instance as MiniMalloc CSV (for the CLI-measured tables):
-//   scratchplan_alloc_gen random|xla|somas|chain|stream|scaled:TRACE.csv N SEED > instance.csv
+//   scratchplan_alloc_gen random|xla|somas|layers|chain|stream|scaled:TRACE.csv N SEED > instance.csv
 // (scaled:TRACE.csv stretches a real trace to N buffers: generate_scaled)
 #include <cstdio>
 #include <cstdlib>
@@ -13,7 +13,7 @@
 int main(int argc, char** argv) {
   using namespace sp::alloc;
   if (argc != 4) {
-    std::fprintf(stderr, "usage: scratchplan_alloc_gen random|xla|somas|chain|stream|scaled:TRACE.csv N SEED\n");
+    std::fprintf(stderr, "usage: scratchplan_alloc_gen random|xla|somas|layers|chain|stream|scaled:TRACE.csv N SEED\n");
     return 2;
   }
   const std::string family = argv[1];
@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   if (family == "random") p = generate_random(n, seed);
   else if (family == "xla") p = generate_xla_trace(n, seed);
   else if (family == "somas") p = generate_somas_llm(n, seed);
+  else if (family == "layers") p = generate_somas_layers(n, seed);
   else if (family == "chain") p = generate_activation_chain(n, seed);
   else if (family == "stream") p = generate_stream(n, seed);
   else if (family.rfind("scaled:", 0) == 0) {
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
     }
     p = generate_scaled(*base, n, seed);
   } else {
-    std::fprintf(stderr, "unknown family '%s' (random, xla, somas, chain, stream, scaled:TRACE.csv)\n", family.c_str());
+    std::fprintf(stderr, "unknown family '%s' (random, xla, somas, layers, chain, stream, scaled:TRACE.csv)\n", family.c_str());
     return 2;
   }
   Placement none;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/rng.h"
 
@@ -137,6 +138,71 @@ Problem generate_somas_llm(int n, uint64_t seed) {
     add(p, bt, bt + rng.range(1, 3), 4);
     add(p, bt - 1, bt + 1, 4);
     if (t % per_layer == 0) add(p, bt, end, weight);  // layer weight gradient, kept for the update
+  }
+  if (static_cast<int>(p.buffers.size()) > n) p.buffers.resize(static_cast<std::size_t>(n));
+  return p;
+}
+
+Problem generate_somas_layers(int n, uint64_t seed) {
+  Rng rng(seed);
+  Problem p;
+  p.buffers.reserve(static_cast<std::size_t>(n));
+  // Model shape (fp16): hidden, sequence and micro-batch; tensor shapes in bytes.
+  const Size hidden = 2048 << rng.range(0, 1), seq = 1024 << rng.range(0, 1), batch = 1 + rng.range(0, 1);
+  const Size act = batch * seq * hidden * 2;
+  enum Shape { kAct, kQkv, kFfn, kStats };
+  const Size shape_bytes[] = {act, 3 * act, act * 8 / 3, batch * seq * 4};
+  // One layer's forward ops: the shape each writes and whether backward reads it again.
+  struct Op {
+    Shape shape;  // the output's shape
+    bool saved;   // read again by the op's backward (else only by the next op or two)
+  };
+  static const Op kLayer[] = {{kAct, true},  {kStats, true}, {kQkv, true}, {kAct, true},  {kAct, true},
+                              {kStats, true}, {kAct, true},  {kAct, false}, {kAct, true},  {kStats, true},
+                              {kFfn, true},  {kFfn, true},  {kFfn, true},  {kAct, true},  {kAct, false}};
+  const Time per_layer = static_cast<Time>(std::size(kLayer));
+  // About 4.6 buffers per forward op with its backward (below): whole layers for n buffers.
+  const Time fwd = std::max<Time>(per_layer, static_cast<Time>(n) * 10 / 46 / per_layer * per_layer);
+  const Time layers = fwd / per_layer, end = 4 * fwd + 8;
+  // Backward, last layer first: each layer's forward recomputed (one tick an op), then its
+  // backward ops (two ticks each, last op first).
+  auto backward_from = [&](Time layer) { return fwd + 3 * per_layer * (layers - 1 - layer); };
+  auto mirror = [&](Time t) { return backward_from(t / per_layer) + per_layer + 2 * (per_layer - 1 - t % per_layer); };
+  auto recompute = [&](Time t) { return backward_from(t / per_layer) + t % per_layer; };
+  // Near-equal sizes: each tensor's shape plus up to 2 % (padding, fused workspaces), 512-aligned.
+  auto jittered = [&](Shape s) {
+    const double bytes = static_cast<double>(shape_bytes[s]) * (1.0 + 0.02 * rng.uniform());
+    return (static_cast<Size>(bytes) + 511) / 512 * 512;
+  };
+  // Nine layers in ten recompute their activations in backward and keep only their input.
+  std::vector<bool> recomputed(static_cast<std::size_t>(layers));
+  for (Time l = 0; l < layers; ++l) recomputed[static_cast<std::size_t>(l)] = rng.chance(0.9);
+  auto full = [&] { return static_cast<int>(p.buffers.size()) >= n; };
+  for (Time t = 0; t < fwd && !full(); ++t) {
+    const Op& op = kLayer[t % per_layer];
+    // Saved outputs are freed by their backward op, give or take four ops (fused backward
+    // kernels read them in another order), so lifetimes cross rather than nest.
+    if (op.saved && recomputed[static_cast<std::size_t>(t / per_layer)] && t % per_layer != 0) {
+      const Time read_by = t + rng.range(1, 3);
+      add(p, t, read_by, jittered(op.shape));
+      const Time freed = mirror(t) + 1 + rng.range(-4, 4);
+      add(p, recompute(t), freed, jittered(op.shape));
+    } else {
+      const Time freed = op.saved ? mirror(t) + 1 + rng.range(-4, 4) : t + rng.range(1, 3);
+      add(p, t, std::max(freed, t + 1), jittered(op.shape));
+    }
+    add(p, t, t + 1, rng.range(1, 16) * 65536);  // workspace
+    if (rng.chance(0.5)) {  // scalars and flags
+      const Time read_by = t + rng.range(1, 3);
+      add(p, t, read_by, rng.chance(0.8) ? 4 : 512);
+    }
+    // Backward of this op: the gradient of its input (read by the next backward op or two), a
+    // workspace, and every fifth op a weight gradient kept for the optimizer step.
+    const Time bt = mirror(t);
+    const Time read_by = bt + rng.range(1, 4);
+    add(p, bt, read_by, jittered(kLayer[(t + per_layer - 1) % per_layer].shape));
+    add(p, bt, bt + 1, rng.range(1, 16) * 65536);
+    if (t % 5 == 0) add(p, bt, end, hidden * hidden * 2 / (1 + rng.range(0, 3)));
   }
   if (static_cast<int>(p.buffers.size()) > n) p.buffers.resize(static_cast<std::size_t>(n));
   return p;

@@ -1,7 +1,8 @@
 // Deterministic synthetic instances for scale benchmarks and tests. Each generator stands for a
 // family of real inputs, so that what is tuned on is not what is measured: a tensor stream, a
 // uniform random family (issue 11), XLA auto-sharding traces and MindSpore SOMAS training dumps
-// of language models (issue 15; statistics from the idealloc instances in tests/data/dsa).
+// of language models (issue 15; statistics from the idealloc instances in tests/data/dsa), and
+// SOMAS dumps of language models with recompute and near-equal sizes (issue 42).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,16 @@ Problem generate_activation_chain(int n, uint64_t seed);
 // peak load at the end of the forward pass), short-lived temporaries and workspaces, many
 // 1-4 byte scalars, whole-step weights and optimizer state; sizes from a few tensor shapes.
 Problem generate_somas_llm(int n, uint64_t seed);
+
+// MindSpore SOMAS dump of a large language model's training step with activation recompute:
+// identical layers whose forward ops write tensors of a few shapes (hidden, QKV, FFN, norm
+// statistics), each jittered by up to 2 % (per-op padding, fused workspaces), so thousands of
+// buffers have near-equal sizes. Nine layers in ten keep only their input and recompute the rest
+// just before their backward ops; saved tensors are freed by their backward op give or take four
+// ops (lifetimes cross rather than nest). The load has many near-equal peaks (one per layer's
+// backward), and greedy-by-size ends 3-10 % above the max load: among near-equal sizes its order
+// is the jitter's, not time's.
+Problem generate_somas_layers(int n, uint64_t seed);
 
 // A real trace stretched to n buffers (the same program with n / |base| times as many ops):
 // buffer i is a copy of base buffer i mod |base| with its times scaled by k = n / |base| (start

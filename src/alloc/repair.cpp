@@ -360,6 +360,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   // budget each worker's own rounds (so that no decision of a round depends on the clock).
   const double exploit_from = dl.elapsed_seconds() + 0.5 * dl.remaining_seconds();
   const int64_t worker_rounds = rounds > 0 ? (rounds + workers - 1) / workers : 0;  // 0: by time
+  // Compactions (below): worker 0 probes at 15 % of the budget whether compacting pays on this
+  // instance (1: its compaction closed at least a quarter of its gap to the bound; 0: not).
+  const double first_compact_at = dl.elapsed_seconds() + 0.15 * dl.remaining_seconds();
+  std::atomic<int> compaction_pays{-1};
   const double compact_from = dl.elapsed_seconds() + 0.85 * dl.remaining_seconds();
   const int64_t compact_round = worker_rounds * 85 / 100;
   // Pivot candidates: the sections within 0.1-2 % of the max load, nearest first (a round
@@ -378,16 +382,22 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     Rng rng(splitmix64(splitmix64(seed ^ 0x5eedULL) ^ static_cast<uint64_t>(w)));
     std::vector<double> log_key(n);
     std::vector<double> cur_u(n), best_u;  // the key noise draws of this round, of the best plan
-    Size my_best = kUnbounded;
-    Placement my_plan;       // this worker's best complete plan (for the compaction)
-    bool compacted = false;  // the compaction near the end has run
+    Size my_best = kUnbounded;   // this worker's best height (its rounds' or a compaction's)
+    Size round_best = kUnbounded;  // the best height of its rounds: they are cut there
+    Placement round_plan;          // the plan of round_best (compacted when it pays, below)
+    bool compacted = false;       // a compaction has run
+    bool compacted_late = false;  // one has run from 85 % of the budget on
+    Size compacted_h = -1;        // the round best last compacted
+    double compact_rate = -1.0;   // bytes a second the last compaction took off the worker's best (-1: none yet)
+    double rounds_from = 0.0;     // when the last compaction ended
+    Size rounds_from_h = 0;       // the rounds' best then
     Recipe best_recipe;            // the recipe of this worker's best plan
     bool best_has_recipe = false;  // (false while that plan is a two-sided one, or none)
-    // Publishes a finished plan (below this worker's best: it was placed under that height).
-    auto publish = [&](Placement& cand, int64_t key_now) {
+    // Publishes a finished plan: a round's (placed under the rounds' best height) or a compacted one.
+    auto publish = [&](Placement& cand, int64_t key_now, bool from_round) {
       const Size h = height(p, cand);
-      my_best = h;
-      my_plan = cand;
+      my_best = std::min(my_best, h);
+      if (from_round) round_best = h, round_plan = cand;
       std::lock_guard<std::mutex> lock(mu);
       const bool at_bound = h <= max_load_bound;
       if (at_bound ? key_now < bound_key.load()
@@ -404,23 +414,53 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     for (int round = 0; !dl.expired() && (worker_rounds == 0 || round < worker_rounds); ++round) {
       const int64_t key_now = static_cast<int64_t>(round) * workers + w;  // (round, worker) order
       if (key_now > bound_key.load()) break;
-      // Compaction: once, at 85 % of the budget (or of the worker's rounds), the worker's best
-      // plan compacted by mirror; then its rounds go on below the new height. Why: it reaches
-      // plans no order of the rounds found, but a pass costs 1.5-7 whole sweeps, so only once.
-      // Measured (docs/alloc.md, "Compaction near the end"): the nine instances, `--seed` 1-8,
-      // mean above the bound 0.062 -> 0.056 % (paired difference -0.006, s.e. 0.003).
-      const bool compact_now = worker_rounds > 0 ? round >= compact_round : dl.elapsed_seconds() >= compact_from;
-      if (!compacted && compact_now && !my_plan.offsets.empty() && my_best > max_load_bound) {
+      // Compaction: the best plan of the worker's rounds compacted by mirror, published when
+      // lower. Worker 0 compacts at 15 % of the budget to learn whether it pays on this
+      // instance (closes a quarter of the gap to the bound or more). Where it pays, every
+      // worker compacts its rounds' new bests whenever the last compaction lowered its best
+      // faster, per second, than its rounds have lowered theirs since, and its rounds stay cut
+      // at their own best, not at the compacted one (which no order reaches: they would all be
+      // cut). Elsewhere each worker compacts once at 85 % of the budget, as before. With a round
+      // budget: once, at 85 % of the worker's rounds (no decision may depend on the clock).
+      // Why: on SOMAS dumps with recompute and near-equal sizes (the `layers` family) the
+      // compaction is what reaches the bound and the rounds alone improve slowly: with one
+      // compaction at 85 %, every run of `layers` 18,692 seed 2 reached 0.1 % of the bound only
+      // after 9.3-9.8 s (the real dump: four runs of five never did); on the XLA and
+      // stretched SOMAS families a compaction closes a few per cent of the gap and costs 1.5-7
+      // sweeps, and compacting there more often cost more rounds than it gained (docs/alloc.md,
+      // "Compaction when it pays").
+      const double now = dl.elapsed_seconds();
+      const int pays = compaction_pays.load();
+      bool compact_now = false;
+      if (round_plan.offsets.empty() || my_best <= max_load_bound || compacted_h == round_best) {
+        compact_now = false;  // nothing new to compact
+      } else if (worker_rounds > 0) {
+        compact_now = !compacted && round >= compact_round;
+      } else if (pays == 1) {
+        const double rounds_rate = static_cast<double>(rounds_from_h - round_best) / std::max(1e-3, now - rounds_from);
+        compact_now = compact_rate < 0 || now >= compact_from || compact_rate > rounds_rate;
+      } else if (w == 0 && !compacted) {
+        compact_now = now >= first_compact_at;  // the probe
+      } else {
+        compact_now = !compacted_late && now >= compact_from;
+      }
+      if (compact_now) {
         compacted = true;
-        Placement c = compact_by_mirror(p, my_plan, dl);
-        if (height(p, c) < my_best) publish(c, key_now);
+        compacted_late = now >= compact_from;
+        const Size before = my_best;
+        Placement c = compact_by_mirror(p, round_plan, dl);
+        if (height(p, c) < my_best) publish(c, key_now, false);
+        const double after = dl.elapsed_seconds();
+        compact_rate = static_cast<double>(before - my_best) / std::max(1e-3, after - now);
+        rounds_from = after, rounds_from_h = round_best, compacted_h = round_best;
+        if (w == 0 && pays < 0 && worker_rounds == 0) compaction_pays = 4 * (before - my_best) >= before - max_load_bound ? 1 : 0;
         if (dl.expired() || my_best <= max_load_bound) break;
       }
       // Worker 0 first tries a two-sided sweep at its current target (see TwoSided).
       if (two.active() && my_best > max_load_bound) {
-        Placement cand = two.attempt(my_best, dl);
+        Placement cand = two.attempt(compaction_pays.load() == 1 ? round_best : my_best, dl);
         if (!cand.offsets.empty() && !dl.expired() && all_placed(p, cand)) {
-          publish(cand, key_now);
+          publish(cand, key_now, true);
           best_has_recipe = false;
           if (my_best <= max_load_bound) break;
         }
@@ -532,11 +572,12 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       // one, so that a worker's rounds do not depend on how fast the others are.) Measured on
       // XLA 50k: rounds stop after 5-20 % of their order, and the height is set there anyway
       // (a whole sweep's top is within 0.001 % of its final value after 35 % of the order).
-      Placement cand = place_sweep_in_order(p, my_best - 1, [&](int& i) { return order.next(i); }, false, &dl, true);
+      const Size cut = compaction_pays.load() == 1 ? round_best : my_best;
+      Placement cand = place_sweep_in_order(p, cut - 1, [&](int& i) { return order.next(i); }, false, &dl, true);
       if (!all_placed(p, cand)) continue;  // cut by the deadline, or it cannot beat this worker's best
       best_recipe = r, best_has_recipe = true;
       best_u = cur_u;
-      publish(cand, key_now);
+      publish(cand, key_now, true);
     }
   };
   run_workers(workers, worker);

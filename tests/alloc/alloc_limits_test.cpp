@@ -388,6 +388,62 @@ TEST(AllocLimits, CompactionByMirrorFillsHolesAndNeverRaises) {
   EXPECT_GE(height(p, compacted), max_load(p));
 }
 
+// The `layers` family (SOMAS LLM dumps with recompute, issue 42): deterministic, n buffers,
+// most bytes in buffers of near-equal size (within the 2 % jitter of one of a few shapes), and
+// greedy-by-size ends more than 3 % above the max load, as on the real dump.
+TEST(AllocLimits, LayersFamilyHasNearEqualSizesThatDefeatGreedyBySize) {
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    const Problem p = generate_somas_layers(6000, seed);
+    ASSERT_EQ(p.buffers.size(), 6000u);
+    const Problem again = generate_somas_layers(6000, seed);
+    for (std::size_t i = 0; i < p.buffers.size(); ++i)
+      ASSERT_TRUE(p.buffers[i].start == again.buffers[i].start && p.buffers[i].end == again.buffers[i].end &&
+                  p.buffers[i].size == again.buffers[i].size) << seed << " " << i;
+    EXPECT_TRUE(check_problem(p).ok());
+    // Sizes of 1 MiB and more, sorted, split where one is more than 2.5 % above the previous:
+    // a few groups, each within the jitter (2 % and the 512-byte rounding).
+    std::vector<Size> big;
+    for (const Buffer& b : p.buffers)
+      if (b.size >= (Size{1} << 20)) big.push_back(b.size);
+    std::sort(big.begin(), big.end());
+    std::vector<std::pair<Size, Size>> groups;  // (smallest, largest)
+    for (Size s : big)
+      if (groups.empty() || static_cast<double>(s) > 1.025 * static_cast<double>(groups.back().second)) groups.push_back({s, s});
+      else groups.back().second = s;
+    EXPECT_LE(groups.size(), 7u) << seed;
+    for (auto [lo, hi] : groups) EXPECT_LE(static_cast<double>(hi), 1.021 * static_cast<double>(lo) + 1024) << seed;
+    EXPECT_GE(big.size(), 1500u) << seed;  // thousands of near-equal tensors, not a few
+    const double lb = static_cast<double>(max_load(p));
+    EXPECT_GT(static_cast<double>(height(p, place_greedy_by_size(p, kUnbounded))), 1.03 * lb) << seed;
+  }
+  EXPECT_NE(generate_somas_layers(6000, 1).buffers[0].size, generate_somas_layers(6000, 2).buffers[0].size);
+}
+
+// What the multi-start's compaction schedule relies on (repair.cpp, "Compaction"): on the
+// `layers` family a compaction by mirror closes at least a quarter of a sweep's gap to the max
+// load (worker 0's probe then switches frequent compaction on), and the multi-start reaches
+// within 0.1 % of the bound on every seed.
+TEST(AllocLimits, LayersFamilyCompactionPaysAndEverySeedReachesTheBound) {
+  Deadline none;
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    const Problem p = generate_somas_layers(6000, seed);
+    const Size lb = max_load(p);
+    std::vector<double> key;
+    plain_guided_order(p, key);
+    const Placement swept = place_sweep_in_order(p, kUnbounded, classed_order(p, key, 4.0, 0.0), false);
+    const Placement compacted = compact_by_mirror(p, swept, none);
+    EXPECT_TRUE(validate(p, compacted, true).ok()) << seed;
+    EXPECT_LE(4 * (height(p, compacted) - lb), 3 * (height(p, swept) - lb)) << seed;
+  }
+  const Problem p = generate_somas_layers(6000, 3);
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    Deadline dl(20.0);  // stops at the bound (about 0.05 s here)
+    const Placement best = multi_start(p, place_online(p, kUnbounded), dl, seed, {}, 2);
+    EXPECT_TRUE(validate(p, best, true).ok()) << seed;
+    EXPECT_EQ(height(p, best), max_load(p)) << seed;
+  }
+}
+
 // Classed orders: for buffers of one size, lowest fit in start order is interval-graph
 // colouring and reaches the max load; the plain order (peak factor first) leaves gaps. The
 // multi-start reaches the bound on one worker and on two, and every plan stays valid.
