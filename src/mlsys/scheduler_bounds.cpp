@@ -1,6 +1,7 @@
 // Lower bounds on the total latency of any valid schedule (printed with --verbose; the gap
 // column of docs/benchmarks.md is measured against `combined`).
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -55,7 +56,7 @@ class TrafficFloor {
     separate_.assign(p.num_tensors(), 0);
     for (TensorId t = 0; t < p.num_tensors(); ++t) {
       owner_[t] = single(t) ? p.consumers[t][0].op : designated_consumer(t);
-      if (owner_[t] < 0) separate_[t] = consumers_never_share(t);
+      if (owner_[t] < 0) separate_[t] = consumers_never_share(t) || consumers_share_only_thinly(t);
     }
   }
 
@@ -100,10 +101,17 @@ class TrafficFloor {
   // separate graph input (each loads it in a subgraph of its own).
   bool owns(TensorId t, OpId by) const { return owner_[t] == by || separate_[t]; }
 
+  // The part of a separate tensor's loads charged to consumer `by` (1 unless thinly shared).
+  double share(TensorId t, OpId by) const {
+    auto it = share_.find(key(t, by));
+    return it == share_.end() ? 1.0 : it->second;
+  }
+  int64_t key(TensorId t, OpId by) const { return static_cast<int64_t>(t) * p_.num_ops() + by; }
+
   // Tensor t needed at least once where its consumer `by` runs.
   double once(TensorId t, OpId by) {
     if (!owns(t, by)) return 0;  // a root, or another consumer's: counted elsewhere
-    return p_.is_graph_input[t] ? size(t) : production(t);
+    return p_.is_graph_input[t] ? size(t) * share(t, by) : production(t);
   }
 
   // Tensor t asked for as stream s by its consumer `by`.
@@ -112,7 +120,7 @@ class TrafficFloor {
     // A graph input is whole in fast memory only if some step asks for all of it (it cannot be
     // retained); its stream's slices never are all of it, and no other consumer shares this
     // subgraph (single, designated or separate), so it is re-read whatever its size.
-    if (p_.is_graph_input[t]) return s.elements;
+    if (p_.is_graph_input[t]) return s.elements * share(t, by);
     if (p_.tensors[t].size() <= p_.fast_memory_capacity) return once(t, by);  // could be retained
     const double loaded = s.elements + size(t) + production(t);  // stored, produced once, re-read
     const OpId q = p_.producer[t];
@@ -194,14 +202,61 @@ class TrafficFloor {
     return true;
   }
 
+  // Thin sharing. Graph input t larger than the fast memory; each consumer c (a MatMul) run
+  // k-looped shares no subgraph with another consumer (the closure below with c k-looped), and
+  // for every MatMul m that c can be a chain head of, t is the operand m's k-slices move along,
+  // so m is k-looped (a chain head m would make c ask for all of t in one step). In a subgraph
+  // with j consumers of t, each is then a chain head asking in every step for a strip of its
+  // other operand u_c across the grid's cut dimension: h x K_c (u_c its LHS) or K_c x w (RHS).
+  // If each u_c is a different tensor that cannot be produced in that subgraph (a graph input,
+  // or made by a MatMul whose own moving operand towards c is a graph input larger than the
+  // fast memory: a chain head of a chain head), the strips are all resident at once, so
+  // h·ΣK_c <= capacity, the grid has at least D·ΣK_c/capacity bands (D the cut dimension of
+  // the sinks), and every band re-reads all of t (its slices change at every k-step). The t
+  // loads of that subgraph are then at least Σ_c |u_c|/capacity × |t| × (bands of the other
+  // dimension), and charging consumer c the share min(1, |u_c| / (capacity × ⌈D/native⌉)) of
+  // what the floor counts for it (its stream, or all of t once per native tile of m) never
+  // exceeds them; a consumer alone in its subgraph is charged at most its own loads.
+  bool consumers_share_only_thinly(TensorId t) {
+    if (!p_.is_graph_input[t] || p_.tensors[t].size() <= p_.fast_memory_capacity || p_.consumers[t].size() < 2) return false;
+    std::vector<TensorId> others;  // each consumer's other operand
+    std::vector<double> shares;
+    for (const Consumer& c : p_.consumers[t]) {
+      const Op& op = p_.ops[c.op];
+      if (!p_.is_matmul(c.op) || op.outputs.size() != 1 || op.inputs[0] == op.inputs[1]) return false;
+      std::vector<char> mates = possible_subgraph_mates(c.op, t, true);
+      for (const Consumer& other : p_.consumers[t])
+        if (other.op != c.op && mates[other.op]) return false;
+      const int moving_slot = 1 - c.slot;  // the slot of c's output in m for which t moves
+      for (const auto& [m, m_slot] : chain_consumers(p_, c.op))
+        if (m_slot != moving_slot) return false;
+      const TensorId u = op.inputs[1 - c.slot];
+      if (std::find(others.begin(), others.end(), u) != others.end()) return false;
+      others.push_back(u);
+      const OpId q = p_.producer[u];
+      if (q >= 0) {  // u is made by a chain head of c, itself a chain head: q's moving operand is asked whole
+        if (!p_.is_matmul(q)) return false;
+        const TensorId q_moving = p_.ops[q].inputs[c.slot == 1 ? 1 : 0];
+        if (!p_.is_graph_input[q_moving] || p_.tensors[q_moving].size() <= p_.fast_memory_capacity) return false;
+      }
+      const Tensor& ut = p_.tensors[u];
+      const double bands = c.slot == 1 ? ceil_div(ut.height, p_.native_h) : ceil_div(ut.width, p_.native_w);
+      shares.push_back(std::min(1.0, size(u) / (static_cast<double>(p_.fast_memory_capacity) * bands)));
+    }
+    for (std::size_t i = 0; i < shares.size(); ++i) share_[key(t, p_.consumers[t][i].op)] = shares[i];
+    return true;
+  }
+
   // Every op that may share a subgraph with MatMul c, c reading graph input t larger than the
   // fast memory: a superset, by connectivity through produced-and-consumed tensors (RULES.md
   // V2). One restriction: a MatMul m reading c's output directly, with t the operand of c that
   // m's k-slices move along, is never a chain head in a subgraph with c (c, its chain head,
   // would be asked for all of t in one step: an OOM), so m is k-looped there and no MatMul is
   // in it that m reaches through pointwise ops of the subgraph.
-  std::vector<char> possible_subgraph_mates(OpId c, TensorId t) const {
+  // With `c_k_looped`, c itself runs k-looped: no MatMul follows it through pointwise ops.
+  std::vector<char> possible_subgraph_mates(OpId c, TensorId t, bool c_k_looped = false) const {
     std::vector<char> k_looped(p_.num_ops(), 0);
+    k_looped[c] = c_k_looped;
     for (const Consumer& m : p_.consumers[p_.ops[c].outputs[0]]) {
       const int moving = m.slot == 0 ? 1 : 0;  // m's LHS k-slices cut c's output columns: c's RHS moves
       if (p_.is_matmul(m.op) && p_.ops[c].inputs[moving] == t) k_looped[m.op] = 1;
@@ -270,6 +325,7 @@ class TrafficFloor {
   std::vector<double> prod_;   // memo of production(t); -1 = not computed
   std::vector<OpId> owner_;    // the consumer whose tree t belongs to; -1 for roots
   std::vector<char> separate_; // graph input whose consumers never share a subgraph: each counts it
+  std::unordered_map<int64_t, double> share_;  // (tensor, consumer) -> part charged, when below 1
 };
 
 }  // namespace

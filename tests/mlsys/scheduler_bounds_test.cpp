@@ -264,6 +264,28 @@ TEST(SchedBoundsExact, SharedWeightBehindChainHeadsIsLoadedPerBranch) {
   EXPECT_GT(opt, 0);
 }
 
+// Two branches X_i·W -> ·V_i joined by a pointwise op: both users of W fit in one subgraph as
+// chain heads of the two k-looped second MatMuls, at tiles thin enough for both X_i strips, and
+// share W's loads there. Each is charged its share |X_i| / capacity of W (W moves along the
+// k-steps and is re-read per band of rows; the X_i strips must all be resident).
+TEST(SchedBoundsExact, ThinlySharedWeightIsChargedPerConsumerShare) {
+  for (Elements capacity : {11, 15}) {
+    // 0 X0 2x4, 1 X1 2x4, 2 W 4x4, 3 V0 4x2, 4 V1 4x2, 5 H0 2x4, 6 H1 2x4, 7 Z0 2x2, 8 Z1 2x2, 9 out 2x2
+    Problem p = tiny({{4, 2}, {4, 2}, {4, 4}, {2, 4}, {2, 4}, {4, 2}, {4, 2}, {2, 2}, {2, 2}, {2, 2}},
+                     {{OpKind::kMatMul, {0, 2}, {5}, 1},
+                      {OpKind::kMatMul, {5, 3}, {7}, 1},
+                      {OpKind::kMatMul, {1, 2}, {6}, 1},
+                      {OpKind::kMatMul, {6, 4}, {8}, 1},
+                      {OpKind::kPointwise, {7, 8}, {9}, 1}},
+                     capacity);
+    expect_sound(p);
+    // Per branch: X_i once (8, a chain head's full strips), W's share of 16, V_i streamed (8);
+    // the output stored (4). Without the shares W would count once: 2 * 16 + 16 + 4 = 52.
+    const double share = 8.0 / static_cast<double>(capacity);
+    EXPECT_DOUBLE_EQ(lower_bounds(p, {}).memory, 2 * (8 + 16 * share + 8) + 4) << "capacity " << capacity;
+  }
+}
+
 // Random tiny graphs of the contest's kinds (MatMul chains with weights, pointwise joins and
 // epilogues, shared weights, K above native), fast memory from 6 to 24 elements: the bound is
 // never above the exact optimum. Reports the mean optimum / bound (bound looseness, since the
