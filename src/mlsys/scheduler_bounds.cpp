@@ -1,6 +1,7 @@
 // Lower bounds on the total latency of any valid schedule (printed with --verbose; the gap
 // column of docs/benchmarks.md is measured against `combined`).
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -52,8 +53,11 @@ class TrafficFloor {
  public:
   TrafficFloor(const Problem& p, const RuleOptions& rules) : p_(p), rules_(rules), prod_(p.num_tensors(), -1) {
     owner_.assign(p.num_tensors(), -1);
-    for (TensorId t = 0; t < p.num_tensors(); ++t)
+    separate_.assign(p.num_tensors(), 0);
+    for (TensorId t = 0; t < p.num_tensors(); ++t) {
       owner_[t] = single(t) ? p.consumers[t][0].op : designated_consumer(t);
+      if (owner_[t] < 0) separate_[t] = consumers_never_share(t) || consumers_share_only_thinly(t);
+    }
   }
 
   double total() {
@@ -61,7 +65,8 @@ class TrafficFloor {
     for (TensorId t = 0; t < p_.num_tensors(); ++t) {
       if (owner_[t] >= 0) continue;
       if (p_.is_graph_input[t]) {
-        if (!p_.consumers[t].empty()) sum += size(t);  // graph inputs cannot be retained: loaded once
+        // Graph inputs cannot be retained: loaded once (a separate one by each consumer's tree).
+        if (!p_.consumers[t].empty() && !separate_[t]) sum += size(t);
       } else {
         sum += production(t);
         if (p_.is_graph_output[t]) sum += size(t);
@@ -92,17 +97,31 @@ class TrafficFloor {
     return {k * static_cast<double>(out.width) * ceil_div(out.height, p_.native_h), false, k * tiles(o)};
   }
 
+  // Whether `by`'s tree counts t: its single or designated consumer, or any consumer of a
+  // separate graph input (each loads it in a subgraph of its own).
+  bool owns(TensorId t, OpId by) const { return owner_[t] == by || separate_[t]; }
+
+  // The part of a separate tensor's loads charged to consumer `by` (1 unless thinly shared).
+  double share(TensorId t, OpId by) const {
+    auto it = share_.find(key(t, by));
+    return it == share_.end() ? 1.0 : it->second;
+  }
+  int64_t key(TensorId t, OpId by) const { return static_cast<int64_t>(t) * p_.num_ops() + by; }
+
   // Tensor t needed at least once where its consumer `by` runs.
   double once(TensorId t, OpId by) {
-    if (owner_[t] != by) return 0;  // a root, or another consumer's: counted elsewhere
-    return p_.is_graph_input[t] ? size(t) : production(t);
+    if (!owns(t, by)) return 0;  // a root, or another consumer's: counted elsewhere
+    return p_.is_graph_input[t] ? size(t) * share(t, by) : production(t);
   }
 
   // Tensor t asked for as stream s by its consumer `by`.
   double stream(TensorId t, const Stream& s, OpId by) {
-    if (owner_[t] != by) return 0;
-    if (p_.tensors[t].size() <= p_.fast_memory_capacity) return once(t, by);  // could sit in fast memory
-    if (p_.is_graph_input[t]) return s.elements;
+    if (!owns(t, by)) return 0;
+    // A graph input is whole in fast memory only if some step asks for all of it (it cannot be
+    // retained); its stream's slices never are all of it, and no other consumer shares this
+    // subgraph (single, designated or separate), so it is re-read whatever its size.
+    if (p_.is_graph_input[t]) return s.elements * share(t, by);
+    if (p_.tensors[t].size() <= p_.fast_memory_capacity) return once(t, by);  // could be retained
     const double loaded = s.elements + size(t) + production(t);  // stored, produced once, re-read
     const OpId q = p_.producer[t];
     if (p_.ops[q].outputs.size() != 1) return 0;  // its production may serve another tree
@@ -163,7 +182,104 @@ class TrafficFloor {
   // in the same steps (the k-looped argument below does not cover chain heads): count it once.
   double moving_stream(OpId q, int slot, const Stream& s) {
     const TensorId u = p_.ops[q].inputs[slot];
-    return single(u) ? stream(u, s, q) : once(u, q);
+    return single(u) || separate_[u] ? stream(u, s, q) : once(u, q);
+  }
+
+  // A graph input larger than the fast memory is never whole in it (a request of all of it is
+  // an OOM; inputs cannot be retained), so every subgraph that runs one of its consumers loads
+  // every element that consumer asks for. When no subgraph can hold two of its consumers, each
+  // consumer's loads are its own and the floor counts them once per consumer.
+  bool consumers_never_share(TensorId t) const {
+    if (!p_.is_graph_input[t] || p_.tensors[t].size() <= p_.fast_memory_capacity || p_.consumers[t].size() < 2) return false;
+    for (const Consumer& c : p_.consumers[t]) {
+      if (!p_.is_matmul(c.op) || p_.ops[c.op].outputs.size() != 1) return false;
+      for (const Consumer& other : p_.consumers[t])
+        if (other.op == c.op && other.slot != c.slot) return false;  // reads t twice
+      std::vector<char> mates = possible_subgraph_mates(c.op, t);
+      for (const Consumer& other : p_.consumers[t])
+        if (other.op != c.op && mates[other.op]) return false;
+    }
+    return true;
+  }
+
+  // Thin sharing. Graph input t larger than the fast memory; each consumer c (a MatMul) run
+  // k-looped shares no subgraph with another consumer (the closure below with c k-looped), and
+  // for every MatMul m that c can be a chain head of, t is the operand m's k-slices move along,
+  // so m is k-looped (a chain head m would make c ask for all of t in one step). In a subgraph
+  // with j consumers of t, each is then a chain head asking in every step for a strip of its
+  // other operand u_c across the grid's cut dimension: h x K_c (u_c its LHS) or K_c x w (RHS).
+  // If each u_c is a different tensor that cannot be produced in that subgraph (a graph input,
+  // or made by a MatMul whose own moving operand towards c is a graph input larger than the
+  // fast memory: a chain head of a chain head), the strips are all resident at once, so
+  // h·ΣK_c <= capacity, the grid has at least D·ΣK_c/capacity bands (D the cut dimension of
+  // the sinks), and every band re-reads all of t (its slices change at every k-step). The t
+  // loads of that subgraph are then at least Σ_c |u_c|/capacity × |t| × (bands of the other
+  // dimension), and charging consumer c the share min(1, |u_c| / (capacity × ⌈D/native⌉)) of
+  // what the floor counts for it (its stream, or all of t once per native tile of m) never
+  // exceeds them; a consumer alone in its subgraph is charged at most its own loads.
+  bool consumers_share_only_thinly(TensorId t) {
+    if (!p_.is_graph_input[t] || p_.tensors[t].size() <= p_.fast_memory_capacity || p_.consumers[t].size() < 2) return false;
+    std::vector<TensorId> others;  // each consumer's other operand
+    std::vector<double> shares;
+    for (const Consumer& c : p_.consumers[t]) {
+      const Op& op = p_.ops[c.op];
+      if (!p_.is_matmul(c.op) || op.outputs.size() != 1 || op.inputs[0] == op.inputs[1]) return false;
+      std::vector<char> mates = possible_subgraph_mates(c.op, t, true);
+      for (const Consumer& other : p_.consumers[t])
+        if (other.op != c.op && mates[other.op]) return false;
+      const int moving_slot = 1 - c.slot;  // the slot of c's output in m for which t moves
+      for (const auto& [m, m_slot] : chain_consumers(p_, c.op))
+        if (m_slot != moving_slot) return false;
+      const TensorId u = op.inputs[1 - c.slot];
+      if (std::find(others.begin(), others.end(), u) != others.end()) return false;
+      others.push_back(u);
+      const OpId q = p_.producer[u];
+      if (q >= 0) {  // u is made by a chain head of c, itself a chain head: q's moving operand is asked whole
+        if (!p_.is_matmul(q)) return false;
+        const TensorId q_moving = p_.ops[q].inputs[c.slot == 1 ? 1 : 0];
+        if (!p_.is_graph_input[q_moving] || p_.tensors[q_moving].size() <= p_.fast_memory_capacity) return false;
+      }
+      const Tensor& ut = p_.tensors[u];
+      const double bands = c.slot == 1 ? ceil_div(ut.height, p_.native_h) : ceil_div(ut.width, p_.native_w);
+      shares.push_back(std::min(1.0, size(u) / (static_cast<double>(p_.fast_memory_capacity) * bands)));
+    }
+    for (std::size_t i = 0; i < shares.size(); ++i) share_[key(t, p_.consumers[t][i].op)] = shares[i];
+    return true;
+  }
+
+  // Every op that may share a subgraph with MatMul c, c reading graph input t larger than the
+  // fast memory: a superset, by connectivity through produced-and-consumed tensors (RULES.md
+  // V2). One restriction: a MatMul m reading c's output directly, with t the operand of c that
+  // m's k-slices move along, is never a chain head in a subgraph with c (c, its chain head,
+  // would be asked for all of t in one step: an OOM), so m is k-looped there and no MatMul is
+  // in it that m reaches through pointwise ops of the subgraph.
+  // With `c_k_looped`, c itself runs k-looped: no MatMul follows it through pointwise ops.
+  std::vector<char> possible_subgraph_mates(OpId c, TensorId t, bool c_k_looped = false) const {
+    std::vector<char> k_looped(p_.num_ops(), 0);
+    k_looped[c] = c_k_looped;
+    for (const Consumer& m : p_.consumers[p_.ops[c].outputs[0]]) {
+      const int moving = m.slot == 0 ? 1 : 0;  // m's LHS k-slices cut c's output columns: c's RHS moves
+      if (p_.is_matmul(m.op) && p_.ops[c].inputs[moving] == t) k_looped[m.op] = 1;
+    }
+    enum : char { kUnseen, kSeenRestricted, kSeenFree };
+    std::vector<char> seen(p_.num_ops(), kUnseen);
+    // restricted: reached from a k-looped m through pointwise ops, so no MatMul may follow.
+    std::vector<std::pair<OpId, bool>> stack{{c, false}};
+    while (!stack.empty()) {
+      auto [x, restricted] = stack.back();
+      stack.pop_back();
+      restricted = restricted || k_looped[x];
+      if (seen[x] == kSeenFree || (seen[x] == kSeenRestricted && restricted)) continue;
+      seen[x] = restricted ? kSeenRestricted : kSeenFree;
+      for (TensorId u : p_.ops[x].inputs)
+        if (p_.producer[u] >= 0) stack.emplace_back(p_.producer[u], false);
+      for (TensorId v : p_.ops[x].outputs)
+        for (const Consumer& y : p_.consumers[v])
+          if (!(restricted && p_.is_matmul(y.op))) stack.emplace_back(y.op, restricted);
+    }
+    std::vector<char> mates(p_.num_ops(), 0);
+    for (OpId o = 0; o < p_.num_ops(); ++o) mates[o] = seen[o] != kUnseen;
+    return mates;
   }
 
   // A tensor with several consumers still belongs to a long MatMul c among them when every
@@ -208,6 +324,8 @@ class TrafficFloor {
   const RuleOptions& rules_;
   std::vector<double> prod_;   // memo of production(t); -1 = not computed
   std::vector<OpId> owner_;    // the consumer whose tree t belongs to; -1 for roots
+  std::vector<char> separate_; // graph input whose consumers never share a subgraph: each counts it
+  std::unordered_map<int64_t, double> share_;  // (tensor, consumer) -> part charged, when below 1
 };
 
 }  // namespace
