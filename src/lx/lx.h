@@ -55,7 +55,7 @@ struct Options {
   bool eviction = true;            // dormant values may be evicted and reloaded when it pays
   bool reorder = true;             // move independent ops when it lowers HBM traffic
   bool coopt = true;               // co-optimize core splits with placement
-  bool infer_layouts = true;       // choose the layouts the program leaves open (layout::infer_open_layouts)
+  bool infer_layouts = true;       // choose the layouts the program leaves open (program::infer_open_layouts)
   int cores = 32;                  // cores available to work division (at most; see fewer_cores)
   bool fewer_cores = true;         // also plan at the powers of two below `cores` and keep the best
   double time_limit = 1.0;         // seconds for the whole plan (anytime)
@@ -80,13 +80,13 @@ struct GOperand {
   Bytes per_core = 0;      // bytes one core holds under that slicing (unaligned)
 };
 
-// A layout incompatibility of one operand (layout::check_op_layouts): the operand is re-laid-out
+// A layout incompatibility of one operand (program::check_op_layouts): the operand is re-laid-out
 // (restickify) or padded before the op; the fixed copy makes one extra HBM round trip.
 struct LayoutFix {
   int tensor = -1;         // GTensor index of the operand
   bool padding = false;    // padded (true) or restickified (false)
   Bytes fixed_bytes = 0;   // bytes of the fixed copy (padded size, or the tensor's bytes)
-  std::string message;     // layout::LayoutIssue's one-line message
+  std::string message;     // program::LayoutIssue's one-line message
 };
 
 struct GOp {

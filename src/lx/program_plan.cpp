@@ -17,7 +17,7 @@
 
 #include "core/deadline.h"
 #include "core/rng.h"
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 #include "layout/layout.h"
 #include "lx/lx.h"
 #include "lx/planner_internal.h"
@@ -879,7 +879,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   // generated transformer: 38.9 % above the bound over every split, 13.3 % with the layouts
   // chosen; docs/lx.md).
   if (o.infer_layouts) {
-    const std::vector<layout::OpenLayout> chosen = layout::infer_open_layouts(p);
+    const std::vector<program::OpenLayout> chosen = program::infer_open_layouts(p);
     if (!chosen.empty()) {
       program::Program q = p;
       for (const auto& c : chosen) q.tensors[c.tensor].dim_order = c.dim_order;
@@ -912,10 +912,10 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   // Layout incompatibilities (what `divide` reports): each costs the fixed copy's round trip.
   m.fixes.assign(p.ops.size(), {});
   for (std::size_t oi = 0; oi < p.ops.size(); ++oi)
-    for (const layout::LayoutIssue& is : layout::check_op_layouts(p, static_cast<program::OpId>(oi), layouts)) {
+    for (const program::LayoutIssue& is : program::check_op_layouts(p, static_cast<program::OpId>(oi), layouts)) {
       LayoutFix f;
       f.tensor = is.tensor;
-      f.padding = is.fix == layout::FixKind::kPadding;
+      f.padding = is.fix == program::FixKind::kPadding;
       f.fixed_bytes = m.bytes[is.tensor];
       if (f.padding && is.pad_from > 0 && is.pad_to > is.pad_from)
         f.fixed_bytes = padded_bytes(m.bytes[is.tensor], is.pad_from, is.pad_to);

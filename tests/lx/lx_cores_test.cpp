@@ -107,8 +107,9 @@ TEST(LxCores, MoreCoresNeverPlanSlower) {
         EXPECT_LE(plans[i].totals.time_s, plans[j].totals.time_s * (1 + 1e-9))
             << prog.name << ": " << (1 << i) << " cores vs " << (1 << j);
         // The time bound of the plan at more cores holds for every plan at fewer cores no slower.
-        if (plans[j].totals.time_s <= plans[i].totals.time_s)
+        if (plans[j].totals.time_s <= plans[i].totals.time_s) {
           EXPECT_GE(hbm(plans[j]), plans[i].totals.time_lower_bound_hbm) << prog.name;
+        }
       }
   }
   EXPECT_GT(fewer_won, 0);  // the mechanism is exercised: some plan comes from fewer cores
