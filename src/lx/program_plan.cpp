@@ -468,6 +468,85 @@ double fixed_op_bytes(const Model& m, int o) {
   return fixed;
 }
 
+// A chain through the edge prod -> cons (cons < 0: through prod alone): ops linked producer ->
+// consumer, backwards by the first input a divided op produces, forwards by the first divided
+// reader of the first output; at most 32 ops over at most 96 op indices (the window a large
+// program's move is scored on spans its ops +-8 and at most 120).
+std::vector<int> chain_through(const Model& m, int prod, int cons) {
+  const program::Program& p = *m.prog;
+  std::vector<int> back{prod}, fwd;
+  if (cons >= 0) fwd.push_back(cons);
+  const int last = cons >= 0 ? cons : prod;
+  auto room = [&](int lo, int hi) { return back.size() + fwd.size() < 32 && hi - lo <= 96; };
+  for (int x = prod; room(x, last);) {
+    int y = -1;
+    for (program::TensorId t : p.ops[x].inputs)
+      if (p.producer[t] >= 0 && m.div.ops[p.producer[t]].divided) { y = p.producer[t]; break; }
+    if (y < 0 || !room(y, last)) break;
+    back.push_back(y);
+    x = y;
+  }
+  const int lo = back.back();
+  for (int x = last; room(lo, x) && !p.ops[x].outputs.empty();) {
+    int y = -1;
+    for (program::OpId c : p.consumers[p.ops[x].outputs[0]])
+      if (c > x && m.div.ops[c].divided && (y < 0 || c < y)) y = c;
+    if (y < 0 || !room(lo, y)) break;
+    fwd.push_back(y);
+    x = y;
+  }
+  std::vector<int> chain(back.rbegin(), back.rend());
+  chain.insert(chain.end(), fwd.begin(), fwd.end());
+  return chain;
+}
+
+// Chain move: one menu entry per op of `chain`, chosen jointly by dynamic programming over the
+// chain (exact for this cost): each op's roofline time under its entry (compute on its cores, its
+// layout fixes and first-read inputs, a reduction split's partials and combine) plus, for every
+// tensor an op writes and the next op reads, `weight` x its HBM round trip when the two slice it
+// differently or the writer splits a reduction (it cannot stay on LX). weight >> 1 keeps one
+// slicing along the chain wherever the menus share one. Returns the entries that change.
+Moves chain_move(const Model& m, const Hardware& hw, const std::vector<int>& choice, const std::vector<int>& chain,
+                 double weight) {
+  const program::Program& p = *m.prog;
+  const std::size_t n = chain.size();
+  std::vector<std::vector<double>> cost(n);
+  std::vector<std::vector<int>> from(n);
+  auto entries = [&](int o) { return std::max<int>(1, static_cast<int>(m.div.ops[o].candidates.size())); };
+  for (std::size_t i = 0; i < n; ++i) {
+    const int o = chain[i], k = entries(o);
+    const OpTimer timer(m, o, fixed_op_bytes(m, o));
+    cost[i].assign(static_cast<std::size_t>(k), 0.0);
+    from[i].assign(static_cast<std::size_t>(k), -1);
+    for (int c = 0; c < k; ++c) {
+      const double own = timer.seconds(hw, cores_of(m, o, c), reduction_factor(m, o, c), 0) + hw.op_overhead_s;
+      if (i == 0) {
+        cost[i][c] = own;
+        continue;
+      }
+      const int q = chain[i - 1];
+      double best = INFINITY;
+      for (int a = 0; a < entries(q); ++a) {
+        double link = 0;
+        for (program::TensorId t : p.ops[q].outputs) {
+          if (std::find(p.ops[o].inputs.begin(), p.ops[o].inputs.end(), t) == p.ops[o].inputs.end()) continue;
+          if (reduction_split(m, q, a) || slicing_of(m, q, a, t, true) != slicing_of(m, o, c, t, false))
+            link += weight * 2.0 * static_cast<double>(m.bytes[t]) / hw.hbm_bytes_per_s;
+        }
+        if (cost[i - 1][a] + link < best) best = cost[i - 1][a] + link, from[i][c] = a;
+      }
+      cost[i][c] = best + own;
+    }
+  }
+  int c = static_cast<int>(std::min_element(cost[n - 1].begin(), cost[n - 1].end()) - cost[n - 1].begin());
+  Moves mv;
+  for (std::size_t i = n; i-- > 0;) {
+    if (c != choice[chain[i]]) mv.emplace_back(chain[i], c);
+    c = from[i][c];
+  }
+  return mv;
+}
+
 // `timed`: also build each op's (bytes, seconds) frontier on that hardware (time_limited_bound).
 MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std::function<bool(int, int)>& allowed,
                      const Hardware* timed = nullptr) {
@@ -709,7 +788,6 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
     }
     return edges;
   };
-  bool improved = true;
   // Split choices already scored, by a 64-bit Zobrist hash (updated per move: a full copy or
   // rehash per candidate dominated the search at 2,000 ops); a collision only skips one
   // candidate, deterministically.
@@ -721,119 +799,189 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   };
   uint64_t choice_hash = 0;
   for (int k = 0; k < nops; ++k) choice_hash ^= zobrist(k, choice[k]);
-  while (improved && !search.expired()) {
-    improved = false;
-    std::vector<Edge> edges = blocked(choice);
-    for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
-      const Edge ed = edges[e];
-      // still blocked under the current choice?
-      if (ed.cons >= 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true) == slicing_of(m, ed.cons, choice[ed.cons], ed.t, false)
-                       : !reduction_split(m, ed.prod, choice[ed.prod]))
-        continue;
-      Moves best_move;
-      std::optional<Plan> best_plan;  // small programs
-      std::optional<Score> base, best_score;  // large programs: the window of the current choice, the best move's
-      int win_a = 0, win_b = nops - 1;
-      auto consider = [&](const Moves& mv) -> Status {
-        // Zobrist hash of the choice after the move (O(move), not O(ops)).
-        uint64_t h = choice_hash;
-        int lo = nops, hi = -1;
-        for (const auto& [op, c] : mv) {
-          if (c == choice[op]) continue;
-          h ^= zobrist(op, choice[op]) ^ zobrist(op, c);
-          lo = std::min(lo, op), hi = std::max(hi, op);
-        }
-        if (hi < 0 || !tried.insert(h).second) return ok_status();
-        if (small) {
-          std::vector<int> ch = choice;
-          for (const auto& [op, c] : mv) ch[op] = c;
-          auto r = fast_eval(ch);
+  // Descent: repair blocked edges, taking the best move per edge, until no move improves.
+  bool chains = false;
+  auto descend = [&]() -> Status {
+    bool improved = true;
+    while (improved && !search.expired()) {
+      improved = false;
+      std::vector<Edge> edges = blocked(choice);
+      for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
+        const Edge ed = edges[e];
+        // still blocked under the current choice?
+        if (ed.cons >= 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true) == slicing_of(m, ed.cons, choice[ed.cons], ed.t, false)
+                         : !reduction_split(m, ed.prod, choice[ed.prod]))
+          continue;
+        Moves best_move;
+        std::optional<Plan> best_plan;  // small programs
+        std::optional<Score> base, best_score;  // large programs: the window of the current choice, the best move's
+        int win_a = 0, win_b = nops - 1;
+        auto consider = [&](const Moves& mv) -> Status {
+          // Zobrist hash of the choice after the move (O(move), not O(ops)).
+          uint64_t h = choice_hash;
+          int lo = nops, hi = -1;
+          for (const auto& [op, c] : mv) {
+            if (c == choice[op]) continue;
+            h ^= zobrist(op, choice[op]) ^ zobrist(op, c);
+            lo = std::min(lo, op), hi = std::max(hi, op);
+          }
+          if (hi < 0 || !tried.insert(h).second) return ok_status();
+          if (small) {
+            std::vector<int> ch = choice;
+            for (const auto& [op, c] : mv) ch[op] = c;
+            auto r = fast_eval(ch);
+            if (!r) return r.error();
+            if (better(*r, best_plan ? *best_plan : *cur)) {
+              best_plan = std::move(*r);
+              best_move = mv;
+            }
+            return ok_status();
+          }
+          if (hi - lo > 120) return ok_status();
+          int a = std::max(0, std::min({lo, ed.prod, ed.cons >= 0 ? ed.cons : ed.prod}) - 8);
+          int b = std::min(nops - 1, std::max({hi, ed.prod, ed.cons}) + 8);
+          auto window_score = [&]() -> Result<Score> {
+            const uint64_t sig = window_key(m, choice, a, b, key_scratch);
+            if (auto it = window_scores.find(sig); it != window_scores.end()) return it->second;
+            auto r = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
+            if (!r) return r.error();
+            return window_scores[sig] = score_of(*r);
+          };
+          if (!base || a != win_a || b != win_b) {
+            auto r0 = window_score();
+            if (!r0) return r0.error();
+            base = *r0;
+            win_a = a, win_b = b;
+            best_score.reset();
+            best_move.clear();
+          }
+          // Score the window with the move applied in place, then undo it.
+          Moves undo;
+          for (const auto& [op, c] : mv) undo.emplace_back(op, choice[op]), choice[op] = c;
+          auto r = window_score();
+          for (auto it = undo.rbegin(); it != undo.rend(); ++it) choice[it->first] = it->second;
           if (!r) return r.error();
-          if (better(*r, best_plan ? *best_plan : *cur)) {
-            best_plan = std::move(*r);
+          if (better(*r, best_score ? *best_score : *base)) {
+            best_score = *r;
             best_move = mv;
           }
           return ok_status();
-        }
-        if (hi - lo > 120) return ok_status();
-        int a = std::max(0, std::min({lo, ed.prod, ed.cons >= 0 ? ed.cons : ed.prod}) - 8);
-        int b = std::min(nops - 1, std::max({hi, ed.prod, ed.cons}) + 8);
-        auto window_score = [&]() -> Result<Score> {
-          const uint64_t sig = window_key(m, choice, a, b, key_scratch);
-          if (auto it = window_scores.find(sig); it != window_scores.end()) return it->second;
-          auto r = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
-          if (!r) return r.error();
-          return window_scores[sig] = score_of(*r);
         };
-        if (!base || a != win_a || b != win_b) {
-          auto r0 = window_score();
-          if (!r0) return r0.error();
-          base = *r0;
-          win_a = a, win_b = b;
-          best_score.reset();
-          best_move.clear();
-        }
-        // Score the window with the move applied in place, then undo it.
-        Moves undo;
-        for (const auto& [op, c] : mv) undo.emplace_back(op, choice[op]), choice[op] = c;
-        auto r = window_score();
-        for (auto it = undo.rbegin(); it != undo.rend(); ++it) choice[it->first] = it->second;
-        if (!r) return r.error();
-        if (better(*r, best_score ? *best_score : *base)) {
-          best_score = *r;
-          best_move = mv;
-        }
-        return ok_status();
-      };
-      for (int side = 0; side < 2; ++side) {
-        if (side == 0 && ed.cons < 0) continue;
-        int op = side == 0 ? ed.cons : ed.prod;
-        std::string want = side == 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true)
-                                     : (ed.cons >= 0 ? slicing_of(m, ed.cons, choice[ed.cons], ed.t, false) : "");
-        const auto& menu = m.div.ops[op].candidates;
-        std::vector<int> matching;
-        for (int c = 0; c < static_cast<int>(menu.size()); ++c) {
-          if (c == choice[op]) continue;
-          if (side == 1 && reduction_split(m, op, c)) continue;
-          if (ed.cons >= 0 && slicing_of(m, op, c, ed.t, side == 1) != want) continue;
-          matching.push_back(c);
-        }
-        // most cores first: region moves only for the first few
-        std::stable_sort(matching.begin(), matching.end(), [&](int a, int b) { return cores_of(m, op, a) > cores_of(m, op, b); });
-        for (std::size_t k = 0; k < matching.size() && !search.expired(); ++k) {
-          if (Status st = consider({{op, matching[k]}}); !st) return st.error();
-          if (k < 4) {
-            if (Status st = consider(propagate(m, choice, op, matching[k])); !st) return st.error();
+        for (int side = 0; side < 2; ++side) {
+          if (side == 0 && ed.cons < 0) continue;
+          int op = side == 0 ? ed.cons : ed.prod;
+          std::string want = side == 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true)
+                                       : (ed.cons >= 0 ? slicing_of(m, ed.cons, choice[ed.cons], ed.t, false) : "");
+          const auto& menu = m.div.ops[op].candidates;
+          std::vector<int> matching;
+          for (int c = 0; c < static_cast<int>(menu.size()); ++c) {
+            if (c == choice[op]) continue;
+            if (side == 1 && reduction_split(m, op, c)) continue;
+            if (ed.cons >= 0 && slicing_of(m, op, c, ed.t, side == 1) != want) continue;
+            matching.push_back(c);
           }
+          // most cores first: region moves only for the first few
+          std::stable_sort(matching.begin(), matching.end(), [&](int a, int b) { return cores_of(m, op, a) > cores_of(m, op, b); });
+          for (std::size_t k = 0; k < matching.size() && !search.expired(); ++k) {
+            if (Status st = consider({{op, matching[k]}}); !st) return st.error();
+            if (k < 4) {
+              if (Status st = consider(propagate(m, choice, op, matching[k])); !st) return st.error();
+            }
+          }
+        }
+        // Chain moves: the whole chain through this edge re-split jointly (its ops keep one slicing
+        // where their menus share one), once trading mismatches against op time, once keeping them.
+        if (chains && !search.expired()) {
+          const std::vector<int> chain = chain_through(m, ed.prod, ed.cons);
+          for (double weight : {1.0, 64.0})
+            if (Status st = consider(chain_move(m, hw, choice, chain, weight)); !st) return st.error();
+        }
+        if (!best_move.empty()) {
+          std::vector<int> best_choice = choice;
+          for (const auto& [op, c] : best_move) best_choice[op] = c;
+          for (std::size_t k = 0; k < choice.size(); ++k)
+            if (choice[k] != best_choice[k]) {
+              notes.push_back("co-opt: op '" + p.ops[k].name + "' re-split " + join_splits(m.div.ops[k], m.div.ops[k].splits) +
+                              " -> " + join_splits(m.div.ops[k], m.div.ops[k].candidates[best_choice[k]]));
+              choice_hash ^= zobrist(static_cast<int>(k), choice[k]) ^ zobrist(static_cast<int>(k), best_choice[k]);
+            }
+          choice = std::move(best_choice);
+          if (small) cur = std::move(*best_plan);
+          ++changes;
+          improved = true;
+          if (small) break;
         }
       }
-      if (!best_move.empty()) {
-        std::vector<int> best_choice = choice;
-        for (const auto& [op, c] : best_move) best_choice[op] = c;
-        for (std::size_t k = 0; k < choice.size(); ++k)
-          if (choice[k] != best_choice[k]) {
-            notes.push_back("co-opt: op '" + p.ops[k].name + "' re-split " + join_splits(m.div.ops[k], m.div.ops[k].splits) +
-                            " -> " + join_splits(m.div.ops[k], m.div.ops[k].candidates[best_choice[k]]));
-            choice_hash ^= zobrist(static_cast<int>(k), choice[k]) ^ zobrist(static_cast<int>(k), best_choice[k]);
-          }
-        choice = std::move(best_choice);
-        if (small) cur = std::move(*best_plan);
+    }
+    return ok_status();
+  };
+  // First without chain moves, then with them. The first optimum is planned in full too: moves
+  // are scored by fast plans (one heuristic placement), and a chain move or a perturbation that
+  // wins there can lose once placed exactly (measured on a converted mobilenet_v2: 556.5 us
+  // without chain moves, 580.5 us with them; regnet_x_400mf: 938.6 -> 896.4 us).
+  if (Status st = descend(); !st) return st.error();
+  const std::vector<int> descent_choice = choice;
+  const int descent_changes = changes;
+  const std::size_t descent_notes = notes.size();
+  chains = true;
+  if (Status st = descend(); !st) return st.error();
+  // Perturbation (small programs, exact scores): from the best choice, re-split a random op to a
+  // random entry with its region, descend again, keep the result only if it is better. Stops at
+  // the search budget or after 24 rounds in a row without a gain (a small program then plans in
+  // well under its limit); deterministic given the seed as long as the budget is not the cause.
+  if (small && m.div.ops.size() > 0) {
+    Rng rng(o.seed ^ 0x6c78636f6f7074ULL);
+    std::vector<int> ops_with_menus;
+    for (int k = 0; k < nops; ++k)
+      if (m.div.ops[k].divided && m.div.ops[k].candidates.size() > 1) ops_with_menus.push_back(k);
+    for (int stale = 0; stale < 24 && !ops_with_menus.empty() && !search.expired(); ++stale) {
+      const std::vector<int> keep_choice = choice;
+      const uint64_t keep_hash = choice_hash;
+      Plan keep_plan = *cur;
+      const int keep_changes = changes;
+      const std::size_t keep_notes = notes.size();
+      const int op = ops_with_menus[rng.below(ops_with_menus.size())];
+      const int k = static_cast<int>(m.div.ops[op].candidates.size());
+      int entry = static_cast<int>(rng.below(static_cast<uint64_t>(k - 1)));
+      if (entry >= choice[op]) ++entry;
+      for (const auto& [x, c] : propagate(m, choice, op, entry)) {
+        choice_hash ^= zobrist(x, choice[x]) ^ zobrist(x, c);
+        choice[x] = c;
+      }
+      auto r = fast_eval(choice);
+      if (!r) return r.error();
+      cur = std::move(*r);
+      if (Status st = descend(); !st) return st.error();
+      if (better(*cur, keep_plan)) {
+        stale = -1;
         ++changes;
-        improved = true;
-        if (small) break;
+        notes.push_back("co-opt: perturbation at op '" + p.ops[op].name + "' kept");
+        continue;
       }
+      choice = keep_choice;
+      choice_hash = keep_hash;
+      cur = std::move(keep_plan);
+      changes = keep_changes;
+      notes.resize(keep_notes);
     }
   }
   Result<Plan> result = seed_plan;
   std::vector<int> result_choice(p.ops.size(), 0);
-  if (changes > 0) {
-    auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
+  // Final plans of the search's result and, when chain moves or perturbations moved it, of the
+  // first descent's optimum (each with an equal share of the time left); the best of them and the seed wins.
+  std::vector<std::pair<const std::vector<int>*, int>> finals;
+  if (changes > 0) finals.emplace_back(&choice, changes);
+  if (descent_changes > 0 && descent_choice != choice) finals.emplace_back(&descent_choice, descent_changes);
+  for (std::size_t k = 0; k < finals.size(); ++k) {
+    const auto& [ch, count] = finals[k];
+    auto final_plan = plan_graph_impl(lower(m, *ch), hw, o, left(dl) / static_cast<double>(finals.size() - k), false);
     if (!final_plan) return final_plan.error();
-    if (better(*final_plan, *seed_plan)) {  // never worse than the seed division
-      final_plan->coopt_changes = changes;
-      for (auto& n : notes) final_plan->notes.push_back(n);
+    if (better(*final_plan, *result)) {  // never worse than the seed division
+      final_plan->coopt_changes = count;
+      const std::size_t keep = ch == &choice ? notes.size() : descent_notes;
+      for (std::size_t i = 0; i < keep; ++i) final_plan->notes.push_back(notes[i]);
       result = std::move(final_plan);
-      result_choice = choice;
+      result_choice = *ch;
     }
   }
   const double before_bounds = dl.elapsed_seconds();
