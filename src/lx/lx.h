@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,17 @@ struct ProgramModel;  // layouts + division + menus (opaque; planner.cpp)
 Result<Plan> plan_graph(const Graph& g, const Hardware& hw, const Options& o);
 // Plans a program end to end: layouts, work division, co-optimized splits, placement.
 Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o);
+
+// Exhaustive reference for small programs (tests, issue 44): every assignment of menu entries
+// at exactly o.cores (the planner's menus), each planned in full (placement, eviction, ...) with
+// `seconds_each`; the best by the planner's order (estimated time, then HBM bytes). Bad input
+// when the menus admit more than max_assignments assignments.
+struct ExactReference {
+  std::optional<Plan> best;   // the optimum over split choices
+  int64_t assignments = 0;    // assignments planned
+};
+Result<ExactReference> exact_split_reference(const program::Program& p, const Hardware& hw, const Options& o,
+                                             int64_t max_assignments, double seconds_each = 0.05);
 
 // Independent checker: re-derives liveness and HBM traffic from the plan's op list and residency
 // (no planner code), checks addresses (alignment, capacity, no overlap of co-live values except an

@@ -927,14 +927,14 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   if (Status st = descend(); !st) return st.error();
   // Perturbation (small programs, exact scores): from the best choice, re-split a random op to a
   // random entry with its region, descend again, keep the result only if it is better. Stops at
-  // the search budget or after 24 rounds in a row without a gain (a small program then plans in
+  // the search budget or after 8 rounds in a row without a gain (a small program then plans in
   // well under its limit); deterministic given the seed as long as the budget is not the cause.
   if (small && m.div.ops.size() > 0) {
     Rng rng(o.seed ^ 0x6c78636f6f7074ULL);
     std::vector<int> ops_with_menus;
     for (int k = 0; k < nops; ++k)
       if (m.div.ops[k].divided && m.div.ops[k].candidates.size() > 1) ops_with_menus.push_back(k);
-    for (int stale = 0; stale < 24 && !ops_with_menus.empty() && !search.expired(); ++stale) {
+    for (int stale = 0; stale < 8 && !ops_with_menus.empty() && !search.expired(); ++stale) {
       const std::vector<int> keep_choice = choice;
       const uint64_t keep_hash = choice_hash;
       Plan keep_plan = *cur;
@@ -1017,33 +1017,8 @@ std::vector<int> core_budgets(const Options& o) {
   return counts;
 }
 
-}  // namespace
-
-Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
-  // Open layouts first: the plan is made for the program with the layouts chosen, and says which
-  // (the compiler must honour them). Why: a reduction along the stick dim writes a sparse output
-  // natively; left at the default dense layout, its output needs a restickify, and a dense
-  // [seq, 1] output has few sticks, which caps the row splits of every op reading it (the dense
-  // generated transformer: 38.9 % above the bound over every split, 13.3 % with the layouts
-  // chosen; docs/lx.md).
-  if (o.infer_layouts) {
-    const std::vector<program::OpenLayout> chosen = program::infer_open_layouts(p);
-    if (!chosen.empty()) {
-      program::Program q = p;
-      for (const auto& c : chosen) q.tensors[c.tensor].dim_order = c.dim_order;
-      Options inner = o;
-      inner.infer_layouts = false;
-      auto plan = plan_program(q, hw, inner);
-      if (!plan) return plan;
-      plan->options.infer_layouts = true;
-      for (const auto& c : chosen) plan->inferred_layouts.push_back({q.tensors[c.tensor].name, c.dim_order});
-      return plan;
-    }
-  }
-  Deadline dl(o.time_limit);
-  if (o.cores < 1 || o.cores > hw.max_cores)
-    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
-                     std::to_string(hw.max_cores) + " cores");
+// The program's tensor bytes, elements and layout fixes (the same at every core count).
+Result<Model> base_model(const program::Program& p) {
   Model m;
   m.prog = &p;
   std::vector<layout::Layout> layouts;
@@ -1070,6 +1045,80 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       f.message = is.message;
       m.fixes[oi].push_back(std::move(f));
     }
+  return m;
+}
+
+// Exhaustive reference (tests): every assignment of menu entries at exactly o.cores, each planned
+// in full with `seconds_each`; the best by the search's order. Refused above max_assignments.
+Result<ExactReference> exact_split_reference_impl(const program::Program& p, const Hardware& hw, const Options& o,
+                                                  int64_t max_assignments, double seconds_each) {
+  auto base = base_model(p);
+  if (!base) return base.error();
+  Model& m = *base;
+  workdiv::Options wo;
+  wo.max_cores = o.cores;
+  wo.span_limit = hw.span_limit;
+  wo.candidates = true;
+  wo.max_candidates = 64;  // the planner's menus
+  auto d = workdiv::divide(p, wo);
+  if (!d) return d.error();
+  m.div = std::move(*d);
+  m.slicings.assign(p.ops.size(), {});
+  m.op_sigs.assign(p.ops.size(), {});
+  std::vector<int> sizes;
+  int64_t total = 1;
+  for (const auto& od : m.div.ops) {
+    sizes.push_back(od.divided ? std::max<int>(1, static_cast<int>(od.candidates.size())) : 1);
+    total *= sizes.back();
+    if (total > max_assignments) return bad_input("exact reference: more than " + std::to_string(max_assignments) + " assignments");
+  }
+  ExactReference ref;
+  std::vector<int> choice(p.ops.size(), 0);
+  for (int64_t n = 0; n < total; ++n) {
+    auto r = plan_graph_impl(lower(m, choice), hw, o, seconds_each, false);
+    if (!r) return r.error();
+    if (!ref.best || better(*r, *ref.best)) ref.best = std::move(*r);
+    ++ref.assignments;
+    for (std::size_t k = 0; k < choice.size() && ++choice[k] == sizes[k]; ++k) choice[k] = 0;  // odometer
+  }
+  return ref;
+}
+
+}  // namespace
+
+Result<ExactReference> exact_split_reference(const program::Program& p, const Hardware& hw, const Options& o,
+                                             int64_t max_assignments, double seconds_each) {
+  return exact_split_reference_impl(p, hw, o, max_assignments, seconds_each);
+}
+
+Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
+  // Open layouts first: the plan is made for the program with the layouts chosen, and says which
+  // (the compiler must honour them). Why: a reduction along the stick dim writes a sparse output
+  // natively; left at the default dense layout, its output needs a restickify, and a dense
+  // [seq, 1] output has few sticks, which caps the row splits of every op reading it (the dense
+  // generated transformer: 38.9 % above the bound over every split, 13.3 % with the layouts
+  // chosen; docs/lx.md).
+  if (o.infer_layouts) {
+    const std::vector<program::OpenLayout> chosen = program::infer_open_layouts(p);
+    if (!chosen.empty()) {
+      program::Program q = p;
+      for (const auto& c : chosen) q.tensors[c.tensor].dim_order = c.dim_order;
+      Options inner = o;
+      inner.infer_layouts = false;
+      auto plan = plan_program(q, hw, inner);
+      if (!plan) return plan;
+      plan->options.infer_layouts = true;
+      for (const auto& c : chosen) plan->inferred_layouts.push_back({q.tensors[c.tensor].name, c.dim_order});
+      return plan;
+    }
+  }
+  Deadline dl(o.time_limit);
+  if (o.cores < 1 || o.cores > hw.max_cores)
+    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
+                     std::to_string(hw.max_cores) + " cores");
+  auto base = base_model(p);
+  if (!base) return base.error();
+  const Model& m = *base;
   // Budget: the run at n cores keeps half (it is the answer when time is short); each later run
   // gets an equal share of what is left after the part no budget controls (division, bounds,
   // checker: the largest measured so far), and starts only if that part still fits, so the limit
