@@ -505,43 +505,53 @@ std::vector<int> chain_through(const Model& m, int prod, int cons) {
 // layout fixes and first-read inputs, a reduction split's partials and combine) plus, for every
 // tensor an op writes and the next op reads, `weight` x its HBM round trip when the two slice it
 // differently or the writer splits a reduction (it cannot stay on LX). weight >> 1 keeps one
-// slicing along the chain wherever the menus share one. Returns the entries that change.
-Moves chain_move(const Model& m, const Hardware& hw, const std::vector<int>& choice, const std::vector<int>& chain,
-                 double weight) {
+// slicing along the chain wherever the menus share one. Returns every op's entry (it does not
+// depend on the current choice, so the search keeps it per chain).
+Moves chain_move(const Model& m, const Hardware& hw, const std::vector<int>& chain, double weight) {
   const program::Program& p = *m.prog;
   const std::size_t n = chain.size();
   std::vector<std::vector<double>> cost(n);
   std::vector<std::vector<int>> from(n);
   auto entries = [&](int o) { return std::max<int>(1, static_cast<int>(m.div.ops[o].candidates.size())); };
+  // Slicings by number per hand-off (string compares in the k x k loop dominated the search).
+  std::unordered_map<std::string, int> ids;
+  auto id_of = [&](const std::string& sl) { return ids.try_emplace(sl, static_cast<int>(ids.size())).first->second; };
+  std::vector<int> wid, rid;
   for (std::size_t i = 0; i < n; ++i) {
     const int o = chain[i], k = entries(o);
     const OpTimer timer(m, o, fixed_op_bytes(m, o));
     cost[i].assign(static_cast<std::size_t>(k), 0.0);
     from[i].assign(static_cast<std::size_t>(k), -1);
+    for (int c = 0; c < k; ++c)
+      cost[i][c] = timer.seconds(hw, cores_of(m, o, c), reduction_factor(m, o, c), 0) + hw.op_overhead_s;
+    if (i == 0) continue;
+    const int q = chain[i - 1], kq = entries(q);
+    std::vector<double> link(static_cast<std::size_t>(kq) * k, 0.0);  // [a * k + c]
+    for (program::TensorId t : p.ops[q].outputs) {
+      if (std::find(p.ops[o].inputs.begin(), p.ops[o].inputs.end(), t) == p.ops[o].inputs.end()) continue;
+      const double trip = weight * 2.0 * static_cast<double>(m.bytes[t]) / hw.hbm_bytes_per_s;
+      wid.assign(kq, -1);
+      rid.assign(k, -2);
+      for (int a = 0; a < kq; ++a)
+        if (!reduction_split(m, q, a)) wid[a] = id_of(slicing_of(m, q, a, t, true));
+      for (int c = 0; c < k; ++c) rid[c] = id_of(slicing_of(m, o, c, t, false));
+      for (int a = 0; a < kq; ++a)
+        for (int c = 0; c < k; ++c)
+          if (wid[a] != rid[c]) link[static_cast<std::size_t>(a) * k + c] += trip;
+    }
     for (int c = 0; c < k; ++c) {
-      const double own = timer.seconds(hw, cores_of(m, o, c), reduction_factor(m, o, c), 0) + hw.op_overhead_s;
-      if (i == 0) {
-        cost[i][c] = own;
-        continue;
-      }
-      const int q = chain[i - 1];
       double best = INFINITY;
-      for (int a = 0; a < entries(q); ++a) {
-        double link = 0;
-        for (program::TensorId t : p.ops[q].outputs) {
-          if (std::find(p.ops[o].inputs.begin(), p.ops[o].inputs.end(), t) == p.ops[o].inputs.end()) continue;
-          if (reduction_split(m, q, a) || slicing_of(m, q, a, t, true) != slicing_of(m, o, c, t, false))
-            link += weight * 2.0 * static_cast<double>(m.bytes[t]) / hw.hbm_bytes_per_s;
-        }
-        if (cost[i - 1][a] + link < best) best = cost[i - 1][a] + link, from[i][c] = a;
+      for (int a = 0; a < kq; ++a) {
+        const double v = cost[i - 1][a] + link[static_cast<std::size_t>(a) * k + c];
+        if (v < best) best = v, from[i][c] = a;
       }
-      cost[i][c] = best + own;
+      cost[i][c] += best;
     }
   }
   int c = static_cast<int>(std::min_element(cost[n - 1].begin(), cost[n - 1].end()) - cost[n - 1].begin());
   Moves mv;
   for (std::size_t i = n; i-- > 0;) {
-    if (c != choice[chain[i]]) mv.emplace_back(chain[i], c);
+    mv.emplace_back(chain[i], c);
     c = from[i][c];
   }
   return mv;
@@ -793,6 +803,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   // candidate, deterministically.
   std::unordered_set<uint64_t> tried;
   std::unordered_map<uint64_t, Score> window_scores;  // by window_key
+  std::unordered_map<uint64_t, Moves> chain_moves;     // by chain and weight
   std::vector<int> key_scratch;
   auto zobrist = [](int op, int entry) {
     return splitmix64(static_cast<uint64_t>(op) << 32 ^ static_cast<uint64_t>(entry + 1));
@@ -893,8 +904,13 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
         // where their menus share one), once trading mismatches against op time, once keeping them.
         if (chains && !search.expired()) {
           const std::vector<int> chain = chain_through(m, ed.prod, ed.cons);
-          for (double weight : {1.0, 64.0})
-            if (Status st = consider(chain_move(m, hw, choice, chain, weight)); !st) return st.error();
+          for (double weight : {1.0, 64.0}) {
+            uint64_t key = weight > 1.0 ? 1 : 2;
+            for (int x : chain) key = splitmix64(key ^ static_cast<uint64_t>(x));
+            auto it = chain_moves.find(key);
+            if (it == chain_moves.end()) it = chain_moves.emplace(key, chain_move(m, hw, chain, weight)).first;
+            if (Status st = consider(it->second); !st) return st.error();
+          }
         }
         if (!best_move.empty()) {
           std::vector<int> best_choice = choice;
