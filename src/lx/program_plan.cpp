@@ -416,13 +416,65 @@ int64_t reduction_factor(const Model& m, int o, int c) {
 //   (without a reduction split, fitting LX) writes and every other consumer can read with an
 //   admitted entry of its own. It sees that one op cannot read two differently-produced operands
 //   alike (a matmul's A and B at once).
+// Chains (issue 44): the star of op u charges the value t it reads that costs most to the edge
+// from t's producer q instead: t stays on LX only if u's read slicing is one every consumer can
+// read (the star's set) and q's entry writes exactly that slicing. Every op has at most one such
+// parent, earlier than itself, so the ops form a forest and a dynamic program over it finds the
+// best assignment exactly (ops of no edge stay independent, as before).
+struct TreeOp {
+  int parent = -1;                 // producer of the linked value, or -1
+  double link_cost = 0;            // the linked value's cost when it cannot stay on LX
+  std::vector<int> read_id;        // per entry: u's read slicing of it when in the star's set, else -1
+  std::vector<int> parent_write;   // per entry of the parent: its write slicing of it, -1 if split
+  std::vector<double> bytes, seconds;  // per admitted entry, without the linked value
+  std::vector<int> children;       // ops linked to this one
+};
 struct MenuCosts {
   Bytes constant = 0;  // forced whatever the entries
-  Bytes min_sum = 0;   // sum over ops of their cheapest admitted entry's bytes
-  // Per op (when timed): (bytes, seconds) of its admitted entries, Pareto-reduced: bytes
-  // ascending, seconds descending (an entry no cheaper and no faster than another adds nothing).
+  Bytes min_sum = 0;   // sum over independent ops of their cheapest admitted entry's bytes
+  // Per independent op (when timed): (bytes, seconds) of its admitted entries, Pareto-reduced:
+  // bytes ascending, seconds descending (an entry no cheaper and no faster than another adds nothing).
   std::vector<std::vector<std::pair<double, double>>> frontier;
-  Bytes bound() const { return constant + min_sum; }  // the best assignment, ops independent
+  std::vector<TreeOp> tree;    // per op; used when in_tree
+  std::vector<char> in_tree;   // per op: on a link (parent or children)
+  // The forest's best assignment of bytes + lambda x seconds (exact dynamic program).
+  double forest(double lambda) const {
+    double total = 0;
+    std::vector<std::vector<double>> f(tree.size());
+    std::vector<std::pair<int, double>> by_id;
+    for (std::size_t u = tree.size(); u-- > 0;) {
+      if (!in_tree[u]) continue;
+      const TreeOp& t = tree[u];
+      auto& fu = f[u];
+      fu.resize(t.bytes.size());
+      for (std::size_t i = 0; i < fu.size(); ++i) fu[i] += t.bytes[i] + lambda * t.seconds[i];
+      if (t.parent < 0) {
+        if (!fu.empty()) total += *std::min_element(fu.begin(), fu.end());
+        continue;
+      }
+      // Fold into the parent: per parent entry, u off the link (min f + cost) or on it.
+      double any = INFINITY;
+      by_id.clear();
+      for (std::size_t i = 0; i < fu.size(); ++i) {
+        any = std::min(any, fu[i]);
+        if (t.read_id[i] < 0) continue;
+        auto it = std::find_if(by_id.begin(), by_id.end(), [&](const auto& e) { return e.first == t.read_id[i]; });
+        if (it == by_id.end()) by_id.emplace_back(t.read_id[i], fu[i]);
+        else it->second = std::min(it->second, fu[i]);
+      }
+      auto& fq = f[static_cast<std::size_t>(t.parent)];
+      fq.resize(tree[static_cast<std::size_t>(t.parent)].bytes.size());
+      for (std::size_t a = 0; a < fq.size(); ++a) {
+        double g = any + t.link_cost;
+        for (const auto& [id, v] : by_id)
+          if (id == t.parent_write[a]) g = std::min(g, v);
+        fq[a] += g;
+      }
+    }
+    return total;
+  }
+  // The best assignment at lambda = 0 (bytes are whole numbers, exact in double below 2^53).
+  Bytes bound() const { return constant + min_sum + static_cast<Bytes>(std::floor(forest(0.0) + 0.5)); }
 };
 
 // Lower bound on op o's roofline time under its entries (launch overhead excluded), given the
@@ -636,6 +688,31 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     stars[first].push_back({t, std::move(ok), m.bytes[t] * (1 + nreads), m.bytes[t] * first_reads});
   }
   if (timed) mc.frontier.resize(p.ops.size());
+  // Links: per op, its costliest star member whose producer is divided and has entries.
+  mc.tree.assign(p.ops.size(), {});
+  mc.in_tree.assign(p.ops.size(), 0);
+  std::vector<int> linked(p.ops.size(), -1);  // index in stars[u]
+  for (std::size_t u = 0; u < p.ops.size(); ++u) {
+    if (admitted[u].empty()) continue;
+    for (std::size_t i = 0; i < stars[u].size(); ++i) {
+      const Member& x = stars[u][i];
+      const int q = p.producer[x.t];
+      if (x.ok.empty() || q < 0 || q == static_cast<int>(u) || !m.div.ops[q].divided || admitted[q].empty()) continue;
+      if (linked[u] < 0 || x.cost > stars[u][static_cast<std::size_t>(linked[u])].cost) linked[u] = static_cast<int>(i);
+    }
+    if (linked[u] < 0) continue;
+    const Member& x = stars[u][static_cast<std::size_t>(linked[u])];
+    TreeOp& t = mc.tree[u];
+    t.parent = p.producer[x.t];
+    t.link_cost = static_cast<double>(x.cost);
+    for (int c : admitted[t.parent])
+      t.parent_write.push_back(reduction_split(m, t.parent, c) ? -1 : known_id(slicing_of(m, t.parent, c, x.t, true)));
+    for (int c : admitted[u]) {
+      const int id = known_id(slicing_of(m, static_cast<int>(u), c, x.t, false));
+      t.read_id.push_back(id >= 0 && std::binary_search(x.ok.begin(), x.ok.end(), id) ? id : -1);
+    }
+    mc.in_tree[u] = mc.in_tree[t.parent] = 1;
+  }
   struct Entry { double seconds; int k; int64_t cores, r; };  // seconds before star reads
   std::vector<Entry> order;
   for (std::size_t u = 0; u < p.ops.size(); ++u) {
@@ -656,17 +733,28 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     if (timed) std::stable_sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) { return a.seconds < b.seconds; });
     Bytes cheapest = -1;
     std::vector<std::pair<double, double>> pts;  // (bytes, seconds)
+    TreeOp& tu = mc.tree[u];
+    if (mc.in_tree[u]) tu.bytes.assign(adm.size(), 0.0), tu.seconds.assign(adm.size(), 0.0);
     for (const Entry& en : order) {
       const int c = adm[static_cast<std::size_t>(en.k)];
       Bytes cost = en.r > 1 ? 2 * en.r * partial_bytes[u] : 0, own = 0;
-      for (const Member& x : stars[u]) {
+      for (std::size_t i = 0; i < stars[u].size(); ++i) {
+        if (static_cast<int>(i) == linked[u]) continue;  // charged on its link
+        const Member& x = stars[u][i];
         const int id = x.ok.empty() ? -1 : known_id(slicing_of(m, static_cast<int>(u), c, x.t, false));
         if (id < 0 || !std::binary_search(x.ok.begin(), x.ok.end(), id)) cost += x.cost, own += x.own_read;
       }
+      const double secs = timer ? (own > 0 ? timer->seconds(*timed, en.cores, en.r, own) : en.seconds) : 0.0;
+      if (mc.in_tree[u]) {  // every entry counts: the links decide
+        tu.bytes[static_cast<std::size_t>(en.k)] = static_cast<double>(cost);
+        tu.seconds[static_cast<std::size_t>(en.k)] = secs;
+        continue;
+      }
       cheapest = cheapest < 0 ? cost : std::min(cheapest, cost);
-      if (timer) pts.emplace_back(static_cast<double>(cost), own > 0 ? timer->seconds(*timed, en.cores, en.r, own) : en.seconds);
+      if (timer) pts.emplace_back(static_cast<double>(cost), secs);
       if (cost == 0) break;
     }
+    if (mc.in_tree[u]) continue;
     mc.min_sum += cheapest;
     if (!timed) continue;
     std::sort(pts.begin(), pts.end());
@@ -688,7 +776,7 @@ Bytes time_limited_bound(const MenuCosts& mc, std::size_t ops, const Hardware& h
   const Bytes any = mc.bound();
   if (!(budget > 0)) return any;
   auto value = [&](double lambda) {
-    double v = static_cast<double>(mc.constant) - lambda * budget;
+    double v = static_cast<double>(mc.constant) - lambda * budget + mc.forest(lambda);
     for (const auto& f : mc.frontier) {
       double best = INFINITY;
       for (const auto& [bytes, seconds] : f) best = std::min(best, bytes + lambda * seconds);
