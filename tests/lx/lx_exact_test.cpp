@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/rng.h"
 #include "lx/lx.h"
@@ -38,9 +39,30 @@ program::Program conv_chain(uint64_t seed) {
   return p.ok() ? *p : program::Program{};
 }
 
+// A residual block: conv -> activation -> conv -> add(activation, conv): the activation has two
+// readers, so the chain bound's links form a tree with a branch.
+program::Program residual_block(uint64_t seed) {
+  Rng rng(seed);
+  Builder b("residual_" + std::to_string(seed));
+  const int64_t px = 256 * rng.range(1, 16), c0 = 64 * rng.range(1, 3), c1 = 64 * rng.range(1, 2);
+  TensorId x = b.input("x", {px, c0}), w0 = b.input("w0", {c0, c1}), w1 = b.input("w1", {c1, c1});
+  TensorId y = b.tensor("conv0", {px, c1}), a = b.tensor("act", {px, c1}), z = b.tensor("conv1", {px, c1});
+  TensorId out = b.tensor("sum", {px, c1});
+  b.matmul("conv0", x, w0, y);
+  b.pointwise("act", "relu", {y}, a);
+  b.matmul("conv1", a, w1, z);
+  b.pointwise("sum", "add", {a, z}, out);
+  b.output(out);
+  auto p = b.build("test");
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  return p.ok() ? *p : program::Program{};
+}
+
 TEST(LxExact, PlanReachesTheExhaustiveOptimumAndBoundsStayBelowIt) {
-  for (uint64_t seed = 1; seed <= 6; ++seed) {
-    const program::Program prog = conv_chain(seed);
+  std::vector<program::Program> progs;
+  for (uint64_t seed = 1; seed <= 6; ++seed) progs.push_back(conv_chain(seed));
+  for (uint64_t seed = 1; seed <= 4; ++seed) progs.push_back(residual_block(seed));
+  for (const program::Program& prog : progs) {
     Options o;
     o.cores = 4;
     o.fewer_cores = false;  // the reference searches the menus at exactly these cores
