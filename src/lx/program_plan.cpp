@@ -438,15 +438,16 @@ struct MenuCosts {
   std::vector<TreeOp> tree;    // per op; used when in_tree
   std::vector<char> in_tree;   // per op: on a link (parent or children)
   // The forest's best assignment of bytes + lambda x seconds (exact dynamic program).
+  std::vector<std::size_t> offset;  // per op: its entries' first slot in forest()'s flat array
   double forest(double lambda) const {
     double total = 0;
-    std::vector<std::vector<double>> f(tree.size());
+    if (offset.empty()) return total;
+    std::vector<double> flat(offset.back(), 0.0);  // one allocation per call (70 calls per bound)
     std::vector<std::pair<int, double>> by_id;
     for (std::size_t u = tree.size(); u-- > 0;) {
       if (!in_tree[u]) continue;
       const TreeOp& t = tree[u];
-      auto& fu = f[u];
-      fu.resize(t.bytes.size());
+      const std::span<double> fu(flat.data() + offset[u], t.bytes.size());
       for (std::size_t i = 0; i < fu.size(); ++i) fu[i] += t.bytes[i] + lambda * t.seconds[i];
       if (t.parent < 0) {
         if (!fu.empty()) total += *std::min_element(fu.begin(), fu.end());
@@ -462,8 +463,8 @@ struct MenuCosts {
         if (it == by_id.end()) by_id.emplace_back(t.read_id[i], fu[i]);
         else it->second = std::min(it->second, fu[i]);
       }
-      auto& fq = f[static_cast<std::size_t>(t.parent)];
-      fq.resize(tree[static_cast<std::size_t>(t.parent)].bytes.size());
+      const auto q = static_cast<std::size_t>(t.parent);
+      const std::span<double> fq(flat.data() + offset[q], tree[q].bytes.size());
       for (std::size_t a = 0; a < fq.size(); ++a) {
         double g = any + t.link_cost;
         for (const auto& [id, v] : by_id)
@@ -761,6 +762,8 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     for (const auto& pt : pts)
       if (mc.frontier[u].empty() || pt.second < mc.frontier[u].back().second) mc.frontier[u].push_back(pt);
   }
+  mc.offset.assign(p.ops.size() + 1, 0);
+  for (std::size_t u = 0; u < p.ops.size(); ++u) mc.offset[u + 1] = mc.offset[u] + (mc.in_tree[u] ? mc.tree[u].bytes.size() : 0);
   return mc;
 }
 
