@@ -424,8 +424,9 @@ int64_t reduction_factor(const Model& m, int o, int c) {
 struct TreeOp {
   int parent = -1;                 // producer of the linked value, or -1
   double link_cost = 0;            // the linked value's cost when it cannot stay on LX
-  std::vector<int> read_id;        // per entry: u's read slicing of it when in the star's set, else -1
-  std::vector<int> parent_write;   // per entry of the parent: its write slicing of it, -1 if split
+  int groups = 0;                  // distinct slicings u's entries read the linked value with, in the star's set
+  std::vector<int> group;          // per entry: its slicing's group, or -1 (not in the set: off the link)
+  std::vector<int> parent_group;   // per entry of the parent: the group it writes, or -1 (none, or split)
   std::vector<double> bytes, seconds;  // per admitted entry, without the linked value
   std::vector<int> children;       // ops linked to this one
 };
@@ -443,7 +444,7 @@ struct MenuCosts {
     double total = 0;
     if (offset.empty()) return total;
     std::vector<double> flat(offset.back(), 0.0);  // one allocation per call (70 calls per bound)
-    std::vector<std::pair<int, double>> by_id;
+    std::vector<double> by_group;
     for (std::size_t u = tree.size(); u-- > 0;) {
       if (!in_tree[u]) continue;
       const TreeOp& t = tree[u];
@@ -453,23 +454,19 @@ struct MenuCosts {
         if (!fu.empty()) total += *std::min_element(fu.begin(), fu.end());
         continue;
       }
-      // Fold into the parent: per parent entry, u off the link (min f + cost) or on it.
+      // Fold into the parent: per parent entry, u off the link (min f + cost) or on it (the best
+      // entry of u reading what the parent entry writes).
       double any = INFINITY;
-      by_id.clear();
+      by_group.assign(static_cast<std::size_t>(t.groups), INFINITY);
       for (std::size_t i = 0; i < fu.size(); ++i) {
         any = std::min(any, fu[i]);
-        if (t.read_id[i] < 0) continue;
-        auto it = std::find_if(by_id.begin(), by_id.end(), [&](const auto& e) { return e.first == t.read_id[i]; });
-        if (it == by_id.end()) by_id.emplace_back(t.read_id[i], fu[i]);
-        else it->second = std::min(it->second, fu[i]);
+        if (t.group[i] >= 0) by_group[t.group[i]] = std::min(by_group[t.group[i]], fu[i]);
       }
       const auto q = static_cast<std::size_t>(t.parent);
       const std::span<double> fq(flat.data() + offset[q], tree[q].bytes.size());
       for (std::size_t a = 0; a < fq.size(); ++a) {
-        double g = any + t.link_cost;
-        for (const auto& [id, v] : by_id)
-          if (id == t.parent_write[a]) g = std::min(g, v);
-        fq[a] += g;
+        const int g = t.parent_group[a];
+        fq[a] += g >= 0 ? std::min(any + t.link_cost, by_group[g]) : any + t.link_cost;
       }
     }
     return total;
@@ -706,11 +703,25 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     TreeOp& t = mc.tree[u];
     t.parent = p.producer[x.t];
     t.link_cost = static_cast<double>(x.cost);
-    for (int c : admitted[t.parent])
-      t.parent_write.push_back(reduction_split(m, t.parent, c) ? -1 : known_id(slicing_of(m, t.parent, c, x.t, true)));
+    std::vector<int> ids;  // group -> slicing id
     for (int c : admitted[u]) {
       const int id = known_id(slicing_of(m, static_cast<int>(u), c, x.t, false));
-      t.read_id.push_back(id >= 0 && std::binary_search(x.ok.begin(), x.ok.end(), id) ? id : -1);
+      int g = -1;
+      if (id >= 0 && std::binary_search(x.ok.begin(), x.ok.end(), id)) {
+        g = static_cast<int>(std::find(ids.begin(), ids.end(), id) - ids.begin());
+        if (g == static_cast<int>(ids.size())) ids.push_back(id);
+      }
+      t.group.push_back(g);
+    }
+    t.groups = static_cast<int>(ids.size());
+    for (int c : admitted[t.parent]) {
+      int g = -1;
+      if (!reduction_split(m, t.parent, c)) {
+        const int id = known_id(slicing_of(m, t.parent, c, x.t, true));
+        const auto it = std::find(ids.begin(), ids.end(), id);
+        if (id >= 0 && it != ids.end()) g = static_cast<int>(it - ids.begin());
+      }
+      t.parent_group.push_back(g);
     }
     mc.in_tree[u] = mc.in_tree[t.parent] = 1;
   }
