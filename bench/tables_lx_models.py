@@ -7,7 +7,7 @@ blocks of examples/llm_blocks.py, converted as the CLI does and planned with
 HBM bytes, the three bounds, the estimated time and the plan's wall time; the ratio HBM / bound
 over plans no slower (at 32 cores) and whether 32 cores plan slower than 8 or 1.
 
-Converted programs are cached under build/lx_models/ (not in git; delete it to reconvert).
+Converted programs are cached under build/release/lx_models/ (not in git; delete it to reconvert).
 ``--quick`` plans a subset (one model of each family).
 """
 import gc
