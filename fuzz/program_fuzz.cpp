@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 #include "program/program.h"
 #include "workdiv/workdiv.h"
 
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto p = sp::program::program_from_json(*json, "fuzz.json");
   if (!p) return 0;
   (void)sp::program::program_to_text(*p);
-  (void)sp::layout::check_program_layouts(*p);
+  (void)sp::program::check_program_layouts(*p);
   sp::workdiv::Options o;
   o.max_candidates = 64;
   (void)sp::workdiv::divide(*p, o);

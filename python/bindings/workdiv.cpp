@@ -2,7 +2,7 @@
 #include <pybind11/stl.h>
 
 #include "common.h"
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 #include "program/program.h"
 #include "workdiv/report.h"
 #include "workdiv/workdiv.h"
@@ -14,7 +14,7 @@ namespace {
 struct DivideResult {
   program::Program program;
   workdiv::Division division;
-  std::vector<layout::LayoutIssue> issues;
+  std::vector<program::LayoutIssue> issues;
   bool candidates = false;
 };
 
@@ -42,7 +42,7 @@ void bind_workdiv(py::module_& m) {
         opt.span_reduction = span_reduction;
         opt.work_distribution = work_distribution;
         r.division = take(workdiv::divide(r.program, opt));
-        r.issues = take(layout::check_program_layouts(r.program));
+        r.issues = take(program::check_program_layouts(r.program));
         r.candidates = candidates;
         return r;
       },

@@ -4,7 +4,7 @@
 
 #include "cli/options.h"
 #include "cli/verbs.h"
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 #include "program/program.h"
 #include "workdiv/report.h"
 #include "workdiv/workdiv.h"
@@ -33,7 +33,7 @@ int run_divide(const DivideArgs& a) {
   opt.work_distribution = !a.no_work_distribution;
   auto d = workdiv::divide(*p, opt);
   if (!d) return fail(located(d.error(), a.program_path));
-  auto issues = layout::check_program_layouts(*p);
+  auto issues = program::check_program_layouts(*p);
   if (!issues) return fail(located(issues.error(), a.program_path));
   if (a.json)
     std::cout << workdiv::division_report_json(*p, *d, *issues).dump(1) << "\n";

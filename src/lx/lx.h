@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,7 @@ struct Options {
   bool eviction = true;            // dormant values may be evicted and reloaded when it pays
   bool reorder = true;             // move independent ops when it lowers HBM traffic
   bool coopt = true;               // co-optimize core splits with placement
-  bool infer_layouts = true;       // choose the layouts the program leaves open (layout::infer_open_layouts)
+  bool infer_layouts = true;       // choose the layouts the program leaves open (program::infer_open_layouts)
   int cores = 32;                  // cores available to work division (at most; see fewer_cores)
   bool fewer_cores = true;         // also plan at the powers of two below `cores` and keep the best
   double time_limit = 1.0;         // seconds for the whole plan (anytime)
@@ -80,13 +81,13 @@ struct GOperand {
   Bytes per_core = 0;      // bytes one core holds under that slicing (unaligned)
 };
 
-// A layout incompatibility of one operand (layout::check_op_layouts): the operand is re-laid-out
+// A layout incompatibility of one operand (program::check_op_layouts): the operand is re-laid-out
 // (restickify) or padded before the op; the fixed copy makes one extra HBM round trip.
 struct LayoutFix {
   int tensor = -1;         // GTensor index of the operand
   bool padding = false;    // padded (true) or restickified (false)
   Bytes fixed_bytes = 0;   // bytes of the fixed copy (padded size, or the tensor's bytes)
-  std::string message;     // layout::LayoutIssue's one-line message
+  std::string message;     // program::LayoutIssue's one-line message
 };
 
 struct GOp {
@@ -190,6 +191,17 @@ struct ProgramModel;  // layouts + division + menus (opaque; planner.cpp)
 Result<Plan> plan_graph(const Graph& g, const Hardware& hw, const Options& o);
 // Plans a program end to end: layouts, work division, co-optimized splits, placement.
 Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o);
+
+// Exhaustive reference for small programs (tests, issue 44): every assignment of menu entries
+// at exactly o.cores (the planner's menus), each planned in full (placement, eviction, ...) with
+// `seconds_each`; the best by the planner's order (estimated time, then HBM bytes). Bad input
+// when the menus admit more than max_assignments assignments.
+struct ExactReference {
+  std::optional<Plan> best;   // the optimum over split choices
+  int64_t assignments = 0;    // assignments planned
+};
+Result<ExactReference> exact_split_reference(const program::Program& p, const Hardware& hw, const Options& o,
+                                             int64_t max_assignments, double seconds_each = 0.05);
 
 // Independent checker: re-derives liveness and HBM traffic from the plan's op list and residency
 // (no planner code), checks addresses (alignment, capacity, no overlap of co-live values except an

@@ -17,7 +17,7 @@
 
 #include "core/deadline.h"
 #include "core/rng.h"
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 #include "layout/layout.h"
 #include "lx/lx.h"
 #include "lx/planner_internal.h"
@@ -416,13 +416,63 @@ int64_t reduction_factor(const Model& m, int o, int c) {
 //   (without a reduction split, fitting LX) writes and every other consumer can read with an
 //   admitted entry of its own. It sees that one op cannot read two differently-produced operands
 //   alike (a matmul's A and B at once).
+// Chains (issue 44): the star of op u charges the value t it reads that costs most to the edge
+// from t's producer q instead: t stays on LX only if u's read slicing is one every consumer can
+// read (the star's set) and q's entry writes exactly that slicing. Every op has at most one such
+// parent, earlier than itself, so the ops form a forest and a dynamic program over it finds the
+// best assignment exactly (ops of no edge stay independent, as before).
+struct TreeOp {
+  int parent = -1;                 // producer of the linked value, or -1
+  double link_cost = 0;            // the linked value's cost when it cannot stay on LX
+  int groups = 0;                  // distinct slicings u's entries read the linked value with, in the star's set
+  std::vector<int> group;          // per entry: its slicing's group, or -1 (not in the set: off the link)
+  std::vector<int> parent_group;   // per entry of the parent: the group it writes, or -1 (none, or split)
+  std::vector<double> bytes, seconds;  // per admitted entry, without the linked value
+  std::vector<int> children;       // ops linked to this one
+};
 struct MenuCosts {
   Bytes constant = 0;  // forced whatever the entries
-  Bytes min_sum = 0;   // sum over ops of their cheapest admitted entry's bytes
-  // Per op (when timed): (bytes, seconds) of its admitted entries, Pareto-reduced: bytes
-  // ascending, seconds descending (an entry no cheaper and no faster than another adds nothing).
+  Bytes min_sum = 0;   // sum over independent ops of their cheapest admitted entry's bytes
+  // Per independent op (when timed): (bytes, seconds) of its admitted entries, Pareto-reduced:
+  // bytes ascending, seconds descending (an entry no cheaper and no faster than another adds nothing).
   std::vector<std::vector<std::pair<double, double>>> frontier;
-  Bytes bound() const { return constant + min_sum; }  // the best assignment, ops independent
+  std::vector<TreeOp> tree;    // per op; used when in_tree
+  std::vector<char> in_tree;   // per op: on a link (parent or children)
+  // The forest's best assignment of bytes + lambda x seconds (exact dynamic program).
+  std::vector<std::size_t> offset;  // per op: its entries' first slot in forest()'s flat array
+  double forest(double lambda) const {
+    double total = 0;
+    if (offset.empty()) return total;
+    std::vector<double> flat(offset.back(), 0.0);  // one allocation per call (70 calls per bound)
+    std::vector<double> by_group;
+    for (std::size_t u = tree.size(); u-- > 0;) {
+      if (!in_tree[u]) continue;
+      const TreeOp& t = tree[u];
+      const std::span<double> fu(flat.data() + offset[u], t.bytes.size());
+      for (std::size_t i = 0; i < fu.size(); ++i) fu[i] += t.bytes[i] + lambda * t.seconds[i];
+      if (t.parent < 0) {
+        if (!fu.empty()) total += *std::min_element(fu.begin(), fu.end());
+        continue;
+      }
+      // Fold into the parent: per parent entry, u off the link (min f + cost) or on it (the best
+      // entry of u reading what the parent entry writes).
+      double any = INFINITY;
+      by_group.assign(static_cast<std::size_t>(t.groups), INFINITY);
+      for (std::size_t i = 0; i < fu.size(); ++i) {
+        any = std::min(any, fu[i]);
+        if (t.group[i] >= 0) by_group[t.group[i]] = std::min(by_group[t.group[i]], fu[i]);
+      }
+      const auto q = static_cast<std::size_t>(t.parent);
+      const std::span<double> fq(flat.data() + offset[q], tree[q].bytes.size());
+      for (std::size_t a = 0; a < fq.size(); ++a) {
+        const int g = t.parent_group[a];
+        fq[a] += g >= 0 ? std::min(any + t.link_cost, by_group[g]) : any + t.link_cost;
+      }
+    }
+    return total;
+  }
+  // The best assignment at lambda = 0 (bytes are whole numbers, exact in double below 2^53).
+  Bytes bound() const { return constant + min_sum + static_cast<Bytes>(std::floor(forest(0.0) + 0.5)); }
 };
 
 // Lower bound on op o's roofline time under its entries (launch overhead excluded), given the
@@ -466,6 +516,95 @@ double fixed_op_bytes(const Model& m, int o) {
     fixed += static_cast<double>(m.bytes[t]);
   }
   return fixed;
+}
+
+// A chain through the edge prod -> cons (cons < 0: through prod alone): ops linked producer ->
+// consumer, backwards by the first input a divided op produces, forwards by the first divided
+// reader of the first output; at most 32 ops over at most 96 op indices (the window a large
+// program's move is scored on spans its ops +-8 and at most 120).
+std::vector<int> chain_through(const Model& m, int prod, int cons) {
+  const program::Program& p = *m.prog;
+  std::vector<int> back{prod}, fwd;
+  if (cons >= 0) fwd.push_back(cons);
+  const int last = cons >= 0 ? cons : prod;
+  auto room = [&](int lo, int hi) { return back.size() + fwd.size() < 32 && hi - lo <= 96; };
+  for (int x = prod; room(x, last);) {
+    int y = -1;
+    for (program::TensorId t : p.ops[x].inputs)
+      if (p.producer[t] >= 0 && m.div.ops[p.producer[t]].divided) { y = p.producer[t]; break; }
+    if (y < 0 || !room(y, last)) break;
+    back.push_back(y);
+    x = y;
+  }
+  const int lo = back.back();
+  for (int x = last; room(lo, x) && !p.ops[x].outputs.empty();) {
+    int y = -1;
+    for (program::OpId c : p.consumers[p.ops[x].outputs[0]])
+      if (c > x && m.div.ops[c].divided && (y < 0 || c < y)) y = c;
+    if (y < 0 || !room(lo, y)) break;
+    fwd.push_back(y);
+    x = y;
+  }
+  std::vector<int> chain(back.rbegin(), back.rend());
+  chain.insert(chain.end(), fwd.begin(), fwd.end());
+  return chain;
+}
+
+// Chain move: one menu entry per op of `chain`, chosen jointly by dynamic programming over the
+// chain (exact for this cost): each op's roofline time under its entry (compute on its cores, its
+// layout fixes and first-read inputs, a reduction split's partials and combine) plus, for every
+// tensor an op writes and the next op reads, `weight` x its HBM round trip when the two slice it
+// differently or the writer splits a reduction (it cannot stay on LX). weight >> 1 keeps one
+// slicing along the chain wherever the menus share one. Returns every op's entry (it does not
+// depend on the current choice, so the search keeps it per chain).
+Moves chain_move(const Model& m, const Hardware& hw, const std::vector<int>& chain, double weight) {
+  const program::Program& p = *m.prog;
+  const std::size_t n = chain.size();
+  std::vector<std::vector<double>> cost(n);
+  std::vector<std::vector<int>> from(n);
+  auto entries = [&](int o) { return std::max<int>(1, static_cast<int>(m.div.ops[o].candidates.size())); };
+  // Slicings by number per hand-off (string compares in the k x k loop dominated the search).
+  std::unordered_map<std::string, int> ids;
+  auto id_of = [&](const std::string& sl) { return ids.try_emplace(sl, static_cast<int>(ids.size())).first->second; };
+  std::vector<int> wid, rid;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int o = chain[i], k = entries(o);
+    const OpTimer timer(m, o, fixed_op_bytes(m, o));
+    cost[i].assign(static_cast<std::size_t>(k), 0.0);
+    from[i].assign(static_cast<std::size_t>(k), -1);
+    for (int c = 0; c < k; ++c)
+      cost[i][c] = timer.seconds(hw, cores_of(m, o, c), reduction_factor(m, o, c), 0) + hw.op_overhead_s;
+    if (i == 0) continue;
+    const int q = chain[i - 1], kq = entries(q);
+    std::vector<double> link(static_cast<std::size_t>(kq) * k, 0.0);  // [a * k + c]
+    for (program::TensorId t : p.ops[q].outputs) {
+      if (std::find(p.ops[o].inputs.begin(), p.ops[o].inputs.end(), t) == p.ops[o].inputs.end()) continue;
+      const double trip = weight * 2.0 * static_cast<double>(m.bytes[t]) / hw.hbm_bytes_per_s;
+      wid.assign(kq, -1);
+      rid.assign(k, -2);
+      for (int a = 0; a < kq; ++a)
+        if (!reduction_split(m, q, a)) wid[a] = id_of(slicing_of(m, q, a, t, true));
+      for (int c = 0; c < k; ++c) rid[c] = id_of(slicing_of(m, o, c, t, false));
+      for (int a = 0; a < kq; ++a)
+        for (int c = 0; c < k; ++c)
+          if (wid[a] != rid[c]) link[static_cast<std::size_t>(a) * k + c] += trip;
+    }
+    for (int c = 0; c < k; ++c) {
+      double best = INFINITY;
+      for (int a = 0; a < kq; ++a) {
+        const double v = cost[i - 1][a] + link[static_cast<std::size_t>(a) * k + c];
+        if (v < best) best = v, from[i][c] = a;
+      }
+      cost[i][c] += best;
+    }
+  }
+  int c = static_cast<int>(std::min_element(cost[n - 1].begin(), cost[n - 1].end()) - cost[n - 1].begin());
+  Moves mv;
+  for (std::size_t i = n; i-- > 0;) {
+    mv.emplace_back(chain[i], c);
+    c = from[i][c];
+  }
+  return mv;
 }
 
 // `timed`: also build each op's (bytes, seconds) frontier on that hardware (time_limited_bound).
@@ -547,6 +686,45 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     stars[first].push_back({t, std::move(ok), m.bytes[t] * (1 + nreads), m.bytes[t] * first_reads});
   }
   if (timed) mc.frontier.resize(p.ops.size());
+  // Links: per op, its costliest star member whose producer is divided and has entries.
+  mc.tree.assign(p.ops.size(), {});
+  mc.in_tree.assign(p.ops.size(), 0);
+  std::vector<int> linked(p.ops.size(), -1);  // index in stars[u]
+  for (std::size_t u = 0; u < p.ops.size(); ++u) {
+    if (admitted[u].empty()) continue;
+    for (std::size_t i = 0; i < stars[u].size(); ++i) {
+      const Member& x = stars[u][i];
+      const int q = p.producer[x.t];
+      if (x.ok.empty() || q < 0 || q == static_cast<int>(u) || !m.div.ops[q].divided || admitted[q].empty()) continue;
+      if (linked[u] < 0 || x.cost > stars[u][static_cast<std::size_t>(linked[u])].cost) linked[u] = static_cast<int>(i);
+    }
+    if (linked[u] < 0) continue;
+    const Member& x = stars[u][static_cast<std::size_t>(linked[u])];
+    TreeOp& t = mc.tree[u];
+    t.parent = p.producer[x.t];
+    t.link_cost = static_cast<double>(x.cost);
+    std::vector<int> ids;  // group -> slicing id
+    for (int c : admitted[u]) {
+      const int id = known_id(slicing_of(m, static_cast<int>(u), c, x.t, false));
+      int g = -1;
+      if (id >= 0 && std::binary_search(x.ok.begin(), x.ok.end(), id)) {
+        g = static_cast<int>(std::find(ids.begin(), ids.end(), id) - ids.begin());
+        if (g == static_cast<int>(ids.size())) ids.push_back(id);
+      }
+      t.group.push_back(g);
+    }
+    t.groups = static_cast<int>(ids.size());
+    for (int c : admitted[t.parent]) {
+      int g = -1;
+      if (!reduction_split(m, t.parent, c)) {
+        const int id = known_id(slicing_of(m, t.parent, c, x.t, true));
+        const auto it = std::find(ids.begin(), ids.end(), id);
+        if (id >= 0 && it != ids.end()) g = static_cast<int>(it - ids.begin());
+      }
+      t.parent_group.push_back(g);
+    }
+    mc.in_tree[u] = mc.in_tree[t.parent] = 1;
+  }
   struct Entry { double seconds; int k; int64_t cores, r; };  // seconds before star reads
   std::vector<Entry> order;
   for (std::size_t u = 0; u < p.ops.size(); ++u) {
@@ -567,23 +745,36 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     if (timed) std::stable_sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) { return a.seconds < b.seconds; });
     Bytes cheapest = -1;
     std::vector<std::pair<double, double>> pts;  // (bytes, seconds)
+    TreeOp& tu = mc.tree[u];
+    if (mc.in_tree[u]) tu.bytes.assign(adm.size(), 0.0), tu.seconds.assign(adm.size(), 0.0);
     for (const Entry& en : order) {
       const int c = adm[static_cast<std::size_t>(en.k)];
       Bytes cost = en.r > 1 ? 2 * en.r * partial_bytes[u] : 0, own = 0;
-      for (const Member& x : stars[u]) {
+      for (std::size_t i = 0; i < stars[u].size(); ++i) {
+        if (static_cast<int>(i) == linked[u]) continue;  // charged on its link
+        const Member& x = stars[u][i];
         const int id = x.ok.empty() ? -1 : known_id(slicing_of(m, static_cast<int>(u), c, x.t, false));
         if (id < 0 || !std::binary_search(x.ok.begin(), x.ok.end(), id)) cost += x.cost, own += x.own_read;
       }
+      const double secs = timer ? (own > 0 ? timer->seconds(*timed, en.cores, en.r, own) : en.seconds) : 0.0;
+      if (mc.in_tree[u]) {  // every entry counts: the links decide
+        tu.bytes[static_cast<std::size_t>(en.k)] = static_cast<double>(cost);
+        tu.seconds[static_cast<std::size_t>(en.k)] = secs;
+        continue;
+      }
       cheapest = cheapest < 0 ? cost : std::min(cheapest, cost);
-      if (timer) pts.emplace_back(static_cast<double>(cost), own > 0 ? timer->seconds(*timed, en.cores, en.r, own) : en.seconds);
+      if (timer) pts.emplace_back(static_cast<double>(cost), secs);
       if (cost == 0) break;
     }
+    if (mc.in_tree[u]) continue;
     mc.min_sum += cheapest;
     if (!timed) continue;
     std::sort(pts.begin(), pts.end());
     for (const auto& pt : pts)
       if (mc.frontier[u].empty() || pt.second < mc.frontier[u].back().second) mc.frontier[u].push_back(pt);
   }
+  mc.offset.assign(p.ops.size() + 1, 0);
+  for (std::size_t u = 0; u < p.ops.size(); ++u) mc.offset[u + 1] = mc.offset[u] + (mc.in_tree[u] ? mc.tree[u].bytes.size() : 0);
   return mc;
 }
 
@@ -599,7 +790,7 @@ Bytes time_limited_bound(const MenuCosts& mc, std::size_t ops, const Hardware& h
   const Bytes any = mc.bound();
   if (!(budget > 0)) return any;
   auto value = [&](double lambda) {
-    double v = static_cast<double>(mc.constant) - lambda * budget;
+    double v = static_cast<double>(mc.constant) - lambda * budget + mc.forest(lambda);
     for (const auto& f : mc.frontier) {
       double best = INFINITY;
       for (const auto& [bytes, seconds] : f) best = std::min(best, bytes + lambda * seconds);
@@ -709,131 +900,206 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
     }
     return edges;
   };
-  bool improved = true;
   // Split choices already scored, by a 64-bit Zobrist hash (updated per move: a full copy or
   // rehash per candidate dominated the search at 2,000 ops); a collision only skips one
   // candidate, deterministically.
   std::unordered_set<uint64_t> tried;
   std::unordered_map<uint64_t, Score> window_scores;  // by window_key
+  std::unordered_map<uint64_t, Moves> chain_moves;     // by chain and weight
   std::vector<int> key_scratch;
   auto zobrist = [](int op, int entry) {
     return splitmix64(static_cast<uint64_t>(op) << 32 ^ static_cast<uint64_t>(entry + 1));
   };
   uint64_t choice_hash = 0;
   for (int k = 0; k < nops; ++k) choice_hash ^= zobrist(k, choice[k]);
-  while (improved && !search.expired()) {
-    improved = false;
-    std::vector<Edge> edges = blocked(choice);
-    for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
-      const Edge ed = edges[e];
-      // still blocked under the current choice?
-      if (ed.cons >= 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true) == slicing_of(m, ed.cons, choice[ed.cons], ed.t, false)
-                       : !reduction_split(m, ed.prod, choice[ed.prod]))
-        continue;
-      Moves best_move;
-      std::optional<Plan> best_plan;  // small programs
-      std::optional<Score> base, best_score;  // large programs: the window of the current choice, the best move's
-      int win_a = 0, win_b = nops - 1;
-      auto consider = [&](const Moves& mv) -> Status {
-        // Zobrist hash of the choice after the move (O(move), not O(ops)).
-        uint64_t h = choice_hash;
-        int lo = nops, hi = -1;
-        for (const auto& [op, c] : mv) {
-          if (c == choice[op]) continue;
-          h ^= zobrist(op, choice[op]) ^ zobrist(op, c);
-          lo = std::min(lo, op), hi = std::max(hi, op);
-        }
-        if (hi < 0 || !tried.insert(h).second) return ok_status();
-        if (small) {
-          std::vector<int> ch = choice;
-          for (const auto& [op, c] : mv) ch[op] = c;
-          auto r = fast_eval(ch);
+  // Descent: repair blocked edges, taking the best move per edge, until no move improves.
+  bool chains = false;
+  auto descend = [&]() -> Status {
+    bool improved = true;
+    while (improved && !search.expired()) {
+      improved = false;
+      std::vector<Edge> edges = blocked(choice);
+      for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
+        const Edge ed = edges[e];
+        // still blocked under the current choice?
+        if (ed.cons >= 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true) == slicing_of(m, ed.cons, choice[ed.cons], ed.t, false)
+                         : !reduction_split(m, ed.prod, choice[ed.prod]))
+          continue;
+        Moves best_move;
+        std::optional<Plan> best_plan;  // small programs
+        std::optional<Score> base, best_score;  // large programs: the window of the current choice, the best move's
+        int win_a = 0, win_b = nops - 1;
+        auto consider = [&](const Moves& mv) -> Status {
+          // Zobrist hash of the choice after the move (O(move), not O(ops)).
+          uint64_t h = choice_hash;
+          int lo = nops, hi = -1;
+          for (const auto& [op, c] : mv) {
+            if (c == choice[op]) continue;
+            h ^= zobrist(op, choice[op]) ^ zobrist(op, c);
+            lo = std::min(lo, op), hi = std::max(hi, op);
+          }
+          if (hi < 0 || !tried.insert(h).second) return ok_status();
+          if (small) {
+            std::vector<int> ch = choice;
+            for (const auto& [op, c] : mv) ch[op] = c;
+            auto r = fast_eval(ch);
+            if (!r) return r.error();
+            if (better(*r, best_plan ? *best_plan : *cur)) {
+              best_plan = std::move(*r);
+              best_move = mv;
+            }
+            return ok_status();
+          }
+          if (hi - lo > 120) return ok_status();
+          int a = std::max(0, std::min({lo, ed.prod, ed.cons >= 0 ? ed.cons : ed.prod}) - 8);
+          int b = std::min(nops - 1, std::max({hi, ed.prod, ed.cons}) + 8);
+          auto window_score = [&]() -> Result<Score> {
+            const uint64_t sig = window_key(m, choice, a, b, key_scratch);
+            if (auto it = window_scores.find(sig); it != window_scores.end()) return it->second;
+            auto r = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
+            if (!r) return r.error();
+            return window_scores[sig] = score_of(*r);
+          };
+          if (!base || a != win_a || b != win_b) {
+            auto r0 = window_score();
+            if (!r0) return r0.error();
+            base = *r0;
+            win_a = a, win_b = b;
+            best_score.reset();
+            best_move.clear();
+          }
+          // Score the window with the move applied in place, then undo it.
+          Moves undo;
+          for (const auto& [op, c] : mv) undo.emplace_back(op, choice[op]), choice[op] = c;
+          auto r = window_score();
+          for (auto it = undo.rbegin(); it != undo.rend(); ++it) choice[it->first] = it->second;
           if (!r) return r.error();
-          if (better(*r, best_plan ? *best_plan : *cur)) {
-            best_plan = std::move(*r);
+          if (better(*r, best_score ? *best_score : *base)) {
+            best_score = *r;
             best_move = mv;
           }
           return ok_status();
-        }
-        if (hi - lo > 120) return ok_status();
-        int a = std::max(0, std::min({lo, ed.prod, ed.cons >= 0 ? ed.cons : ed.prod}) - 8);
-        int b = std::min(nops - 1, std::max({hi, ed.prod, ed.cons}) + 8);
-        auto window_score = [&]() -> Result<Score> {
-          const uint64_t sig = window_key(m, choice, a, b, key_scratch);
-          if (auto it = window_scores.find(sig); it != window_scores.end()) return it->second;
-          auto r = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
-          if (!r) return r.error();
-          return window_scores[sig] = score_of(*r);
         };
-        if (!base || a != win_a || b != win_b) {
-          auto r0 = window_score();
-          if (!r0) return r0.error();
-          base = *r0;
-          win_a = a, win_b = b;
-          best_score.reset();
-          best_move.clear();
-        }
-        // Score the window with the move applied in place, then undo it.
-        Moves undo;
-        for (const auto& [op, c] : mv) undo.emplace_back(op, choice[op]), choice[op] = c;
-        auto r = window_score();
-        for (auto it = undo.rbegin(); it != undo.rend(); ++it) choice[it->first] = it->second;
-        if (!r) return r.error();
-        if (better(*r, best_score ? *best_score : *base)) {
-          best_score = *r;
-          best_move = mv;
-        }
-        return ok_status();
-      };
-      for (int side = 0; side < 2; ++side) {
-        if (side == 0 && ed.cons < 0) continue;
-        int op = side == 0 ? ed.cons : ed.prod;
-        std::string want = side == 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true)
-                                     : (ed.cons >= 0 ? slicing_of(m, ed.cons, choice[ed.cons], ed.t, false) : "");
-        const auto& menu = m.div.ops[op].candidates;
-        std::vector<int> matching;
-        for (int c = 0; c < static_cast<int>(menu.size()); ++c) {
-          if (c == choice[op]) continue;
-          if (side == 1 && reduction_split(m, op, c)) continue;
-          if (ed.cons >= 0 && slicing_of(m, op, c, ed.t, side == 1) != want) continue;
-          matching.push_back(c);
-        }
-        // most cores first: region moves only for the first few
-        std::stable_sort(matching.begin(), matching.end(), [&](int a, int b) { return cores_of(m, op, a) > cores_of(m, op, b); });
-        for (std::size_t k = 0; k < matching.size() && !search.expired(); ++k) {
-          if (Status st = consider({{op, matching[k]}}); !st) return st.error();
-          if (k < 4) {
-            if (Status st = consider(propagate(m, choice, op, matching[k])); !st) return st.error();
+        for (int side = 0; side < 2; ++side) {
+          if (side == 0 && ed.cons < 0) continue;
+          int op = side == 0 ? ed.cons : ed.prod;
+          std::string want = side == 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true)
+                                       : (ed.cons >= 0 ? slicing_of(m, ed.cons, choice[ed.cons], ed.t, false) : "");
+          const auto& menu = m.div.ops[op].candidates;
+          std::vector<int> matching;
+          for (int c = 0; c < static_cast<int>(menu.size()); ++c) {
+            if (c == choice[op]) continue;
+            if (side == 1 && reduction_split(m, op, c)) continue;
+            if (ed.cons >= 0 && slicing_of(m, op, c, ed.t, side == 1) != want) continue;
+            matching.push_back(c);
           }
+          // most cores first: region moves only for the first few
+          std::stable_sort(matching.begin(), matching.end(), [&](int a, int b) { return cores_of(m, op, a) > cores_of(m, op, b); });
+          for (std::size_t k = 0; k < matching.size() && !search.expired(); ++k) {
+            if (Status st = consider({{op, matching[k]}}); !st) return st.error();
+            if (k < 4) {
+              if (Status st = consider(propagate(m, choice, op, matching[k])); !st) return st.error();
+            }
+          }
+        }
+        // Chain moves: the whole chain through this edge re-split jointly (its ops keep one slicing
+        // where their menus share one), once trading mismatches against op time, once keeping them.
+        if (chains && !search.expired()) {
+          const std::vector<int> chain = chain_through(m, ed.prod, ed.cons);
+          for (double weight : {1.0, 64.0}) {
+            uint64_t key = weight > 1.0 ? 1 : 2;
+            for (int x : chain) key = splitmix64(key ^ static_cast<uint64_t>(x));
+            auto it = chain_moves.find(key);
+            if (it == chain_moves.end()) it = chain_moves.emplace(key, chain_move(m, hw, chain, weight)).first;
+            if (Status st = consider(it->second); !st) return st.error();
+          }
+        }
+        if (!best_move.empty()) {
+          std::vector<int> best_choice = choice;
+          for (const auto& [op, c] : best_move) best_choice[op] = c;
+          for (std::size_t k = 0; k < choice.size(); ++k)
+            if (choice[k] != best_choice[k]) {
+              notes.push_back("co-opt: op '" + p.ops[k].name + "' re-split " + join_splits(m.div.ops[k], m.div.ops[k].splits) +
+                              " -> " + join_splits(m.div.ops[k], m.div.ops[k].candidates[best_choice[k]]));
+              choice_hash ^= zobrist(static_cast<int>(k), choice[k]) ^ zobrist(static_cast<int>(k), best_choice[k]);
+            }
+          choice = std::move(best_choice);
+          if (small) cur = std::move(*best_plan);
+          ++changes;
+          improved = true;
+          if (small) break;
         }
       }
-      if (!best_move.empty()) {
-        std::vector<int> best_choice = choice;
-        for (const auto& [op, c] : best_move) best_choice[op] = c;
-        for (std::size_t k = 0; k < choice.size(); ++k)
-          if (choice[k] != best_choice[k]) {
-            notes.push_back("co-opt: op '" + p.ops[k].name + "' re-split " + join_splits(m.div.ops[k], m.div.ops[k].splits) +
-                            " -> " + join_splits(m.div.ops[k], m.div.ops[k].candidates[best_choice[k]]));
-            choice_hash ^= zobrist(static_cast<int>(k), choice[k]) ^ zobrist(static_cast<int>(k), best_choice[k]);
-          }
-        choice = std::move(best_choice);
-        if (small) cur = std::move(*best_plan);
+    }
+    return ok_status();
+  };
+  // First without chain moves, then with them. The first optimum is planned in full too: moves
+  // are scored by fast plans (one heuristic placement), and a chain move or a perturbation that
+  // wins there can lose once placed exactly (measured on a converted mobilenet_v2: 556.5 us
+  // without chain moves, 580.5 us with them; regnet_x_400mf: 938.6 -> 896.4 us).
+  if (Status st = descend(); !st) return st.error();
+  const std::vector<int> descent_choice = choice;
+  const int descent_changes = changes;
+  const std::size_t descent_notes = notes.size();
+  chains = true;
+  if (Status st = descend(); !st) return st.error();
+  // Perturbation (small programs, exact scores): from the best choice, re-split a random op to a
+  // random entry with its region, descend again, keep the result only if it is better. Stops at
+  // the search budget or after 8 rounds in a row without a gain (a small program then plans in
+  // well under its limit); deterministic given the seed as long as the budget is not the cause.
+  if (small && m.div.ops.size() > 0) {
+    Rng rng(o.seed ^ 0x6c78636f6f7074ULL);
+    std::vector<int> ops_with_menus;
+    for (int k = 0; k < nops; ++k)
+      if (m.div.ops[k].divided && m.div.ops[k].candidates.size() > 1) ops_with_menus.push_back(k);
+    for (int stale = 0; stale < 8 && !ops_with_menus.empty() && !search.expired(); ++stale) {
+      const std::vector<int> keep_choice = choice;
+      const uint64_t keep_hash = choice_hash;
+      Plan keep_plan = *cur;
+      const int keep_changes = changes;
+      const std::size_t keep_notes = notes.size();
+      const int op = ops_with_menus[rng.below(ops_with_menus.size())];
+      const int k = static_cast<int>(m.div.ops[op].candidates.size());
+      int entry = static_cast<int>(rng.below(static_cast<uint64_t>(k - 1)));
+      if (entry >= choice[op]) ++entry;
+      for (const auto& [x, c] : propagate(m, choice, op, entry)) {
+        choice_hash ^= zobrist(x, choice[x]) ^ zobrist(x, c);
+        choice[x] = c;
+      }
+      auto r = fast_eval(choice);
+      if (!r) return r.error();
+      cur = std::move(*r);
+      if (Status st = descend(); !st) return st.error();
+      if (better(*cur, keep_plan)) {
+        stale = -1;
         ++changes;
-        improved = true;
-        if (small) break;
+        notes.push_back("co-opt: perturbation at op '" + p.ops[op].name + "' kept");
+        continue;
       }
+      choice = keep_choice;
+      choice_hash = keep_hash;
+      cur = std::move(keep_plan);
+      changes = keep_changes;
+      notes.resize(keep_notes);
     }
   }
   Result<Plan> result = seed_plan;
   std::vector<int> result_choice(p.ops.size(), 0);
-  if (changes > 0) {
-    auto final_plan = plan_graph_impl(lower(m, choice), hw, o, left(dl), false);
+  // Final plans of the search's result and, when chain moves or perturbations moved it, of the
+  // first descent's optimum (each with an equal share of the time left); the best of them and the seed wins.
+  std::vector<std::pair<const std::vector<int>*, int>> finals;
+  if (changes > 0) finals.emplace_back(&choice, changes);
+  if (descent_changes > 0 && descent_choice != choice) finals.emplace_back(&descent_choice, descent_changes);
+  for (std::size_t k = 0; k < finals.size(); ++k) {
+    const auto& [ch, count] = finals[k];
+    auto final_plan = plan_graph_impl(lower(m, *ch), hw, o, left(dl) / static_cast<double>(finals.size() - k), false);
     if (!final_plan) return final_plan.error();
-    if (better(*final_plan, *seed_plan)) {  // never worse than the seed division
-      final_plan->coopt_changes = changes;
-      for (auto& n : notes) final_plan->notes.push_back(n);
+    if (better(*final_plan, *result)) {  // never worse than the seed division
+      final_plan->coopt_changes = count;
+      const std::size_t keep = ch == &choice ? notes.size() : descent_notes;
+      for (std::size_t i = 0; i < keep; ++i) final_plan->notes.push_back(notes[i]);
       result = std::move(final_plan);
-      result_choice = choice;
+      result_choice = *ch;
     }
   }
   const double before_bounds = dl.elapsed_seconds();
@@ -869,33 +1135,8 @@ std::vector<int> core_budgets(const Options& o) {
   return counts;
 }
 
-}  // namespace
-
-Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
-  // Open layouts first: the plan is made for the program with the layouts chosen, and says which
-  // (the compiler must honour them). Why: a reduction along the stick dim writes a sparse output
-  // natively; left at the default dense layout, its output needs a restickify, and a dense
-  // [seq, 1] output has few sticks, which caps the row splits of every op reading it (the dense
-  // generated transformer: 38.9 % above the bound over every split, 13.3 % with the layouts
-  // chosen; docs/lx.md).
-  if (o.infer_layouts) {
-    const std::vector<layout::OpenLayout> chosen = layout::infer_open_layouts(p);
-    if (!chosen.empty()) {
-      program::Program q = p;
-      for (const auto& c : chosen) q.tensors[c.tensor].dim_order = c.dim_order;
-      Options inner = o;
-      inner.infer_layouts = false;
-      auto plan = plan_program(q, hw, inner);
-      if (!plan) return plan;
-      plan->options.infer_layouts = true;
-      for (const auto& c : chosen) plan->inferred_layouts.push_back({q.tensors[c.tensor].name, c.dim_order});
-      return plan;
-    }
-  }
-  Deadline dl(o.time_limit);
-  if (o.cores < 1 || o.cores > hw.max_cores)
-    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
-                     std::to_string(hw.max_cores) + " cores");
+// The program's tensor bytes, elements and layout fixes (the same at every core count).
+Result<Model> base_model(const program::Program& p) {
   Model m;
   m.prog = &p;
   std::vector<layout::Layout> layouts;
@@ -912,16 +1153,90 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   // Layout incompatibilities (what `divide` reports): each costs the fixed copy's round trip.
   m.fixes.assign(p.ops.size(), {});
   for (std::size_t oi = 0; oi < p.ops.size(); ++oi)
-    for (const layout::LayoutIssue& is : layout::check_op_layouts(p, static_cast<program::OpId>(oi), layouts)) {
+    for (const program::LayoutIssue& is : program::check_op_layouts(p, static_cast<program::OpId>(oi), layouts)) {
       LayoutFix f;
       f.tensor = is.tensor;
-      f.padding = is.fix == layout::FixKind::kPadding;
+      f.padding = is.fix == program::FixKind::kPadding;
       f.fixed_bytes = m.bytes[is.tensor];
       if (f.padding && is.pad_from > 0 && is.pad_to > is.pad_from)
         f.fixed_bytes = padded_bytes(m.bytes[is.tensor], is.pad_from, is.pad_to);
       f.message = is.message;
       m.fixes[oi].push_back(std::move(f));
     }
+  return m;
+}
+
+// Exhaustive reference (tests): every assignment of menu entries at exactly o.cores, each planned
+// in full with `seconds_each`; the best by the search's order. Refused above max_assignments.
+Result<ExactReference> exact_split_reference_impl(const program::Program& p, const Hardware& hw, const Options& o,
+                                                  int64_t max_assignments, double seconds_each) {
+  auto base = base_model(p);
+  if (!base) return base.error();
+  Model& m = *base;
+  workdiv::Options wo;
+  wo.max_cores = o.cores;
+  wo.span_limit = hw.span_limit;
+  wo.candidates = true;
+  wo.max_candidates = 64;  // the planner's menus
+  auto d = workdiv::divide(p, wo);
+  if (!d) return d.error();
+  m.div = std::move(*d);
+  m.slicings.assign(p.ops.size(), {});
+  m.op_sigs.assign(p.ops.size(), {});
+  std::vector<int> sizes;
+  int64_t total = 1;
+  for (const auto& od : m.div.ops) {
+    sizes.push_back(od.divided ? std::max<int>(1, static_cast<int>(od.candidates.size())) : 1);
+    total *= sizes.back();
+    if (total > max_assignments) return bad_input("exact reference: more than " + std::to_string(max_assignments) + " assignments");
+  }
+  ExactReference ref;
+  std::vector<int> choice(p.ops.size(), 0);
+  for (int64_t n = 0; n < total; ++n) {
+    auto r = plan_graph_impl(lower(m, choice), hw, o, seconds_each, false);
+    if (!r) return r.error();
+    if (!ref.best || better(*r, *ref.best)) ref.best = std::move(*r);
+    ++ref.assignments;
+    for (std::size_t k = 0; k < choice.size() && ++choice[k] == sizes[k]; ++k) choice[k] = 0;  // odometer
+  }
+  return ref;
+}
+
+}  // namespace
+
+Result<ExactReference> exact_split_reference(const program::Program& p, const Hardware& hw, const Options& o,
+                                             int64_t max_assignments, double seconds_each) {
+  return exact_split_reference_impl(p, hw, o, max_assignments, seconds_each);
+}
+
+Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const Options& o) {
+  // Open layouts first: the plan is made for the program with the layouts chosen, and says which
+  // (the compiler must honour them). Why: a reduction along the stick dim writes a sparse output
+  // natively; left at the default dense layout, its output needs a restickify, and a dense
+  // [seq, 1] output has few sticks, which caps the row splits of every op reading it (the dense
+  // generated transformer: 38.9 % above the bound over every split, 13.3 % with the layouts
+  // chosen; docs/lx.md).
+  if (o.infer_layouts) {
+    const std::vector<program::OpenLayout> chosen = program::infer_open_layouts(p);
+    if (!chosen.empty()) {
+      program::Program q = p;
+      for (const auto& c : chosen) q.tensors[c.tensor].dim_order = c.dim_order;
+      Options inner = o;
+      inner.infer_layouts = false;
+      auto plan = plan_program(q, hw, inner);
+      if (!plan) return plan;
+      plan->options.infer_layouts = true;
+      for (const auto& c : chosen) plan->inferred_layouts.push_back({q.tensors[c.tensor].name, c.dim_order});
+      return plan;
+    }
+  }
+  Deadline dl(o.time_limit);
+  if (o.cores < 1 || o.cores > hw.max_cores)
+    return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
+                     std::to_string(hw.max_cores) + " cores");
+  auto base = base_model(p);
+  if (!base) return base.error();
+  const Model& m = *base;
   // Budget: the run at n cores keeps half (it is the answer when time is short); each later run
   // gets an equal share of what is left after the part no budget controls (division, bounds,
   // checker: the largest measured so far), and starts only if that part still fits, so the limit

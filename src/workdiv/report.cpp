@@ -13,7 +13,7 @@ std::string splits_text(const OpDivision& od, const std::vector<Split>& s) {
 
 }  // namespace
 
-Json division_report_json(const program::Program& p, const Division& d, const std::vector<layout::LayoutIssue>& issues) {
+Json division_report_json(const program::Program& p, const Division& d, const std::vector<program::LayoutIssue>& issues) {
   Json j;
   j["format"] = "scratchplan-division";
   j["version"] = 1;
@@ -54,13 +54,13 @@ Json division_report_json(const program::Program& p, const Division& d, const st
   Json li = Json::array();
   for (const auto& i : issues)
     li.push_back({{"op", p.ops[i.op].name}, {"tensor", p.tensors[i.tensor].name},
-                  {"fix", i.fix == layout::FixKind::kRestickify ? "restickify" : "padding"}, {"message", i.message}});
+                  {"fix", i.fix == program::FixKind::kRestickify ? "restickify" : "padding"}, {"message", i.message}});
   j["layout_issues"] = li;
   return j;
 }
 
 std::string division_report_text(const program::Program& p, const Division& d,
-                                 const std::vector<layout::LayoutIssue>& issues, bool candidates) {
+                                 const std::vector<program::LayoutIssue>& issues, bool candidates) {
   std::ostringstream os;
   os << "program " << p.name << ": " << p.ops.size() << " ops, up to " << d.max_cores << " cores\n";
   for (const auto& od : d.ops) {

@@ -6,15 +6,15 @@
 #include <vector>
 
 #include "core/json_reader.h"
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 #include "program/program.h"
 #include "workdiv/workdiv.h"
 
 namespace sp::workdiv {
 
-Json division_report_json(const program::Program& p, const Division& d, const std::vector<layout::LayoutIssue>& issues);
+Json division_report_json(const program::Program& p, const Division& d, const std::vector<program::LayoutIssue>& issues);
 // `candidates`: also list each op's candidate menu (--candidates).
 std::string division_report_text(const program::Program& p, const Division& d,
-                                 const std::vector<layout::LayoutIssue>& issues, bool candidates);
+                                 const std::vector<program::LayoutIssue>& issues, bool candidates);
 
 }  // namespace sp::workdiv

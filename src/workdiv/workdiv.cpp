@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 
 namespace sp::workdiv {
 namespace {
@@ -40,14 +40,14 @@ std::string mib(Bytes b) { return std::to_string(b) + " bytes (" + std::to_strin
 bool lone_var(const program::AffineExpr& e) { return e.terms.size() == 1 && e.terms[0].coeff == 1; }
 
 // Per operand (inputs then outputs): the op reads or writes it restickified (a layout fix of
-// layout::check_op_layouts), so its own sticks do not bind the op's splits. Why: a batch norm's
+// program::check_op_layouts), so its own sticks do not bind the op's splits. Why: a batch norm's
 // per-channel statistics, dense and sticked on C, would cap its channel split at C / 64 while
 // the op reads them broadcast (sparse) after the fix; it then split rows where the convolution
 // beside it split channels, and the activation between them crossed HBM.
 std::vector<char> restickified_operands(const program::Program& p, program::OpId o, const std::vector<layout::Layout>& layouts) {
   std::vector<char> fixed(p.ops[o].inputs.size() + p.ops[o].outputs.size(), 0);
-  for (const layout::LayoutIssue& is : layout::check_op_layouts(p, o, layouts, false))
-    if (is.fix == layout::FixKind::kRestickify && is.operand >= 0 && static_cast<std::size_t>(is.operand) < fixed.size())
+  for (const program::LayoutIssue& is : program::check_op_layouts(p, o, layouts, false))
+    if (is.fix == program::FixKind::kRestickify && is.operand >= 0 && static_cast<std::size_t>(is.operand) < fixed.size())
       fixed[is.operand] = 1;
   return fixed;
 }
@@ -360,7 +360,7 @@ Result<SplitSpace> op_space(const program::Program& p, program::OpId o, const st
     if (sh >= 0 && static_cast<std::size_t>(sh) < op.indexing_maps[m].size() && op.indexing_maps[m][sh] == program::kSummed &&
         !lone_var(op.exprs[m][sh]))
       st.stick_var = -1;
-    // An operand the op reads restickified (layout::check_op_layouts) does not bind its sticks.
+    // An operand the op reads restickified (program::check_op_layouts) does not bind its sticks.
     if (fixed[m]) st.stick_var = -1;
     if (st.stick_var >= 0)
       vars[st.stick_var].elems_per_stick = std::max(vars[st.stick_var].elems_per_stick, st.elems_per_stick);

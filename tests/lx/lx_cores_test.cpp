@@ -85,7 +85,6 @@ std::vector<program::Program> generated() {
 }
 
 TEST(LxCores, MoreCoresNeverPlanSlower) {
-  int fewer_won = 0;
   for (const program::Program& prog : generated()) {
     std::vector<Plan> plans;  // at 1, 2, 4, 8, 16, 32 cores
     for (int n = 1; n <= 32; n *= 2) {
@@ -99,7 +98,6 @@ TEST(LxCores, MoreCoresNeverPlanSlower) {
       EXPECT_LE(p.totals.lower_bound_hbm, p.totals.time_lower_bound_hbm) << prog.name;
       EXPECT_LE(p.totals.time_lower_bound_hbm, hbm(p)) << prog.name;
       EXPECT_LE(p.totals.lower_bound_hbm, p.totals.cores_lower_bound_hbm) << prog.name;
-      fewer_won += p.planned_cores < n;
     }
     for (std::size_t i = 0; i < plans.size(); ++i)
       for (std::size_t j = 0; j < i; ++j) {
@@ -107,11 +105,14 @@ TEST(LxCores, MoreCoresNeverPlanSlower) {
         EXPECT_LE(plans[i].totals.time_s, plans[j].totals.time_s * (1 + 1e-9))
             << prog.name << ": " << (1 << i) << " cores vs " << (1 << j);
         // The time bound of the plan at more cores holds for every plan at fewer cores no slower.
-        if (plans[j].totals.time_s <= plans[i].totals.time_s)
+        if (plans[j].totals.time_s <= plans[i].totals.time_s) {
           EXPECT_GE(hbm(plans[j]), plans[i].totals.time_lower_bound_hbm) << prog.name;
+        }
       }
   }
-  EXPECT_GT(fewer_won, 0);  // the mechanism is exercised: some plan comes from fewer cores
+  // No run at fewer cores has to win here: since the search has chain moves and perturbations
+  // (issue 44), the run at n cores finds these programs' fewer-core plans itself
+  // (ChosenCoreCountIsReported exercises the runs).
 }
 
 TEST(LxCores, ChosenCoreCountIsReported) {

@@ -349,7 +349,9 @@ TEST(LxCosts, TraceOpsSumToThePlansHbmBytesAndTime) {
       end = e["ts"].get<double>() + e["dur"].get<double>();
       ++ops;
     }
-    if (e["ph"] == "C") EXPECT_LE(e["args"]["in_use"].get<double>(), static_cast<double>(plan.capacity));
+    if (e["ph"] == "C") {
+      EXPECT_LE(e["args"]["in_use"].get<double>(), static_cast<double>(plan.capacity));
+    }
   }
   EXPECT_EQ(ops, plan.graph.ops.size());
   EXPECT_EQ(hbm, plan.totals.hbm_read + plan.totals.hbm_write);

@@ -2,7 +2,7 @@
 // the candidate menu and the checker.
 #include <gtest/gtest.h>
 
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 #include "program/builder.h"
 #include "workdiv/workdiv.h"
 
@@ -169,7 +169,7 @@ TEST(LayoutCompat, BundledExamplesNeedNoRestickify) {
   for (const auto& name : program::example_names()) {
     auto p = program::example_program(name);
     ASSERT_TRUE(p.ok());
-    auto issues = layout::check_program_layouts(*p);
+    auto issues = program::check_program_layouts(*p);
     ASSERT_TRUE(issues.ok());
     for (const auto& i : *issues) ADD_FAILURE() << name << ": " << i.message;
   }
@@ -183,11 +183,11 @@ TEST(LayoutCompat, DetectsRestickifyAndPadding) {
   b.matmul("qk", q, k, s, true);
   auto p = b.build();
   ASSERT_TRUE(p.ok());
-  auto issues = layout::check_program_layouts(*p);
+  auto issues = program::check_program_layouts(*p);
   ASSERT_TRUE(issues.ok());
   ASSERT_EQ(issues->size(), 1u);
   EXPECT_EQ((*issues)[0].tensor, 1);
-  EXPECT_EQ((*issues)[0].fix, layout::FixKind::kRestickify);
+  EXPECT_EQ((*issues)[0].fix, program::FixKind::kRestickify);
   EXPECT_NE((*issues)[0].message.find("B must be sticked on N"), std::string::npos) << (*issues)[0].message;
   // Matmul with K = 150: B's K must be padded to 192 (3 sticks of A).
   Builder m("pad");
@@ -196,10 +196,10 @@ TEST(LayoutCompat, DetectsRestickifyAndPadding) {
   m.matmul("mm", a, w, c);
   auto pm = m.build();
   ASSERT_TRUE(pm.ok());
-  auto pi = layout::check_program_layouts(*pm);
+  auto pi = program::check_program_layouts(*pm);
   ASSERT_TRUE(pi.ok());
   ASSERT_EQ(pi->size(), 1u);
-  EXPECT_EQ((*pi)[0].fix, layout::FixKind::kPadding);
+  EXPECT_EQ((*pi)[0].fix, program::FixKind::kPadding);
   EXPECT_NE((*pi)[0].message.find("padded with zeros to 192"), std::string::npos) << (*pi)[0].message;
   // Pointwise add of x and a transposed-layout y: y needs a restickify.
   Builder pw("pw");
@@ -209,7 +209,7 @@ TEST(LayoutCompat, DetectsRestickifyAndPadding) {
   pw.pointwise("add", "add", {x, y}, z);
   auto pp = pw.build();
   ASSERT_TRUE(pp.ok());
-  auto ppi = layout::check_program_layouts(*pp);
+  auto ppi = program::check_program_layouts(*pp);
   ASSERT_TRUE(ppi.ok());
   ASSERT_EQ(ppi->size(), 1u);
   EXPECT_EQ((*ppi)[0].tensor, 1);
@@ -220,7 +220,7 @@ TEST(LayoutCompat, DetectsRestickifyAndPadding) {
   r.reduce("sum", "sum", xr, {1}, yr);
   auto pr = r.build();
   ASSERT_TRUE(pr.ok());
-  auto pri = layout::check_program_layouts(*pr);
+  auto pri = program::check_program_layouts(*pr);
   ASSERT_TRUE(pri.ok());
   ASSERT_EQ(pri->size(), 1u);
   EXPECT_NE((*pri)[0].message.find("must be sparse"), std::string::npos) << (*pri)[0].message;

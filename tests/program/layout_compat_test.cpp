@@ -1,18 +1,16 @@
-// Layout compatibility (layout/compat.cpp): choosing the layouts a program leaves open.
+// Layout compatibility of a program's ops (program/layout_compat.cpp): choosing the layouts a program leaves open.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 #include "core/json_reader.h"
 #include "program/builder.h"
 
-namespace sp::layout {
+namespace sp::program {
 namespace {
 
-using program::Builder;
-using program::TensorId;
 
 std::vector<int> order_of(const program::Program& p, const std::string& name) {
   for (const auto& t : p.tensors)
@@ -170,4 +168,4 @@ TEST(LayoutCompat, ContractionOperandsOfReductionsKeepTheirReductionStick) {
 }
 
 }  // namespace
-}  // namespace sp::layout
+}  // namespace sp::program

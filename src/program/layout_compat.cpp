@@ -1,8 +1,8 @@
-#include "layout/compat.h"
+#include "program/layout_compat.h"
 
 #include <algorithm>
 
-namespace sp::layout {
+namespace sp::program {
 namespace {
 
 program::TensorId operand_tensor(const program::Op& op, int m) {
@@ -27,7 +27,7 @@ bool dim_uses_var(const program::Op& op, int m, std::size_t h, int var) {
 }  // namespace
 
 int stick_var(const program::Program& p, program::OpId o, int m, const Layout& l) {
-  const int h = stick_host_dim(l);
+  const int h = layout::stick_host_dim(l);
   if (h < 0) return -1;
   const auto& map = p.ops[o].indexing_maps[m];
   return static_cast<std::size_t>(h) < map.size() ? map[h] : -1;
@@ -68,7 +68,7 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
       return "matmul C must be sticked on N (d" + std::to_string(n) + "), it is sticked on " + var_name(sv[2]);
     });
     // B's K dim must hold whole sticks of A (zero padding so the reduction is not perturbed).
-    const int eps_a = elems_per_stick(layouts[op.inputs[0]].dtype);
+    const int eps_a = layout::elems_per_stick(layouts[op.inputs[0]].dtype);
     const Dim kk = op.ranges[k];
     if (sv[1] == n && kk % eps_a != 0) {
       const Layout& b = layouts[op.inputs[1]];
@@ -101,7 +101,7 @@ std::vector<LayoutIssue> check_op_layouts(const program::Program& p, program::Op
     }
   // A reduction whose data operand is sticked on an affine sum, a convolution's window ow + s,
   // slides that window along its stick dim instead of reducing it away.
-  const int h0 = nin > 0 ? stick_host_dim(layouts[op.inputs[0]]) : -1;
+  const int h0 = nin > 0 ? layout::stick_host_dim(layouts[op.inputs[0]]) : -1;
   const bool window = op.kind == program::OpKind::kReduction && h0 >= 0 &&
                       static_cast<std::size_t>(h0) < op.indexing_maps[0].size() && op.indexing_maps[0][h0] == program::kSummed;
   if (op.kind == program::OpKind::kReduction && !window && is_red(ref)) {
@@ -187,7 +187,7 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
         for (program::TensorId in : op.inputs)
           if (p.tensors[in].shape == x.shape) {
             ++same;
-            sparse_in += stick_host_dim(layouts[in]) < 0;
+            sparse_in += layout::stick_host_dim(layouts[in]) < 0;
           }
         wanted = same > 0 && sparse_in == same;
       } else if (op.kind == program::OpKind::kReduction && !op.inputs.empty()) {
@@ -204,10 +204,10 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
       std::vector<int> order;
       for (std::size_t d = 0; d < x.shape.size(); ++d) order.push_back(static_cast<int>(d));
       order.push_back(-1);
-      auto l = layout_from_dim_order(x.shape, x.dtype, order);
+      auto l = layout::layout_from_dim_order(x.shape, x.dtype, order);
       if (!l) continue;
       // No larger than the data it is computed from (a stick-dim reduction of S >= 64 elements).
-      if (device_bytes(*l) > device_bytes(layouts[op.inputs[0]])) continue;
+      if (layout::device_bytes(*l) > layout::device_bytes(layouts[op.inputs[0]])) continue;
       const auto before = check_op_layouts(p, oid, layouts, false);
       std::swap(layouts[t], *l);
       // Kept only if the op then writes t without a fix and needs no more fixes than before.
@@ -239,4 +239,4 @@ Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p
   return out;
 }
 
-}  // namespace sp::layout
+}  // namespace sp::program

@@ -1,4 +1,4 @@
-// Layout compatibility per op kind and restickify detection: pointwise ops need one stick
+// Layout compatibility of a program's ops, per op kind, and restickify detection: pointwise ops need one stick
 // variable for all operands; a reduction along the stick dim produces a sparse output; matmul
 // needs A sticked on K, B and C on N, and B's K padded to whole sticks of A. Every operand that
 // breaks a rule is reported as needing a restickify (or padding) before the op.
@@ -10,7 +10,9 @@
 #include "layout/layout.h"
 #include "program/program.h"
 
-namespace sp::layout {
+namespace sp::program {
+
+using layout::Layout;
 
 enum class FixKind { kRestickify, kPadding };
 
@@ -46,4 +48,4 @@ struct OpenLayout {
 };
 std::vector<OpenLayout> infer_open_layouts(const program::Program& p);
 
-}  // namespace sp::layout
+}  // namespace sp::program
