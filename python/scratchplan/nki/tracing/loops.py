@@ -205,7 +205,8 @@ class _RangeRewriter(ast.NodeTransformer):
         const = lambda xs: ast.Tuple(elts=[ast.Constant(value=x) for x in xs], ctx=ast.Load())
         spec = ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
                           value=ast.Call(func=ast.Name(id="__sp_spec__", ctx=ast.Load()),
-                                         args=[node.iter, const(plan[0]), const(plan[1])], keywords=[]))
+                                         args=[node.iter, const(plan[0]), const(plan[1]), const(plan[2])],
+                                         keywords=[]))
         failed = ast.Call(func=ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr="failed", ctx=ast.Load()),
                           args=[ast.Name(id=err, ctx=ast.Load())], keywords=[])
         handler = ast.ExceptHandler(type=ast.Name(id="BaseException", ctx=ast.Load()), name=err,
@@ -214,6 +215,15 @@ class _RangeRewriter(ast.NodeTransformer):
         wrapper = ast.Try(body=node.body, handlers=[handler], orelse=[], finalbody=[])
         wrapper.sp_wrapper = True  # an inner speculative loop does not stop its outer loop's
         node.body = [wrapper]
+        if plan[2]:  # if v.reset is not None: (c1, c2, ...) = v.take_reset()  (see _Speculative)
+            reset = ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr="reset", ctx=ast.Load())
+            take = ast.Call(func=ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr="take_reset",
+                                               ctx=ast.Load()), args=[], keywords=[])
+            names = ast.Tuple(elts=[ast.Name(id=c, ctx=ast.Store()) for c in plan[2]], ctx=ast.Store())
+            node.body.insert(0, ast.If(test=ast.Compare(left=reset, ops=[ast.IsNot()],
+                                                        comparators=[ast.Constant(value=None)]),
+                                       body=[ast.Assign(targets=[names], value=take)], orelse=[]))
+            ast.fix_missing_locations(ast.copy_location(node.body[0], node.body[1].body[0]))
         node.iter = ast.Name(id=var, ctx=ast.Load())
         for x in (spec, node):
             ast.copy_location(x, node)
@@ -226,9 +236,10 @@ class _RangeRewriter(ast.NodeTransformer):
 # loop whose body passes the static test below runs once with a symbolic index instead, like
 # affine_range; if that run fails (the index reaches a list, an `if`, an address, a first-write
 # rule), the trace is rolled back and the loop unrolled, so the recorded stream is what unrolling
-# would give. Static test: no exits, no state carried between iterations or read after the loop,
-# no stores into attributes, and (checked at entry) every call and subscript store goes to the NKI
-# stand-ins, tensors, numpy or pure builtins.
+# would give. Static test: no exits, no name the body defines read after the loop, no stores into
+# attributes, and (checked at entry) every call and subscript store goes to the NKI stand-ins,
+# tensors, numpy or pure builtins. State carried between iterations (`slot = 1 - slot`, `a, b = b, a`)
+# is traced once per phase when it is periodic (see _Speculative), else the loop unrolls.
 
 _SAFE_BUILTINS = {"range", "len", "min", "max", "abs", "int", "float", "slice", "tuple", "list", "isinstance",
                   "enumerate", "zip", "sum", "divmod", "round", "bool", "print", "reversed", "sorted", "dict", "getattr"}
@@ -264,64 +275,62 @@ def _names(node, ctx):
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx) and n.id not in skip}
 
 
-def _carried(stmts, stored, defined):
-    """Whether a name the body stores is read, in statement order, before the body defines it
-    (a value carried from the previous iteration). `defined` grows with the definitions seen."""
+def _carried(stmts, stored, defined, out):
+    """Adds to `out` the names the body stores that are read, in statement order, before the body
+    defines them (values carried from the previous iteration). `defined` grows with the definitions
+    seen; `x += 1` reads x."""
+    def reads(node):
+        r = _names(node, ast.Load)
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            r.add(node.target.id)
+        return r
+
     for s in stmts:
         if isinstance(s, ast.For):
-            if (_names(s.iter, ast.Load) - defined) & stored:
-                return True
+            out |= (_names(s.iter, ast.Load) - defined) & stored
             inner = set(defined) | _names(s.target, ast.Store)
-            if _carried(s.body, stored, inner):
-                return True
+            _carried(s.body, stored, inner, out)
         elif isinstance(s, ast.If):
-            if (_names(s.test, ast.Load) - defined) & stored:
-                return True
+            out |= (_names(s.test, ast.Load) - defined) & stored
             a, b = set(defined), set(defined)
-            if _carried(s.body, stored, a) or _carried(s.orelse, stored, b):
-                return True
+            _carried(s.body, stored, a, out)
+            _carried(s.orelse, stored, b, out)
             defined |= a & b
         elif isinstance(s, ast.Try):  # the rewriter's wrapper of an inner speculative loop's body
-            if _carried(s.body, stored, defined):
-                return True
+            _carried(s.body, stored, defined, out)
             for h in s.handlers:
-                if _carried(h.body, stored, set(defined) | ({h.name} if h.name else set())):
-                    return True
+                _carried(h.body, stored, set(defined) | ({h.name} if h.name else set()), out)
         elif isinstance(s, ast.With):
             for it in s.items:
-                if (_names(it.context_expr, ast.Load) - defined) & stored:
-                    return True
+                out |= (_names(it.context_expr, ast.Load) - defined) & stored
                 if it.optional_vars is not None:
                     defined |= _names(it.optional_vars, ast.Store)
-            if _carried(s.body, stored, defined):
-                return True
+            _carried(s.body, stored, defined, out)
         else:
-            if (_names(s, ast.Load) - defined) & stored:
-                return True
+            out |= (reads(s) - defined) & stored
             defined |= _names(s, ast.Store)
-    return False
+    return out
 
 
 def speculation_plan(loop, func):
-    """(call roots, subscript-store roots) for a `for` loop that may run once symbolically, or None."""
+    """(call roots, subscript-store roots, carried names) for a `for` loop that may run once
+    symbolically (per phase of its carried state), or None."""
     if loop.orelse or not isinstance(loop.target, ast.Name):
         return None
     nodes = [n for s in loop.body for n in ast.walk(s)]
     if any(isinstance(n, _FORBIDDEN) and not getattr(n, "sp_wrapper", False) for n in nodes):
         return None
     for n in nodes:
-        if isinstance(n, ast.AugAssign) and not isinstance(n.target, ast.Subscript):
-            return None
         if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
             return None
     stored = {loop.target.id} | {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     stored -= set().union(*(_comp_targets(s) for s in loop.body))
-    if _carried(loop.body, stored - {loop.target.id}, {loop.target.id}):
-        return None
+    carried = _carried(loop.body, stored - {loop.target.id}, {loop.target.id}, set())
     inside = {id(n) for n in nodes} | {id(loop.target)}
-    if func is not None and any(isinstance(n, ast.Name) and n.id in stored and id(n) not in inside
+    if func is not None and any(isinstance(n, ast.Name) and n.id in stored - carried and id(n) not in inside
                                 for n in ast.walk(func)):
-        return None  # read (or written) outside the loop: its last value would matter
+        return None  # read (or written) outside the loop: its last value would matter (a carried
+        # name's is exact: the iterations after the last whole period run concretely)
     calls, stores = set(), set()
     for n in nodes:
         if isinstance(n, ast.Call):
@@ -341,7 +350,7 @@ def speculation_plan(loop, func):
                         if not isinstance(v, ast.Name):
                             return None
                         stores.add(v.id)
-    return sorted(calls - stored), sorted(stores - stored)
+    return sorted(calls - stored), sorted(stores - stored), sorted(carried)
 
 
 def _entry_safe(frame, calls, stores):
@@ -416,19 +425,61 @@ class _Snapshot:
 SPECULATE = True  # tests compare against False (every Python range unrolled)
 
 
-class _Speculative:
-    """The iterable of a `for` the rewriter marked: a symbolic run first, else the Python range."""
+MAX_PERIOD = 8  # iterations run concretely while looking for a period of the carried state
 
-    def __init__(self, it, calls, stores):
+
+def _state_key(v):
+    """A value of carried state as an exactly comparable key (tensors by identity), or None when it
+    cannot be compared exactly (a symbolic index, a list, a float, an object)."""
+    from .tensors import Tensor, View
+    if v is None or type(v) in (bool, int, str):
+        return (type(v).__name__, v)
+    if isinstance(v, (Tensor, View)):
+        return ("tensor", id(v))
+    if type(v) is tuple:
+        keys = [_state_key(x) for x in v]
+        return None if any(k is None for k in keys) else ("tuple", tuple(keys))
+    return None
+
+
+class _Speculative:
+    """The iterable of a `for` the rewriter marked: a symbolic run first, else the Python range.
+
+    A body carrying state (names read before the body assigns them) is periodic when the carried
+    values at the start of iteration p equal those at iteration 0 (compared exactly: _state_key).
+    Iterations 0..p-1 run concretely (as unrolling does) while looking for p; the whole periods
+    after them are one symbolic loop over q whose body is the p phases in sequence (phase r runs
+    index start + step*(p*(q+1) + r)); at each phase's end the carried state must be the one
+    recorded for the next phase, so the state does not depend on the symbolic index. The iterations
+    past the last whole period run concretely. If anything differs, the symbolic run is rolled back,
+    the carried names are reset (`reset`, assigned by the statement the rewriter puts first in the
+    body) to the state at iteration p, and the rest unrolls."""
+
+    def __init__(self, it, calls, stores, carried=()):
         self.it, self.spec, self.failed_with = it, False, None
+        self.carried, self.reset = carried, None
         f = sys._getframe(1)
         st = _ctx.ST
         self.try_symbolic = (SPECULATE and isinstance(it, range) and len(it) > 1 and st is not None and st.unroll_all
                              and st.running and _entry_safe(f, calls, stores))
+        self.frame = f if self.try_symbolic and carried else None
+
+    def _state(self, frame):
+        loc = frame.f_locals
+        if any(c not in loc for c in self.carried):
+            return None
+        return _state_key(tuple(loc[c] for c in self.carried))
+
+    def take_reset(self):
+        values, self.reset = self.reset, None
+        return values
 
     def __iter__(self):
         if not self.try_symbolic:
             yield from self.it
+            return
+        if self.carried:
+            yield from self._periodic()
             return
         st = _ctx.ST
         snap = _Snapshot(st)
@@ -444,6 +495,54 @@ class _Speculative:
             return
         snap.restore(st)
         yield from self.it
+
+    def _periodic(self):
+        vals, frame = self.it, self.frame
+        self.frame = None  # only the running generator holds the kernel's frame (no reference cycle)
+        states = [self._state(frame)]
+        start_values = tuple(frame.f_locals[c] for c in self.carried) if states[0] is not None else None
+        k, period = 0, None
+        while states[0] is not None and k < len(vals):
+            yield vals[k]
+            k += 1
+            s = self._state(frame) if k < len(vals) else None
+            if s is None or k > MAX_PERIOD:
+                break
+            if s == states[0]:
+                period = k
+                break
+            states.append(s)
+        full = (len(vals) - k) // period if period else 0
+        if full < 2:
+            yield from vals[k:]
+            return
+        st = _ctx.ST
+        snap = _Snapshot(st)
+        self.spec = True
+        st.speculating += 1
+        step = vals.step
+        first = vals.start + step * period
+        gen = _symbolic_loop("range", "sequential", (first, first + step * period * full, step * period))
+        try:
+            base = next(gen)
+            for r in range(period):
+                yield base + step * r
+                if self.failed_with is not None:
+                    break
+                if self._state(frame) != states[(r + 1) % period]:
+                    self.failed_with = "the carried state depends on the index"
+                    break
+        finally:
+            gen.close()
+            st.speculating -= 1
+            self.spec = False
+        done = k + period * full
+        if self.failed_with is None:
+            yield from vals[done:]
+            return
+        snap.restore(st)
+        self.reset = start_values
+        yield from vals[k:]
 
     def failed(self, e):
         """Called with an exception of the body: True (swallowed) when the symbolic run fails."""
