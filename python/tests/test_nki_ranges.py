@@ -49,6 +49,11 @@ def kernel(a, b):
     nisa.dma_copy(dst=out, src=res)
     return out
 """
+# two SBUF tiles for a swapped each iteration, the matmul overwriting acc at k == 0 only
+MATMUL_SWAP = MATMUL.replace("    for k in range(4):\n", "    sa2 = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf, "
+                             "address=(0, 3328))\n    for k in range(6):\n").replace(
+    "        nisa.nc_matmul(acc, sa, sb)\n", "        nisa.nc_matmul(acc, sa, sb)\n        sa, sa2 = sa2, sa\n")
+
 X = {"x": ((512, 512), "bf16")}
 AB = {"a": ((512, 128), "bf16"), "b": ((512, 512), "bf16")}
 
@@ -88,6 +93,7 @@ def both(tmp_path, monkeypatch, src, inputs):
     (BRANCH, X, [3]),         # if j == 0: j unrolled
     (CARRIED, X, [2]),        # addr carried with period 4 = j's trip: j unrolled, i periodic after i = 0
     (MATMUL, AB, [4]),        # the first nc_matmul into acc overwrites (k == 0), the others accumulate
+    (MATMUL_SWAP, {"a": ((768, 128), "bf16"), "b": ((768, 512), "bf16")}, [2]),  # period 2: 2 + 2*2
     (MATMUL.replace("    for k in range(4):", "    nisa.memset(dst=acc, value=0.0)\n    for k in range(4):"), AB, [4]),
 ])
 def test_symbolic_ranges_execute_what_unrolling_does(tmp_path, monkeypatch, src, inputs, trips):
