@@ -194,6 +194,46 @@ def test_nested_toggle_is_periodic_in_both_loops(tmp_path, monkeypatch):
     assert nki.plan(sym, keep_direct=True).simulated_cycles == nki.plan(unrolled, keep_direct=True).simulated_cycles
 
 
+# Counters: k and n advance by a constant step per iteration (no period within loops.MAX_PERIOD),
+# used in indices and read after the loop.
+COUNT = """
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    k, n, tag = 0, 2, "t"
+    for j in range({trip}):
+        b = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, address=(0, 0))
+        nisa.dma_copy(dst=b, src=x[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=out[(n // 2 - 1) * 128:(n // 2) * 128, :], src=b)
+        k += 1
+        n = n + 2
+        tag = tag
+    e = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, address=(0, 1024))
+    nisa.dma_copy(dst=e, src=x[(k - 1) * 128:k * 128, :])
+    nisa.dma_copy(dst=out[(n // 2 - 2) * 128:(n // 2 - 1) * 128, :], src=e)
+    return out
+"""
+
+
+@pytest.mark.parametrize("trip,trips", [
+    (16, [6]),  # 9 concrete looking for a period, 6 symbolic, the last concrete
+    (11, []),   # 9 concrete, 1 left: not worth a loop
+])
+def test_counters_execute_what_unrolling_does(tmp_path, monkeypatch, trip, trips):
+    sym, unrolled = both(tmp_path, monkeypatch, COUNT.format(trip=trip), {"x": ((128 * trip, 512), "bf16")})
+    assert loop_trips(sym["body"]) == trips
+    assert executions(sym["body"]) == executions(unrolled["body"])
+    assert nki.check(sym).clean and nki.check(unrolled).clean
+    assert nki.plan(sym, keep_direct=True).simulated_cycles == nki.plan(unrolled, keep_direct=True).simulated_cycles
+
+
+def test_a_counter_in_an_address_unrolls(tmp_path, monkeypatch):
+    src = COUNT.format(trip=16).replace("address=(0, 0))", "address=(0, (k % 2) * 1024))")
+    sym, unrolled = both(tmp_path, monkeypatch, src, {"x": ((128 * 16, 512), "bf16")})
+    assert loop_trips(sym["body"]) == []
+    assert executions(sym["body"]) == executions(unrolled["body"])
+
+
 def test_periodic_carried_state_keeps_a_violation(tmp_path, monkeypatch):
     # c at slot's address + 512 overlaps b while b still waits to be stored
     src = pipe(SLOT, 12, mod4=True).replace(

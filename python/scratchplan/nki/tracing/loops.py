@@ -442,6 +442,38 @@ def _state_key(v):
     return None
 
 
+def _linear_steps(seen):
+    """Per carried value, its step when every one is unchanged (0) or a plain int advancing by a
+    constant nonzero step per iteration and at least one advances; else None."""
+    steps = []
+    for col in zip(*seen):
+        if all(_state_key(v) == _state_key(col[0]) for v in col):
+            steps.append(0)
+        elif all(type(v) is int for v in col) and len({b - a for a, b in zip(col, col[1:])}) == 1:
+            steps.append(col[1] - col[0])
+        else:
+            return None
+    return tuple(steps) if any(steps) else None
+
+
+def _advance(values, steps, n):
+    return tuple(v + d * n if d else v for v, d in zip(values, steps))
+
+
+def _same_values(got, want):
+    """Carried values equal exactly: affine ones term by term, the others as _state_key."""
+    if got is None:
+        return False
+    for a, b in zip(got, want):
+        if isinstance(a, Sym) or isinstance(b, Sym):
+            a, b = Sym.of(a), Sym.of(b)
+            if a is None or b is None or a.c != b.c or a.t != b.t:
+                return False
+        elif _state_key(a) is None or _state_key(a) != _state_key(b):
+            return False
+    return True
+
+
 class _Speculative:
     """The iterable of a `for` the rewriter marked: a symbolic run first, else the Python range.
 
@@ -451,9 +483,11 @@ class _Speculative:
     after them are one symbolic loop over q whose body is the p phases in sequence (phase r runs
     index start + step*(p*(q+1) + r)); at each phase's end the carried state must be the one
     recorded for the next phase, so the state does not depend on the symbolic index. The iterations
-    past the last whole period run concretely. If anything differs, the symbolic run is rolled back,
-    the carried names are reset (`reset`, assigned by the statement the rewriter puts first in the
-    body) to the state at iteration p, and the rest unrolls."""
+    past the last whole period run concretely. Without a period within MAX_PERIOD, carried ints that
+    advance by a constant step (counters, `k += 1`) are traced symbolically as affine in the index
+    (_counting). If anything differs, the symbolic run is rolled back, the carried names are reset
+    (`reset`, assigned by the statement the rewriter puts first in the body) to their values at the
+    first iteration not run concretely, and the rest unrolls."""
 
     def __init__(self, it, calls, stores, carried=()):
         self.it, self.spec, self.failed_with = it, False, None
@@ -496,52 +530,103 @@ class _Speculative:
         snap.restore(st)
         yield from self.it
 
+    def _values(self, frame):
+        loc = frame.f_locals
+        return tuple(loc[c] for c in self.carried) if all(c in loc for c in self.carried) else None
+
     def _periodic(self):
         vals, frame = self.it, self.frame
         self.frame = None  # only the running generator holds the kernel's frame (no reference cycle)
-        states = [self._state(frame)]
-        start_values = tuple(frame.f_locals[c] for c in self.carried) if states[0] is not None else None
-        k, period = 0, None
-        while states[0] is not None and k < len(vals):
+        seen = [self._values(frame)]  # the carried values at the start of each concrete iteration
+        keys = [_state_key(seen[0]) if seen[0] is not None else None]
+        k, period, steps = 0, None, None
+        while keys[0] is not None and k < len(vals):
             yield vals[k]
             k += 1
-            s = self._state(frame) if k < len(vals) else None
-            if s is None or k > MAX_PERIOD:
+            if k == len(vals):
                 break
-            if s == states[0]:
+            seen.append(self._values(frame))
+            keys.append(_state_key(seen[-1]) if seen[-1] is not None else None)
+            if keys[-1] is None:
+                break
+            if keys[-1] == keys[0]:
                 period = k
                 break
-            states.append(s)
-        full = (len(vals) - k) // period if period else 0
+            if k > MAX_PERIOD:
+                steps = _linear_steps(seen)
+                break
+        if period:
+            yield from self._phases(vals, frame, k, period, keys, seen[0])
+        elif steps:
+            yield from self._counting(vals, frame, k, seen[-1], steps)
+        else:
+            yield from vals[k:]
+
+    def _symbolic(self, first, trip, step):
+        """Opens the symbolic loop and returns (generator, its index); the caller closes it."""
+        st = _ctx.ST
+        self.spec = True
+        st.speculating += 1
+        gen = _symbolic_loop("range", "sequential", (first, first + step * trip, step))
+        return gen, next(gen)
+
+    def _close(self, gen):
+        gen.close()
+        _ctx.ST.speculating -= 1
+        self.spec = False
+
+    def _phases(self, vals, frame, k, period, keys, start_values):
+        """Iterations k.. of a state with period p == k: the whole periods symbolically, p phases each."""
+        full = (len(vals) - k) // period
         if full < 2:
             yield from vals[k:]
             return
         st = _ctx.ST
         snap = _Snapshot(st)
-        self.spec = True
-        st.speculating += 1
         step = vals.step
-        first = vals.start + step * period
-        gen = _symbolic_loop("range", "sequential", (first, first + step * period * full, step * period))
+        gen, base = self._symbolic(vals.start + step * period, full, step * period)
         try:
-            base = next(gen)
             for r in range(period):
                 yield base + step * r
                 if self.failed_with is not None:
                     break
-                if self._state(frame) != states[(r + 1) % period]:
+                if self._state(frame) != keys[(r + 1) % period]:
                     self.failed_with = "the carried state depends on the index"
                     break
         finally:
-            gen.close()
-            st.speculating -= 1
-            self.spec = False
-        done = k + period * full
+            self._close(gen)
         if self.failed_with is None:
-            yield from vals[done:]
+            yield from vals[k + period * full:]
             return
         snap.restore(st)
         self.reset = start_values
+        yield from vals[k:]
+
+    def _counting(self, vals, frame, k, at_k, steps):
+        """Iterations k.. of counters (`k += 1`): each carried int advances by its step per
+        iteration; the others stay. All but the last run symbolically with the counters affine in
+        the loop index; the last runs concretely, so the counters end with their exact values."""
+        full = len(vals) - k - 1
+        if full < 2:
+            yield from vals[k:]
+            return
+        st = _ctx.ST
+        snap = _Snapshot(st)
+        gen, base = self._symbolic(vals.start + vals.step * k, full, vals.step)
+        try:
+            q = Sym(0, {("L", st.loop_scope[-1]): 1})
+            self.reset = _advance(at_k, steps, q)
+            yield base
+            if self.failed_with is None and not _same_values(self._values(frame), _advance(at_k, steps, q + 1)):
+                self.failed_with = "a carried counter does not advance by its step"
+        finally:
+            self._close(gen)
+        if self.failed_with is None:
+            self.reset = _advance(at_k, steps, full)
+            yield from vals[k + full:]
+            return
+        snap.restore(st)
+        self.reset = at_k
         yield from vals[k:]
 
     def failed(self, e):
