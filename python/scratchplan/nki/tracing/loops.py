@@ -499,10 +499,8 @@ class _Speculative:
         self.frame = f if self.try_symbolic and carried else None
 
     def _state(self, frame):
-        loc = frame.f_locals
-        if any(c not in loc for c in self.carried):
-            return None
-        return _state_key(tuple(loc[c] for c in self.carried))
+        values = self._values(frame)
+        return None if values is None else _state_key(values)
 
     def take_reset(self):
         values, self.reset = self.reset, None
@@ -515,19 +513,15 @@ class _Speculative:
         if self.carried:
             yield from self._periodic()
             return
-        st = _ctx.ST
-        snap = _Snapshot(st)
-        self.spec = True
-        st.speculating += 1
+        snap = _Snapshot(_ctx.ST)
+        gen, index = self._symbolic(self.it.start, len(self.it), self.it.step)
         try:
-            for v in _symbolic_loop("range", "sequential", (self.it.start, self.it.stop, self.it.step)):
-                yield v
+            yield index
         finally:
-            st.speculating -= 1
-            self.spec = False
+            self._close(gen)
         if self.failed_with is None:
             return
-        snap.restore(st)
+        snap.restore(_ctx.ST)
         yield from self.it
 
     def _values(self, frame):
@@ -538,7 +532,7 @@ class _Speculative:
         vals, frame = self.it, self.frame
         self.frame = None  # only the running generator holds the kernel's frame (no reference cycle)
         seen = [self._values(frame)]  # the carried values at the start of each concrete iteration
-        keys = [_state_key(seen[0]) if seen[0] is not None else None]
+        keys = [None if seen[0] is None else _state_key(seen[0])]
         k, period, steps = 0, None, None
         while keys[0] is not None and k < len(vals):
             yield vals[k]
@@ -546,7 +540,7 @@ class _Speculative:
             if k == len(vals):
                 break
             seen.append(self._values(frame))
-            keys.append(_state_key(seen[-1]) if seen[-1] is not None else None)
+            keys.append(None if seen[-1] is None else _state_key(seen[-1]))
             if keys[-1] is None:
                 break
             if keys[-1] == keys[0]:
