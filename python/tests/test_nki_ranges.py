@@ -135,6 +135,10 @@ COUNTER = ("    k = 0\n", "        b = nl.ndarray((128, 512), dtype=x.dtype, buf
 # the toggle's value is read after the loop (an address), so its final value must be exact
 AFTER = (SLOT[0], SLOT[1], SLOT[2] + "    e = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, address=(0, 2048 + slot * 512))\n"
          "    nisa.dma_copy(dst=e, src=x[0:128, :])\n    nisa.dma_copy(dst=out[0:128, :], src=e)\n")
+# prev is None at first, then b and c alternate: periodic from iteration 1 on (3 + 4*2 + 1 for 12)
+PRE = (SWAP[0] + "    prev = None\n",
+       "        if prev is not None:\n            nisa.dma_copy(dst=out[0:128, :], src=prev)\n",
+       "        prev = b\n        b, c = c, b\n")
 # the carried state reaching the index: j // 16 is not affine in the symbolic run; prev = j is symbolic
 INDEXED = ("    slot = 0\n", SLOT[1], "        slot = 1 - slot + min(j // 16, 0)\n")
 PREV = ("    prev = 0\n", "        b = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf, address=(0, (prev % 2) * 1024))\n",
@@ -153,6 +157,7 @@ def pipe(case, trip, mod4=False):
     (SLOT, 13, [5], False),    # 13 = 2 + 5*2 + 1: the last iteration concrete
     (SWAP, 12, [5], False),    # two tensors swapped (identity)
     (ROTATE, 14, [3], False),  # period 3: 3 + 3*3 + 2
+    (PRE, 12, [4], False),       # a period of 2 after a first iteration of its own
     (MOD3, 12, [3], False),    # k = (k + 1) % 3 and a string following it
     (COUNTER, 12, [], False),  # k += 1 never repeats: unrolled
     (AFTER, 11, [4], False),   # slot read after the loop: 2 + 4*2 + 1

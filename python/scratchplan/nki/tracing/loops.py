@@ -478,10 +478,11 @@ class _Speculative:
     """The iterable of a `for` the rewriter marked: a symbolic run first, else the Python range.
 
     A body carrying state (names read before the body assigns them) is periodic when the carried
-    values at the start of iteration p equal those at iteration 0 (compared exactly: _state_key).
-    Iterations 0..p-1 run concretely (as unrolling does) while looking for p; the whole periods
+    values at the start of iteration k equal those at an earlier iteration s (compared exactly:
+    _state_key; period p = k - s, s > 0 when the first iterations differ, e.g. `prev = None`).
+    Iterations 0..k-1 run concretely (as unrolling does) while looking for p; the whole periods
     after them are one symbolic loop over q whose body is the p phases in sequence (phase r runs
-    index start + step*(p*(q+1) + r)); at each phase's end the carried state must be the one
+    index start + step*(k + p*q + r)); at each phase's end the carried state must be the one
     recorded for the next phase, so the state does not depend on the symbolic index. The iterations
     past the last whole period run concretely. Without a period within MAX_PERIOD, carried ints that
     advance by a constant step (counters, `k += 1`) are traced symbolically as affine in the index
@@ -533,7 +534,7 @@ class _Speculative:
         self.frame = None  # only the running generator holds the kernel's frame (no reference cycle)
         seen = [self._values(frame)]  # the carried values at the start of each concrete iteration
         keys = [None if seen[0] is None else _state_key(seen[0])]
-        k, period, steps = 0, None, None
+        k, first, period, steps = 0, 0, None, None
         while keys[0] is not None and k < len(vals):
             yield vals[k]
             k += 1
@@ -543,14 +544,15 @@ class _Speculative:
             keys.append(None if seen[-1] is None else _state_key(seen[-1]))
             if keys[-1] is None:
                 break
-            if keys[-1] == keys[0]:
-                period = k
+            if keys[-1] in keys[:-1]:  # a state seen before: periodic from there on
+                first = keys.index(keys[-1])
+                period = k - first
                 break
             if k > MAX_PERIOD:
                 steps = _linear_steps(seen)
                 break
         if period:
-            yield from self._phases(vals, frame, k, period, keys, seen[0])
+            yield from self._phases(vals, frame, k, keys[first:k], seen[first])
         elif steps:
             yield from self._counting(vals, frame, k, seen[-1], steps)
         else:
@@ -569,8 +571,10 @@ class _Speculative:
         _ctx.ST.speculating -= 1
         self.spec = False
 
-    def _phases(self, vals, frame, k, period, keys, start_values):
-        """Iterations k.. of a state with period p == k: the whole periods symbolically, p phases each."""
+    def _phases(self, vals, frame, k, cycle, start_values):
+        """Iterations k.. of a periodic state (cycle: its keys from iteration k on, start_values: its
+        values at k): the whole periods symbolically, one phase per key."""
+        period = len(cycle)
         full = (len(vals) - k) // period
         if full < 2:
             yield from vals[k:]
@@ -584,7 +588,7 @@ class _Speculative:
                 yield base + step * r
                 if self.failed_with is not None:
                     break
-                if self._state(frame) != keys[(r + 1) % period]:
+                if self._state(frame) != cycle[(r + 1) % period]:
                     self.failed_with = "the carried state depends on the index"
                     break
         finally:
