@@ -205,7 +205,8 @@ class _RangeRewriter(ast.NodeTransformer):
         const = lambda xs: ast.Tuple(elts=[ast.Constant(value=x) for x in xs], ctx=ast.Load())
         spec = ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
                           value=ast.Call(func=ast.Name(id="__sp_spec__", ctx=ast.Load()),
-                                         args=[node.iter, const(plan[0]), const(plan[1])], keywords=[]))
+                                         args=[node.iter, const(plan[0]), const(plan[1]), const(plan[2])],
+                                         keywords=[]))
         failed = ast.Call(func=ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr="failed", ctx=ast.Load()),
                           args=[ast.Name(id=err, ctx=ast.Load())], keywords=[])
         handler = ast.ExceptHandler(type=ast.Name(id="BaseException", ctx=ast.Load()), name=err,
@@ -214,6 +215,15 @@ class _RangeRewriter(ast.NodeTransformer):
         wrapper = ast.Try(body=node.body, handlers=[handler], orelse=[], finalbody=[])
         wrapper.sp_wrapper = True  # an inner speculative loop does not stop its outer loop's
         node.body = [wrapper]
+        if plan[2]:  # if v.reset is not None: (c1, c2, ...) = v.take_reset()  (see _Speculative)
+            reset = ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr="reset", ctx=ast.Load())
+            take = ast.Call(func=ast.Attribute(value=ast.Name(id=var, ctx=ast.Load()), attr="take_reset",
+                                               ctx=ast.Load()), args=[], keywords=[])
+            names = ast.Tuple(elts=[ast.Name(id=c, ctx=ast.Store()) for c in plan[2]], ctx=ast.Store())
+            node.body.insert(0, ast.If(test=ast.Compare(left=reset, ops=[ast.IsNot()],
+                                                        comparators=[ast.Constant(value=None)]),
+                                       body=[ast.Assign(targets=[names], value=take)], orelse=[]))
+            ast.fix_missing_locations(ast.copy_location(node.body[0], node.body[1].body[0]))
         node.iter = ast.Name(id=var, ctx=ast.Load())
         for x in (spec, node):
             ast.copy_location(x, node)
@@ -226,9 +236,10 @@ class _RangeRewriter(ast.NodeTransformer):
 # loop whose body passes the static test below runs once with a symbolic index instead, like
 # affine_range; if that run fails (the index reaches a list, an `if`, an address, a first-write
 # rule), the trace is rolled back and the loop unrolled, so the recorded stream is what unrolling
-# would give. Static test: no exits, no state carried between iterations or read after the loop,
-# no stores into attributes, and (checked at entry) every call and subscript store goes to the NKI
-# stand-ins, tensors, numpy or pure builtins.
+# would give. Static test: no exits, no name the body defines read after the loop, no stores into
+# attributes, and (checked at entry) every call and subscript store goes to the NKI stand-ins,
+# tensors, numpy or pure builtins. State carried between iterations (`slot = 1 - slot`, `a, b = b, a`)
+# is traced once per phase when it is periodic (see _Speculative), else the loop unrolls.
 
 _SAFE_BUILTINS = {"range", "len", "min", "max", "abs", "int", "float", "slice", "tuple", "list", "isinstance",
                   "enumerate", "zip", "sum", "divmod", "round", "bool", "print", "reversed", "sorted", "dict", "getattr"}
@@ -264,64 +275,62 @@ def _names(node, ctx):
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx) and n.id not in skip}
 
 
-def _carried(stmts, stored, defined):
-    """Whether a name the body stores is read, in statement order, before the body defines it
-    (a value carried from the previous iteration). `defined` grows with the definitions seen."""
+def _carried(stmts, stored, defined, out):
+    """Adds to `out` the names the body stores that are read, in statement order, before the body
+    defines them (values carried from the previous iteration). `defined` grows with the definitions
+    seen; `x += 1` reads x."""
+    def reads(node):
+        r = _names(node, ast.Load)
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            r.add(node.target.id)
+        return r
+
     for s in stmts:
         if isinstance(s, ast.For):
-            if (_names(s.iter, ast.Load) - defined) & stored:
-                return True
+            out |= (_names(s.iter, ast.Load) - defined) & stored
             inner = set(defined) | _names(s.target, ast.Store)
-            if _carried(s.body, stored, inner):
-                return True
+            _carried(s.body, stored, inner, out)
         elif isinstance(s, ast.If):
-            if (_names(s.test, ast.Load) - defined) & stored:
-                return True
+            out |= (_names(s.test, ast.Load) - defined) & stored
             a, b = set(defined), set(defined)
-            if _carried(s.body, stored, a) or _carried(s.orelse, stored, b):
-                return True
+            _carried(s.body, stored, a, out)
+            _carried(s.orelse, stored, b, out)
             defined |= a & b
         elif isinstance(s, ast.Try):  # the rewriter's wrapper of an inner speculative loop's body
-            if _carried(s.body, stored, defined):
-                return True
+            _carried(s.body, stored, defined, out)
             for h in s.handlers:
-                if _carried(h.body, stored, set(defined) | ({h.name} if h.name else set())):
-                    return True
+                _carried(h.body, stored, set(defined) | ({h.name} if h.name else set()), out)
         elif isinstance(s, ast.With):
             for it in s.items:
-                if (_names(it.context_expr, ast.Load) - defined) & stored:
-                    return True
+                out |= (_names(it.context_expr, ast.Load) - defined) & stored
                 if it.optional_vars is not None:
                     defined |= _names(it.optional_vars, ast.Store)
-            if _carried(s.body, stored, defined):
-                return True
+            _carried(s.body, stored, defined, out)
         else:
-            if (_names(s, ast.Load) - defined) & stored:
-                return True
+            out |= (reads(s) - defined) & stored
             defined |= _names(s, ast.Store)
-    return False
+    return out
 
 
 def speculation_plan(loop, func):
-    """(call roots, subscript-store roots) for a `for` loop that may run once symbolically, or None."""
+    """(call roots, subscript-store roots, carried names) for a `for` loop that may run once
+    symbolically (per phase of its carried state), or None."""
     if loop.orelse or not isinstance(loop.target, ast.Name):
         return None
     nodes = [n for s in loop.body for n in ast.walk(s)]
     if any(isinstance(n, _FORBIDDEN) and not getattr(n, "sp_wrapper", False) for n in nodes):
         return None
     for n in nodes:
-        if isinstance(n, ast.AugAssign) and not isinstance(n.target, ast.Subscript):
-            return None
         if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
             return None
     stored = {loop.target.id} | {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     stored -= set().union(*(_comp_targets(s) for s in loop.body))
-    if _carried(loop.body, stored - {loop.target.id}, {loop.target.id}):
-        return None
+    carried = _carried(loop.body, stored - {loop.target.id}, {loop.target.id}, set())
     inside = {id(n) for n in nodes} | {id(loop.target)}
-    if func is not None and any(isinstance(n, ast.Name) and n.id in stored and id(n) not in inside
+    if func is not None and any(isinstance(n, ast.Name) and n.id in stored - carried and id(n) not in inside
                                 for n in ast.walk(func)):
-        return None  # read (or written) outside the loop: its last value would matter
+        return None  # read (or written) outside the loop: its last value would matter (a carried
+        # name's is exact: the iterations after the last whole period run concretely)
     calls, stores = set(), set()
     for n in nodes:
         if isinstance(n, ast.Call):
@@ -341,7 +350,7 @@ def speculation_plan(loop, func):
                         if not isinstance(v, ast.Name):
                             return None
                         stores.add(v.id)
-    return sorted(calls - stored), sorted(stores - stored)
+    return sorted(calls - stored), sorted(stores - stored), sorted(carried)
 
 
 def _entry_safe(frame, calls, stores):
@@ -416,34 +425,207 @@ class _Snapshot:
 SPECULATE = True  # tests compare against False (every Python range unrolled)
 
 
-class _Speculative:
-    """The iterable of a `for` the rewriter marked: a symbolic run first, else the Python range."""
+MAX_PERIOD = 8  # iterations run concretely while looking for a period of the carried state
 
-    def __init__(self, it, calls, stores):
+
+def _state_key(v):
+    """A value of carried state as an exactly comparable key (tensors by identity), or None when it
+    cannot be compared exactly (a symbolic index, a list, a float, an object)."""
+    from .tensors import Tensor, View
+    if v is None or type(v) in (bool, int, str):
+        return (type(v).__name__, v)
+    if isinstance(v, (Tensor, View)):
+        return ("tensor", id(v))
+    if type(v) is tuple:
+        keys = [_state_key(x) for x in v]
+        return None if any(k is None for k in keys) else ("tuple", tuple(keys))
+    return None
+
+
+def _linear_steps(seen):
+    """Per carried value, its step when every one is unchanged (0) or a plain int advancing by a
+    constant nonzero step per iteration and at least one advances; else None."""
+    steps = []
+    for col in zip(*seen):
+        if all(_state_key(v) == _state_key(col[0]) for v in col):
+            steps.append(0)
+        elif all(type(v) is int for v in col) and len({b - a for a, b in zip(col, col[1:])}) == 1:
+            steps.append(col[1] - col[0])
+        else:
+            return None
+    return tuple(steps) if any(steps) else None
+
+
+def _advance(values, steps, n):
+    return tuple(v + d * n if d else v for v, d in zip(values, steps))
+
+
+def _same_values(got, want):
+    """Carried values equal exactly: affine ones term by term, the others as _state_key."""
+    if got is None:
+        return False
+    for a, b in zip(got, want):
+        if isinstance(a, Sym) or isinstance(b, Sym):
+            a, b = Sym.of(a), Sym.of(b)
+            if a is None or b is None or a.c != b.c or a.t != b.t:
+                return False
+        elif _state_key(a) is None or _state_key(a) != _state_key(b):
+            return False
+    return True
+
+
+class _Speculative:
+    """The iterable of a `for` the rewriter marked: a symbolic run first, else the Python range.
+
+    A body carrying state (names read before the body assigns them) is periodic when the carried
+    values at the start of iteration k equal those at an earlier iteration s (compared exactly:
+    _state_key; period p = k - s, s > 0 when the first iterations differ, e.g. `prev = None`).
+    Iterations 0..k-1 run concretely (as unrolling does) while looking for p; the whole periods
+    after them are one symbolic loop over q whose body is the p phases in sequence (phase r runs
+    index start + step*(k + p*q + r)); at each phase's end the carried state must be the one
+    recorded for the next phase, so the state does not depend on the symbolic index. The iterations
+    past the last whole period run concretely. Without a period within MAX_PERIOD, carried ints that
+    advance by a constant step (counters, `k += 1`) are traced symbolically as affine in the index
+    (_counting). If anything differs, the symbolic run is rolled back, the carried names are reset
+    (`reset`, assigned by the statement the rewriter puts first in the body) to their values at the
+    first iteration not run concretely, and the rest unrolls."""
+
+    def __init__(self, it, calls, stores, carried=()):
         self.it, self.spec, self.failed_with = it, False, None
+        self.carried, self.reset = carried, None
         f = sys._getframe(1)
         st = _ctx.ST
         self.try_symbolic = (SPECULATE and isinstance(it, range) and len(it) > 1 and st is not None and st.unroll_all
                              and st.running and _entry_safe(f, calls, stores))
+        self.frame = f if self.try_symbolic and carried else None
+
+    def _state(self, frame):
+        values = self._values(frame)
+        return None if values is None else _state_key(values)
+
+    def take_reset(self):
+        values, self.reset = self.reset, None
+        return values
 
     def __iter__(self):
         if not self.try_symbolic:
             yield from self.it
             return
-        st = _ctx.ST
-        snap = _Snapshot(st)
-        self.spec = True
-        st.speculating += 1
+        if self.carried:
+            yield from self._periodic()
+            return
+        snap = _Snapshot(_ctx.ST)
+        gen, index = self._symbolic(self.it.start, len(self.it), self.it.step)
         try:
-            for v in _symbolic_loop("range", "sequential", (self.it.start, self.it.stop, self.it.step)):
-                yield v
+            yield index
         finally:
-            st.speculating -= 1
-            self.spec = False
+            self._close(gen)
         if self.failed_with is None:
             return
-        snap.restore(st)
+        snap.restore(_ctx.ST)
         yield from self.it
+
+    def _values(self, frame):
+        loc = frame.f_locals
+        return tuple(loc[c] for c in self.carried) if all(c in loc for c in self.carried) else None
+
+    def _periodic(self):
+        vals, frame = self.it, self.frame
+        self.frame = None  # only the running generator holds the kernel's frame (no reference cycle)
+        seen = [self._values(frame)]  # the carried values at the start of each concrete iteration
+        keys = [None if seen[0] is None else _state_key(seen[0])]
+        k, first, period, steps = 0, 0, None, None
+        while keys[0] is not None and k < len(vals):
+            yield vals[k]
+            k += 1
+            if k == len(vals):
+                break
+            seen.append(self._values(frame))
+            keys.append(None if seen[-1] is None else _state_key(seen[-1]))
+            if keys[-1] is None:
+                break
+            if keys[-1] in keys[:-1]:  # a state seen before: periodic from there on
+                first = keys.index(keys[-1])
+                period = k - first
+                break
+            if k > MAX_PERIOD:
+                steps = _linear_steps(seen)
+                break
+        if period:
+            yield from self._phases(vals, frame, k, keys[first:k], seen[first])
+        elif steps:
+            yield from self._counting(vals, frame, k, seen[-1], steps)
+        else:
+            yield from vals[k:]
+
+    def _symbolic(self, first, trip, step):
+        """Opens the symbolic loop and returns (generator, its index); the caller closes it."""
+        st = _ctx.ST
+        self.spec = True
+        st.speculating += 1
+        gen = _symbolic_loop("range", "sequential", (first, first + step * trip, step))
+        return gen, next(gen)
+
+    def _close(self, gen):
+        gen.close()
+        _ctx.ST.speculating -= 1
+        self.spec = False
+
+    def _phases(self, vals, frame, k, cycle, start_values):
+        """Iterations k.. of a periodic state (cycle: its keys from iteration k on, start_values: its
+        values at k): the whole periods symbolically, one phase per key."""
+        period = len(cycle)
+        full = (len(vals) - k) // period
+        if full < 2:
+            yield from vals[k:]
+            return
+        st = _ctx.ST
+        snap = _Snapshot(st)
+        step = vals.step
+        gen, base = self._symbolic(vals.start + step * period, full, step * period)
+        try:
+            for r in range(period):
+                yield base + step * r
+                if self.failed_with is not None:
+                    break
+                if self._state(frame) != cycle[(r + 1) % period]:
+                    self.failed_with = "the carried state depends on the index"
+                    break
+        finally:
+            self._close(gen)
+        if self.failed_with is None:
+            yield from vals[k + period * full:]
+            return
+        snap.restore(st)
+        self.reset = start_values
+        yield from vals[k:]
+
+    def _counting(self, vals, frame, k, at_k, steps):
+        """Iterations k.. of counters (`k += 1`): each carried int advances by its step per
+        iteration; the others stay. All but the last run symbolically with the counters affine in
+        the loop index; the last runs concretely, so the counters end with their exact values."""
+        full = len(vals) - k - 1
+        if full < 2:
+            yield from vals[k:]
+            return
+        st = _ctx.ST
+        snap = _Snapshot(st)
+        gen, base = self._symbolic(vals.start + vals.step * k, full, vals.step)
+        try:
+            q = Sym(0, {("L", st.loop_scope[-1]): 1})
+            self.reset = _advance(at_k, steps, q)
+            yield base
+            if self.failed_with is None and not _same_values(self._values(frame), _advance(at_k, steps, q + 1)):
+                self.failed_with = "a carried counter does not advance by its step"
+        finally:
+            self._close(gen)
+        if self.failed_with is None:
+            self.reset = _advance(at_k, steps, full)
+            yield from vals[k + full:]
+            return
+        snap.restore(st)
+        self.reset = at_k
+        yield from vals[k:]
 
     def failed(self, e):
         """Called with an exception of the body: True (swallowed) when the symbolic run fails."""

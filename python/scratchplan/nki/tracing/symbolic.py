@@ -2,6 +2,7 @@
 expressions of them, and comparisons of those (masks, branch conditions)."""
 from __future__ import annotations
 
+import math
 
 from .context import np
 from . import context as _ctx
@@ -91,24 +92,31 @@ class Sym:
         _fail(f"'{op}' of a symbolic index ({self}) is not affine")
 
     def _split(self, m, op):
-        """(a*i + c) % m or // m of one loop index i: the loop is written as i = m*q + r (q, r
-        loop indices of their own in the kernel JSON), which makes both exact when the result is
-        affine in r over r = 0..m-1 (i % 2, (i + 1) % 2, i // 4); None otherwise."""
+        """(a*i + c) % m or // m of one loop index i: the loop is written as i = s*q + r with
+        s = m / gcd(a, m) (q, r loop indices of their own in the kernel JSON), which makes both
+        exact when the result is affine in r over r = 0..s-1 (i % 2, (i + 1) % 2, i // 4,
+        (2*i + 2) % 4); None otherwise."""
         if len(self.t) != 1 or m <= 0:
             return None
         (k, a), = self.t.items()
         if k[0] != "L" or len(k) != 2:
             return None
         lid = k[1]
-        if _ctx.ST.splits.setdefault(lid, m) != m:
-            _fail(f"index {_ctx.ST.loops[lid][0]} is taken modulo both {_ctx.ST.splits[lid]} and {m}; one modulus per loop")
-        tab = [(a * r + self.c) % m if op == "%" else (a * r + self.c) // m for r in range(m)]
-        d = tab[1] - tab[0] if m > 1 else 0
-        if any(tab[r] != tab[0] + d * r for r in range(m)):
+        # i = s*q + r with s = m / gcd(a, m): a*s is a multiple of m, so the result depends on r
+        # only, plus a*s/m per q for `//` ((2*j + 2) % 4 splits j by 2, not 4)
+        s = m // math.gcd(a, m)
+        if s == 1:  # a multiple of m: no split needed
+            return self.c % m if op == "%" else _mk(self.c // m, {k: a // m})
+        if _ctx.ST.splits.setdefault(lid, s) != s:
+            _fail(f"index {_ctx.ST.loops[lid][0]} is split by both {_ctx.ST.splits[lid]} and {s} (taken modulo {m}); "
+                  "one modulus per loop")
+        tab = [(a * r + self.c) % m if op == "%" else (a * r + self.c) // m for r in range(s)]
+        d = tab[1] - tab[0]
+        if any(tab[r] != tab[0] + d * r for r in range(s)):
             return None
         t = {("L", lid, "r"): d}
         if op == "//":
-            t[("L", lid, "q")] = a
+            t[("L", lid, "q")] = a * s // m
         return _mk(tab[0], t)
 
     def __floordiv__(self, o):
