@@ -78,10 +78,13 @@ def tables(ctx):
            "| family | buffers | instance seed | greedy-by-size above LB | miss | median above LB | worst above LB | "
            "median s to 0.1 % | worst s to 0.1 % | proven | wall s | met |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    all_met = True
+    missed = []
     for family, n, inst_seed in INSTANCES:
         line, met = row(ctx, family, n, inst_seed)
         out.append(line)
-        all_met &= met
-    out += ["", f"Target {'met on every row' if all_met else 'NOT met on every row'}.", ""]
+        if not met:
+            missed.append(f"{family} {n} seed {inst_seed}")
+    verdict = (f"met on all {len(INSTANCES)} rows" if not missed else
+               f"met on {len(INSTANCES) - len(missed)} of {len(INSTANCES)} rows; not met on " + ", ".join(missed))
+    out += ["", f"Target {verdict}.", ""]
     return "\n".join(out)
