@@ -159,7 +159,12 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
     const program::Tensor& x = p.tensors[t];
     return x.layout || (!x.dim_order.empty() && x.dim_order.back() == -1);
   };
+  auto open_load_time = [&](program::TensorId t) {
+    const program::Tensor& x = p.tensors[t];
+    return x.load_time && !x.layout && x.dim_order.empty() && !p.consumers[t].empty();
+  };
   bool any = false;
+  for (std::size_t t = 0; t < p.tensors.size(); ++t) any = any || open_load_time(static_cast<program::TensorId>(t));
   for (const program::Op& op : p.ops)
     for (program::TensorId t : op.outputs)
       if (open(t)) {
@@ -220,6 +225,52 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
       }
       chosen.push_back({t, std::move(order)});
     }
+  }
+  // Load-time inputs (weights, folded constants) are laid out once when the model is loaded, so
+  // an open one gets the dense layout (one host dim as the stick) with the fewest fixes over its
+  // readers, counting every operand of those ops (the stick of one operand can set the op's).
+  // Kept only if strictly fewer than with the default layout; ties go to fewer bytes, then to the
+  // lower dim. At most twice the default's bytes: a fix per run reads the default and writes a
+  // copy, so a larger layout would cost more than the fix it saves. Sparse layouts are not tried
+  // (64 times the bytes of a dense one).
+  for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
+    const auto t = static_cast<program::TensorId>(ti);
+    if (!open_load_time(t)) continue;
+    const program::Tensor& x = p.tensors[t];
+    auto fixes = [&] {
+      std::size_t n = 0;
+      for (program::OpId c : p.consumers[t]) n += check_op_layouts(p, c, layouts, false).size();
+      return n;
+    };
+    const std::size_t base_fixes = fixes();
+    if (base_fixes == 0) continue;
+    const layout::Bytes base_bytes = layout::device_bytes(layouts[t]);
+    std::size_t best_fixes = base_fixes;
+    layout::Bytes best_bytes = 0;
+    std::vector<int> best;
+    for (std::size_t h = 0; h < x.shape.size(); ++h) {
+      if (x.shape[h] < 2) continue;
+      std::vector<int> order;
+      for (std::size_t d = 0; d < x.shape.size(); ++d)
+        if (d != h) order.push_back(static_cast<int>(d));
+      order.push_back(static_cast<int>(h));
+      auto l = layout::layout_from_dim_order(x.shape, x.dtype, order);
+      if (!l) continue;
+      const layout::Bytes bytes = layout::device_bytes(*l);
+      if (bytes / 2 > base_bytes) continue;
+      std::swap(layouts[t], *l);
+      const std::size_t n = fixes();
+      std::swap(layouts[t], *l);
+      if (n < best_fixes || (n == best_fixes && !best.empty() && bytes < best_bytes)) {
+        best_fixes = n;
+        best_bytes = bytes;
+        best = std::move(order);
+      }
+    }
+    if (best.empty()) continue;
+    auto l = layout::layout_from_dim_order(x.shape, x.dtype, best);
+    layouts[t] = std::move(*l);
+    chosen.push_back({t, std::move(best)});
   }
   return chosen;
 }

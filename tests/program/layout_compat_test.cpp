@@ -62,6 +62,49 @@ TEST(LayoutCompat, OpenReductionOutputsBecomeSparse) {
   EXPECT_TRUE(infer_open_layouts(p).empty());
 }
 
+// Attention scores plus a folded bias table [heads, k, q] read transposed (like T5's relative
+// position bias after a permute): with the default layout (sticked on q) the add restickifies
+// it. Marked load_time, it is laid out once for its reader, sticked on k, and the fix is gone;
+// unmarked (the caller supplies it per run) it keeps its layout and its fix.
+TEST(LayoutCompat, LoadTimeInputsAreLaidOutForTheirReaders) {
+  auto make = [](bool load_time) {
+    Builder b("bias");
+    TensorId s = b.input("scores", {4, 64, 128}), bias = b.input("bias", {4, 128, 64});
+    TensorId y = b.tensor("y", {4, 64, 128});
+    b.generic("add_bias", OpKind::kPointwise, "add", {s, bias}, {y}, {IteratorType::kParallel, IteratorType::kParallel, IteratorType::kParallel},
+              {{0, 1, 2}, {0, 2, 1}, {0, 1, 2}});
+    b.output(y);
+    auto prog = b.build("test");
+    EXPECT_TRUE(prog.ok()) << prog.error().message;
+    prog->tensors[bias].load_time = load_time;
+    return *prog;
+  };
+  auto bias_fixes = [](const Program& p) {
+    auto issues = check_program_layouts(p);
+    EXPECT_TRUE(issues.ok());
+    int n = 0;
+    for (const LayoutIssue& is : *issues) n += p.tensors[is.tensor].name == "bias";
+    return n;
+  };
+  Program plain = make(false);
+  EXPECT_EQ(bias_fixes(plain), 1);
+  EXPECT_TRUE(infer_open_layouts(plain).empty());
+
+  Program marked = make(true);
+  EXPECT_EQ(bias_fixes(marked), 1);
+  const std::vector<OpenLayout> chosen = infer_open_layouts(marked);
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_EQ(marked.tensors[chosen[0].tensor].name, "bias");
+  EXPECT_EQ(chosen[0].dim_order, (std::vector<int>{0, 2, 1}));
+  marked.tensors[chosen[0].tensor].dim_order = chosen[0].dim_order;
+  EXPECT_EQ(bias_fixes(marked), 0);
+  auto left = check_program_layouts(marked);
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty());
+  // Laid out by the program: kept as given, even marked.
+  EXPECT_TRUE(infer_open_layouts(marked).empty());
+}
+
 // Dense pointwise chains have no fix to remove: nothing changes.
 TEST(LayoutCompat, CompatibleProgramsKeepTheirLayouts) {
   Builder b("chain");
