@@ -41,8 +41,9 @@ Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p
 // all sparse, gets the sparse layout (its dims in order, then -1) that op writes natively, if that
 // layout is no larger than the op's first input and the op then needs no fix for it and no more
 // fixes than before. Then an open load-time graph input (weights, folded constants: laid out once
-// when the model is loaded) gets the dense layout, one host dim as its stick, that leaves its
-// readers the fewest fixes, if strictly fewer than the default and at most twice its bytes.
+// when the model is loaded) gets the layout (one host dim as its stick, or sparse) that leaves its
+// readers the fewest fixes, if strictly fewer than the default and at most (1 + 2 x fixes
+// removed) times its bytes.
 // Every other tensor keeps the default layout; other graph inputs and outputs keep theirs (the
 // caller provides or reads them). The program is not changed: set each dim_order to apply.
 struct OpenLayout {
