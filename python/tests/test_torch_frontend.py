@@ -703,3 +703,29 @@ def test_trace_restores_what_it_patches_and_names_nodes_as_fx_does():
     assert [r.node for r in report.rows if r.target.startswith("aten.add")] == ["add", "add_1", "add_2"]
     assert torch.fx.GraphModule.recompile is recompile and torch.fx.Graph.create_node is create_node
     assert gc.isenabled()
+
+
+def test_folded_constants_are_laid_out_for_their_readers():
+    # A position bias table built from torch.arange is folded into a constant graph input marked
+    # load_time; read transposed by the add to the attention scores, its default layout (sticked
+    # on the query dim) needs a restickify per run, the layout the planner chooses does not.
+    class BiasedScores(nn.Module):
+        def forward(self, q, k):
+            table = torch.arange(128 * 64, dtype=torch.float32).reshape(128, 64) * 0.01
+            return q @ k.transpose(-1, -2) + table.t()
+
+    program, _ = spt.to_program(BiasedScores(), (torch.empty(1, 64, 32), torch.empty(1, 128, 32)), dtype="fp16")
+    consts = [t for t in program["tensors"] if t.get("load_time")]
+    assert consts and all(t.get("graph_input") for t in consts)
+    assert not [t for t in program["tensors"] if t["name"] in ("q", "k", "input0", "input1") and t.get("load_time")]
+    marked = sp.lx.plan(program, cores=8).to_dict()
+    unmarked_program = json.loads(json.dumps(program))
+    for t in unmarked_program["tensors"]:
+        t.pop("load_time", None)
+    unmarked = sp.lx.plan(unmarked_program, cores=8).to_dict()
+    names = {t["name"] for t in consts}
+    assert [i for i in unmarked["layout_issues"] if i["tensor"] in names]
+    assert not [i for i in marked["layout_issues"] if i["tensor"] in names]
+    assert len(marked["layout_issues"]) < len(unmarked["layout_issues"])
+    assert {x["tensor"] for x in marked["inferred_layouts"]} & names
+    assert marked["totals"]["hbm_bytes"] < unmarked["totals"]["hbm_bytes"]

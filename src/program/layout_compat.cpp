@@ -159,7 +159,12 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
     const program::Tensor& x = p.tensors[t];
     return x.layout || (!x.dim_order.empty() && x.dim_order.back() == -1);
   };
+  auto open_load_time = [&](program::TensorId t) {
+    const program::Tensor& x = p.tensors[t];
+    return x.load_time && !x.layout && x.dim_order.empty() && !p.consumers[t].empty();
+  };
   bool any = false;
+  for (std::size_t t = 0; t < p.tensors.size(); ++t) any = any || open_load_time(static_cast<program::TensorId>(t));
   for (const program::Op& op : p.ops)
     for (program::TensorId t : op.outputs)
       if (open(t)) {
@@ -220,6 +225,54 @@ std::vector<OpenLayout> infer_open_layouts(const program::Program& p) {
       }
       chosen.push_back({t, std::move(order)});
     }
+  }
+  // Load-time inputs (weights, folded constants) are laid out once when the model is loaded, so
+  // an open one gets the layout (one host dim as the stick, or sparse) with the fewest fixes over
+  // its readers, counting every operand of those ops (the stick of one operand can set the op's).
+  // Kept only if strictly fewer than with the default layout; ties go to fewer bytes, then to the
+  // earlier candidate. Bytes at most (1 + 2 x fixes removed) times the default's: each fix per run
+  // reads the default and writes a copy, so a larger layout would cost more than the fixes it
+  // saves (a sparse conv bias of 96 elements is 48 times its default; a [heads, 1, 1] scale 3 times).
+  for (std::size_t ti = 0; ti < p.tensors.size(); ++ti) {
+    const auto t = static_cast<program::TensorId>(ti);
+    if (!open_load_time(t)) continue;
+    const program::Tensor& x = p.tensors[t];
+    auto fixes = [&] {
+      std::size_t n = 0;
+      for (program::OpId c : p.consumers[t]) n += check_op_layouts(p, c, layouts, false).size();
+      return n;
+    };
+    const std::size_t base_fixes = fixes();
+    if (base_fixes == 0) continue;
+    const layout::Bytes base_bytes = layout::device_bytes(layouts[t]);
+    std::size_t best_fixes = base_fixes;
+    layout::Bytes best_bytes = 0;
+    std::vector<int> best;
+    for (std::size_t h = 0; h <= x.shape.size(); ++h) {  // h = rank: the sparse layout
+      const bool sparse = h == x.shape.size();
+      if (!sparse && x.shape[h] < 2) continue;
+      std::vector<int> order;
+      for (std::size_t d = 0; d < x.shape.size(); ++d)
+        if (d != h) order.push_back(static_cast<int>(d));
+      order.push_back(sparse ? -1 : static_cast<int>(h));
+      auto l = layout::layout_from_dim_order(x.shape, x.dtype, order);
+      if (!l) continue;
+      const layout::Bytes bytes = layout::device_bytes(*l);
+      std::swap(layouts[t], *l);
+      const std::size_t n = fixes();
+      std::swap(layouts[t], *l);
+      const auto cap = static_cast<__int128>(base_bytes) * static_cast<__int128>(1 + 2 * (base_fixes - std::min(n, base_fixes)));
+      if (static_cast<__int128>(bytes) > cap) continue;
+      if (n < best_fixes || (n == best_fixes && !best.empty() && bytes < best_bytes)) {
+        best_fixes = n;
+        best_bytes = bytes;
+        best = std::move(order);
+      }
+    }
+    if (best.empty()) continue;
+    auto l = layout::layout_from_dim_order(x.shape, x.dtype, best);
+    layouts[t] = std::move(*l);
+    chosen.push_back({t, std::move(best)});
   }
   return chosen;
 }

@@ -40,8 +40,12 @@ Result<std::vector<LayoutIssue>> check_program_layouts(const program::Program& p
 // indexed by one reduction var (reduced away) or by a pointwise op whose operands of its shape are
 // all sparse, gets the sparse layout (its dims in order, then -1) that op writes natively, if that
 // layout is no larger than the op's first input and the op then needs no fix for it and no more
-// fixes than before. Every other tensor keeps the default layout; graph inputs and outputs keep theirs
-// (the caller provides or reads them). The program is not changed: set each dim_order to apply.
+// fixes than before. Then an open load-time graph input (weights, folded constants: laid out once
+// when the model is loaded) gets the layout (one host dim as its stick, or sparse) that leaves its
+// readers the fewest fixes, if strictly fewer than the default and at most (1 + 2 x fixes
+// removed) times its bytes.
+// Every other tensor keeps the default layout; other graph inputs and outputs keep theirs (the
+// caller provides or reads them). The program is not changed: set each dim_order to apply.
 struct OpenLayout {
   program::TensorId tensor = -1;  // an open tensor
   std::vector<int> dim_order;     // the layout chosen for it

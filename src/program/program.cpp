@@ -210,6 +210,9 @@ Status finalize(Program& p, const std::string& source) {
         return fail(tpath(t) + ".shape[" + std::to_string(d) + "]",
                     "expected a size in 1..2^40, got " + std::to_string(x.shape[d]));
     if (x.layout && !x.dim_order.empty()) return fail(tpath(t), "give either dim_order or layout, not both");
+    if (x.load_time && !x.graph_input)
+      return fail(tpath(t) + ".load_time", "expected only on a graph input (known when the model is loaded); tensor '" +
+                                               x.name + "' is not one");
     auto l = tensor_layout(x);
     if (!l) return fail(tpath(t) + (x.layout ? ".layout" : x.dim_order.empty() ? ".shape" : ".dim_order"), l.error().message);
   }
@@ -376,7 +379,7 @@ Result<Program> program_from_json(const Json& j, const std::string& source) {
     root.expect_format("scratchplan-program", 1);
     std::unordered_map<std::string, TensorId> ids;
     for (const JsonCursor& tc : root.at("tensors").elements()) {
-      tc.expect_keys({"name", "shape", "dtype", "dim_order", "layout", "graph_input", "graph_output"});
+      tc.expect_keys({"name", "shape", "dtype", "dim_order", "layout", "graph_input", "load_time", "graph_output"});
       Tensor t;
       t.name = tc.at("name").as_string();
       t.shape = tc.at("shape").as_int_array(1);
@@ -394,6 +397,7 @@ Result<Program> program_from_json(const Json& j, const std::string& source) {
         t.layout = el;
       }
       if (tc.has("graph_input")) t.graph_input = tc.at("graph_input").as_bool();
+      if (tc.has("load_time")) t.load_time = tc.at("load_time").as_bool();
       if (tc.has("graph_output")) t.graph_output = tc.at("graph_output").as_bool();
       if (!ids.emplace(t.name, static_cast<TensorId>(p.tensors.size())).second)
         tc.at("name").fail("tensor '" + t.name + "' is defined twice");
@@ -466,6 +470,7 @@ Json program_to_json(const Program& p) {
     if (!t.dim_order.empty()) x["dim_order"] = t.dim_order;
     if (t.layout) x["layout"] = {{"device_size", t.layout->device_size}, {"stride_map", t.layout->stride_map}};
     if (t.graph_input) x["graph_input"] = true;
+    if (t.load_time) x["load_time"] = true;
     if (t.graph_output) x["graph_output"] = true;
     ts.push_back(std::move(x));
   }
@@ -544,7 +549,7 @@ std::string program_to_text(const Program& p) {
   std::string s = "{\n \"format\": \"scratchplan-program\",\n \"version\": 1,\n \"name\": " + Json(p.name).dump() +
                   ",\n \"tensors\": [\n";
   for (std::size_t t = 0; t < j["tensors"].size(); ++t)
-    s += "  {" + fields(j["tensors"][t], {"name", "shape", "dtype", "dim_order", "layout", "graph_input", "graph_output"}) +
+    s += "  {" + fields(j["tensors"][t], {"name", "shape", "dtype", "dim_order", "layout", "graph_input", "load_time", "graph_output"}) +
          "}" + (t + 1 < j["tensors"].size() ? "," : "") + "\n";
   s += " ],\n \"ops\": [\n";
   for (std::size_t o = 0; o < j["ops"].size(); ++o) {

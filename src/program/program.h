@@ -57,6 +57,8 @@ struct Tensor {
   std::vector<int> dim_order;             // optional; empty = default layout (-1 last = sparse)
   std::optional<ExplicitLayout> layout;   // optional explicit device layout (exclusive with dim_order)
   bool graph_input = false;               // provided by the caller (weights, activations)
+  bool load_time = false;                 // a graph input known when the model is loaded (weights, folded
+                                          // constants): laid out once, so an open one's layout is the planner's
   bool graph_output = false;              // read back by the caller
 };
 

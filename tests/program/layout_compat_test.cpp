@@ -62,6 +62,79 @@ TEST(LayoutCompat, OpenReductionOutputsBecomeSparse) {
   EXPECT_TRUE(infer_open_layouts(p).empty());
 }
 
+// Attention scores plus a folded bias table [heads, k, q] read transposed (like T5's relative
+// position bias after a permute): with the default layout (sticked on q) the add restickifies
+// it. Marked load_time, it is laid out once for its reader, sticked on k, and the fix is gone;
+// unmarked (the caller supplies it per run) it keeps its layout and its fix.
+TEST(LayoutCompat, LoadTimeInputsAreLaidOutForTheirReaders) {
+  auto make = [](bool load_time) {
+    Builder b("bias");
+    TensorId s = b.input("scores", {4, 64, 128}), bias = b.input("bias", {4, 128, 64});
+    TensorId y = b.tensor("y", {4, 64, 128});
+    b.generic("add_bias", OpKind::kPointwise, "add", {s, bias}, {y}, {IteratorType::kParallel, IteratorType::kParallel, IteratorType::kParallel},
+              {{0, 1, 2}, {0, 2, 1}, {0, 1, 2}});
+    b.output(y);
+    auto prog = b.build("test");
+    EXPECT_TRUE(prog.ok()) << prog.error().message;
+    prog->tensors[bias].load_time = load_time;
+    return *prog;
+  };
+  auto bias_fixes = [](const Program& p) {
+    auto issues = check_program_layouts(p);
+    EXPECT_TRUE(issues.ok());
+    int n = 0;
+    for (const LayoutIssue& is : *issues) n += p.tensors[is.tensor].name == "bias";
+    return n;
+  };
+  Program plain = make(false);
+  EXPECT_EQ(bias_fixes(plain), 1);
+  EXPECT_TRUE(infer_open_layouts(plain).empty());
+
+  Program marked = make(true);
+  EXPECT_EQ(bias_fixes(marked), 1);
+  const std::vector<OpenLayout> chosen = infer_open_layouts(marked);
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_EQ(marked.tensors[chosen[0].tensor].name, "bias");
+  EXPECT_EQ(chosen[0].dim_order, (std::vector<int>{0, 2, 1}));
+  marked.tensors[chosen[0].tensor].dim_order = chosen[0].dim_order;
+  EXPECT_EQ(bias_fixes(marked), 0);
+  auto left = check_program_layouts(marked);
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty());
+  // Laid out by the program: kept as given, even marked.
+  EXPECT_TRUE(infer_open_layouts(marked).empty());
+}
+
+// A per-channel load-time operand broadcast over [c, h, w] (sticked on w) has a fix on c and no
+// dense layout without one; sparse removes it. Within the byte cap (1 + 2 x fixes removed times
+// the default) a [3, 1, 1] scale (3 sticks for 1) becomes sparse; a [96] bias (96 sticks for 2)
+// keeps its default layout and its fix.
+TEST(LayoutCompat, LoadTimeSparseLayoutsStayWithinTheByteCap) {
+  Builder b("scale");
+  TensorId x = b.input("x", {96, 64, 64}), bias = b.input("bias", {96}), y = b.tensor("y", {96, 64, 64});
+  TensorId x3 = b.input("x3", {3, 64, 64}), scale = b.input("scale", {3, 1, 1}), z = b.tensor("z", {3, 64, 64});
+  const std::vector<IteratorType> par(3, IteratorType::kParallel);
+  b.generic("add_bias", OpKind::kPointwise, "add", {x, bias}, {y}, par, {{0, 1, 2}, {0}, {0, 1, 2}});
+  b.pointwise("mul_scale", "mul", {x3, scale}, z);
+  b.output(y);
+  b.output(z);
+  auto prog = b.build("test");
+  ASSERT_TRUE(prog.ok()) << prog.error().message;
+  prog->tensors[bias].load_time = prog->tensors[scale].load_time = true;
+  auto before = check_program_layouts(*prog);
+  ASSERT_TRUE(before.ok());
+  ASSERT_EQ(before->size(), 2u);
+  const std::vector<OpenLayout> chosen = infer_open_layouts(*prog);
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_EQ(chosen[0].tensor, scale);
+  EXPECT_EQ(chosen[0].dim_order, (std::vector<int>{0, 1, 2, -1}));
+  prog->tensors[scale].dim_order = chosen[0].dim_order;
+  auto after = check_program_layouts(*prog);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].tensor, bias);
+}
+
 // Dense pointwise chains have no fix to remove: nothing changes.
 TEST(LayoutCompat, CompatibleProgramsKeepTheirLayouts) {
   Builder b("chain");

@@ -126,6 +126,21 @@ TEST(ProgramFormat, BadInputIsOneLocatedLine) {
   expect_error(replaced(kGood, "\"tensors\"", "\"tensorz\""), "unknown key \"tensorz\" (did you mean \"tensors\"?)");
 }
 
+// load_time marks a graph input known when the model is loaded; anywhere else it is bad input.
+TEST(ProgramFormat, LoadTimeOnlyOnGraphInputs) {
+  auto p = parse(replaced(kGood, "\"graph_input\": true}", "\"graph_input\": true, \"load_time\": true}"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_TRUE(p->tensors[0].load_time);
+  auto again = program_from_json(program_to_json(*p), "again");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->tensors[0].load_time);
+  EXPECT_NE(program_to_text(*p).find("\"load_time\": true"), std::string::npos);
+  expect_error(replaced(kGood, "\"graph_output\": true}", "\"graph_output\": true, \"load_time\": true}"),
+               "$.tensors[1].load_time: expected only on a graph input");
+  expect_error(replaced(kGood, "\"graph_input\": true}", "\"graph_input\": true, \"load_time\": 1}"),
+               "$.tensors[0].load_time");
+}
+
 
 // A stride-2 3x3 convolution over a pre-padded input, written with linalg's affine sums.
 const char* kConv = R"J({"name": "conv", "tensors": [

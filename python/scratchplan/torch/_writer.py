@@ -166,6 +166,8 @@ class ProgramWriter:
                 t["dim_order"] = pt.dim_order
             if pt.graph_input:
                 t["graph_input"] = True
+                if pt.const or pt.weight:  # known when the model is loaded: the planner may lay it out
+                    t["load_time"] = True
             if pt.graph_output:
                 t["graph_output"] = True
             tensors.append(t)
