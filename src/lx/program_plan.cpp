@@ -819,9 +819,6 @@ Bytes time_limited_bound(const MenuCosts& mc, std::size_t ops, const Hardware& h
   return std::max(any, static_cast<Bytes>(std::floor(safe)));
 }
 
-// Scoring speed assumed by the search's work budget (ops planned per second while scoring moves).
-constexpr double kOpsPlannedPerSecond = 2e5;
-
 // One planning run at a fixed core budget (o.cores), with what the bounds need once the run
 // whose plan is returned is known.
 struct CoreRun {
@@ -875,7 +872,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   // multi-dim splits, fewer cores and reduction splits); accept a move when the roofline improves.
   const bool small = p.ops.size() <= 200;
   const int64_t nops_total = static_cast<int64_t>(p.ops.size());
-  // The search stops at a work budget (ops planned while scoring, kOpsPlannedPerSecond per second
+  // The search stops at a work budget (ops planned while scoring, search_ops_per_second per second
   // of its budget) before its deadline, so its result does not depend on the machine's load or on
   // where the time runs out; the deadline only guards the limit on a slow machine.
   int64_t work = 0, max_work = 0;
@@ -897,7 +894,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   Deadline search(budget);
   // From the run's budget, not from measured times (the seed plan's time varies with the load).
   max_work = seconds < 0 ? INT64_MAX
-                         : static_cast<int64_t>(std::min(seconds * (small ? 0.5 : 0.75) * kOpsPlannedPerSecond, 1e15));
+                         : static_cast<int64_t>(std::min(seconds * (small ? 0.5 : 0.75) * o.search_ops_per_second, 1e15));
   auto stop = [&] { return work >= max_work || search.expired(); };
   const int nops = static_cast<int>(p.ops.size());
   struct Edge { int prod, cons; program::TensorId t; };
@@ -1310,8 +1307,8 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return better(runs[a].plan, runs[b].plan); });
     const double best_time = runs[best].plan.totals.time_s;
-    // Ends at half the limit after its start, and leaves 5 % of the limit for writing the plan.
-    const double end = std::min(dl.elapsed_seconds() + 0.5 * limit, 0.95 * limit);
+    // Ends at half the limit after its start, and leaves 10 % of the limit for writing the plan.
+    const double end = std::min(dl.elapsed_seconds() + 0.5 * limit, 0.9 * limit);
     for (std::size_t k : order) {
       const double budget = std::min(end - dl.elapsed_seconds(), left(dl) - 1.25 * fixed_est);
       if (runs[k].plan.totals.time_s > best_time * 1.05 || budget <= 0) break;
