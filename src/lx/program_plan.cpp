@@ -1276,6 +1276,9 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   Options widest = o;
   widest.cores = hw.max_cores;
   const bool unlimited = o.time_limit < 0;  // every run converges: one pass
+  // Over 2,000 ops a slot does not cover one run's unbudgeted part (8,000 ops: a 0.8 s limit left
+  // no time for a second pass): the run at N gets half the limit, the others share the rest.
+  const bool huge = p.ops.size() > 2000;
   const double limit = std::max(0.0, o.time_limit);
   const double slot = unlimited ? -1.0 : 0.5 * limit / static_cast<double>(std::max(counts.size(), core_budgets(widest).size()));
   auto run_at = [&](int cores, double budget, const std::vector<int>* start) -> Result<CoreRun> {
@@ -1287,9 +1290,15 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     return r;
   };
   for (std::size_t i = 0; i < counts.size(); ++i) {
-    double budget = counts.size() == 1 || unlimited ? o.time_limit : slot;
-    if (i > 0 && !unlimited) {
+    double budget = counts.size() == 1 || unlimited ? o.time_limit : huge ? 0.5 * left(dl) : slot;
+    if (i > 0 && !unlimited && huge) {
       if (left(dl) <= 1.25 * fixed_est) break;
+      budget = (left(dl) - 1.25 * fixed_est) / static_cast<double>(counts.size() - i);
+    } else if (i > 0 && !unlimited) {
+      // The rest of the first pass and a continuation must fit, else the run at N continues
+      // alone (very large programs: the fixed part takes most of the limit).
+      const double runs_left = static_cast<double>(counts.size() - i + 1);
+      if (left(dl) <= runs_left * (slot + 1.25 * fixed_est)) break;
       budget = std::min(slot, left(dl) - 1.25 * fixed_est);
     }
     auto r = run_at(counts[i], budget, nullptr);
@@ -1302,7 +1311,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     runs.push_back(std::move(*r));
     if (runs.size() > 1 && better(runs.back().plan, runs[best].plan)) best = runs.size() - 1;
   }
-  if (counts.size() > 1 && !unlimited) {
+  if (counts.size() > 1 && !unlimited && !huge) {
     std::vector<std::size_t> order(runs.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return better(runs[a].plan, runs[b].plan); });
