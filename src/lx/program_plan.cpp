@@ -1295,8 +1295,8 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       if (left(dl) <= 1.25 * fixed_est) break;
       budget = (left(dl) - 1.25 * fixed_est) / static_cast<double>(counts.size() - i);
     } else if (i > 0 && !unlimited) {
-      // The rest of the first pass and a continuation must fit, else the run at N continues
-      // alone (very large programs: the fixed part takes most of the limit).
+      // The rest of the first pass and a continuation must fit, else the runs so far go to the
+      // second pass (large programs: the fixed part takes most of the limit).
       const double runs_left = static_cast<double>(counts.size() - i + 1);
       if (left(dl) <= runs_left * (slot + 1.25 * fixed_est)) break;
       budget = std::min(slot, left(dl) - 1.25 * fixed_est);
