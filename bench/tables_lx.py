@@ -118,7 +118,7 @@ def tables(ctx):
     out.append("")
     out.append(f"Load average when the tables were written: {load:.1f} on {os.cpu_count()} cores (the machine is "
                "shared); wall times above CPU times are waiting for a core. The co-optimizer's search is bounded "
-               "by wall time, so under load it makes fewer moves.")
+               "by a work budget (ops planned per second of its budget; docs/lx.md \"Core budgets\"), with wall time as a guard, so under heavy load it can make fewer moves.")
     out.append("")
     out.append(f"Median over {reps} repetitions of Google Benchmark (bench/lx_bench.cpp).")
     return "\n".join(out)

@@ -60,6 +60,7 @@ struct Options {
   int cores = 32;                  // cores available to work division (at most; see fewer_cores)
   bool fewer_cores = true;         // also plan at the powers of two below `cores` and keep the best
   double time_limit = 1.0;         // seconds for the whole plan (anytime)
+  double search_ops_per_second = 2e5;  // split search's work budget: ops planned per second of its time (docs/lx.md)
   uint64_t seed = 1;               // for any randomized search
 };
 // Options for seed stage 1..4 (1 = LX off, 4 = clone inputs); techniques beyond the seed off.

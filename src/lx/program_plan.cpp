@@ -827,10 +827,13 @@ struct CoreRun {
   MenuCosts every;         // costs over every entry of this run's menus, timed
   bool bounded = false;    // every and the bounds were computed (co-optimization on)
   double fixed_s = 0;      // seconds outside the budget: division, bounds, checker
+  std::vector<int> choice;  // menu entry per op of the returned plan (a continued run starts here)
 };
 
 // `base` holds the program's bytes, elements and layout fixes (the same at every core count).
-Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Options& o, double seconds) {
+// `start`, when given, is an earlier run's choice at the same count: the search continues from it.
+Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Options& o, double seconds,
+                              const std::vector<int>* start = nullptr) {
   const program::Program& p = *base.prog;
   Deadline dl(seconds);
   Model m;
@@ -850,6 +853,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   m.slicings.assign(p.ops.size(), {});
   m.op_sigs.assign(p.ops.size(), {});
   std::vector<int> choice(p.ops.size(), 0);
+  if (start && start->size() == choice.size()) choice = *start;  // same count, same menus
   // Large programs: the seed plan is a fallback that co-optimization usually replaces, so it gets
   // less of the budget than the split search (which is anytime and still improving at 0.8 s).
   const bool small_program = p.ops.size() <= 200;
@@ -867,7 +871,15 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   // trying every menu entry that slices the shared tensor alike (this covers dim flips,
   // multi-dim splits, fewer cores and reduction splits); accept a move when the roofline improves.
   const bool small = p.ops.size() <= 200;
-  auto fast_eval = [&](const std::vector<int>& ch) { return plan_graph_impl(lower(m, ch), hw, o, 0.0, true); };
+  const int64_t nops_total = static_cast<int64_t>(p.ops.size());
+  // The search stops at a work budget (ops planned while scoring, search_ops_per_second per second
+  // of its budget) before its deadline, so its result does not depend on the machine's load or on
+  // where the time runs out; the deadline only guards the limit on a slow machine.
+  int64_t work = 0, max_work = 0;
+  auto fast_eval = [&](const std::vector<int>& ch) {
+    work += nops_total;
+    return plan_graph_impl(lower(m, ch), hw, o, 0.0, true);
+  };
   std::optional<Plan> cur;  // small programs: the current full plan (exact scoring)
   if (small) {
     auto c0 = fast_eval(choice);
@@ -880,6 +892,10 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   // twice what the seed plan took (measured: at 8,000 ops a quarter of 0.8 s was not enough).
   const double budget = std::max(0.0, std::min(left(dl) * (small ? 0.5 : 0.75), left(dl) - 2.5 * seed_seconds));
   Deadline search(budget);
+  // From the run's budget, not from measured times (the seed plan's time varies with the load).
+  max_work = seconds < 0 ? INT64_MAX
+                         : static_cast<int64_t>(std::min(seconds * (small ? 0.5 : 0.75) * o.search_ops_per_second, 1e15));
+  auto stop = [&] { return work >= max_work || search.expired(); };
   const int nops = static_cast<int>(p.ops.size());
   struct Edge { int prod, cons; program::TensorId t; };
   // Blocked values under a split choice: (producer, consumer, tensor) pairs that slice a value
@@ -916,10 +932,10 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   bool chains = false;
   auto descend = [&]() -> Status {
     bool improved = true;
-    while (improved && !search.expired()) {
+    while (improved && !stop()) {
       improved = false;
       std::vector<Edge> edges = blocked(choice);
-      for (std::size_t e = 0; e < edges.size() && !search.expired(); ++e) {
+      for (std::size_t e = 0; e < edges.size() && !stop(); ++e) {
         const Edge ed = edges[e];
         // still blocked under the current choice?
         if (ed.cons >= 0 ? slicing_of(m, ed.prod, choice[ed.prod], ed.t, true) == slicing_of(m, ed.cons, choice[ed.cons], ed.t, false)
@@ -954,8 +970,10 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
           int a = std::max(0, std::min({lo, ed.prod, ed.cons >= 0 ? ed.cons : ed.prod}) - 8);
           int b = std::min(nops - 1, std::max({hi, ed.prod, ed.cons}) + 8);
           auto window_score = [&]() -> Result<Score> {
+            work += 1 + (b - a + 1) / 8;  // the key (a hit costs this much too)
             const uint64_t sig = window_key(m, choice, a, b, key_scratch);
             if (auto it = window_scores.find(sig); it != window_scores.end()) return it->second;
+            work += b - a + 1;
             auto r = plan_graph_impl(lower_window(m, choice, a, b), hw, o, 0.0, true);
             if (!r) return r.error();
             return window_scores[sig] = score_of(*r);
@@ -995,7 +1013,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
           }
           // most cores first: region moves only for the first few
           std::stable_sort(matching.begin(), matching.end(), [&](int a, int b) { return cores_of(m, op, a) > cores_of(m, op, b); });
-          for (std::size_t k = 0; k < matching.size() && !search.expired(); ++k) {
+          for (std::size_t k = 0; k < matching.size() && !stop(); ++k) {
             if (Status st = consider({{op, matching[k]}}); !st) return st.error();
             if (k < 4) {
               if (Status st = consider(propagate(m, choice, op, matching[k])); !st) return st.error();
@@ -1004,13 +1022,16 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
         }
         // Chain moves: the whole chain through this edge re-split jointly (its ops keep one slicing
         // where their menus share one), once trading mismatches against op time, once keeping them.
-        if (chains && !search.expired()) {
+        if (chains && !stop()) {
           const std::vector<int> chain = chain_through(m, ed.prod, ed.cons);
           for (double weight : {1.0, 64.0}) {
             uint64_t key = weight > 1.0 ? 1 : 2;
             for (int x : chain) key = splitmix64(key ^ static_cast<uint64_t>(x));
             auto it = chain_moves.find(key);
-            if (it == chain_moves.end()) it = chain_moves.emplace(key, chain_move(m, hw, chain, weight)).first;
+            if (it == chain_moves.end()) {
+              work += static_cast<int64_t>(chain.size());
+              it = chain_moves.emplace(key, chain_move(m, hw, chain, weight)).first;
+            }
             if (Status st = consider(it->second); !st) return st.error();
           }
         }
@@ -1052,7 +1073,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
     std::vector<int> ops_with_menus;
     for (int k = 0; k < nops; ++k)
       if (m.div.ops[k].divided && m.div.ops[k].candidates.size() > 1) ops_with_menus.push_back(k);
-    for (int stale = 0; stale < 8 && !ops_with_menus.empty() && !search.expired(); ++stale) {
+    for (int stale = 0; stale < 8 && !ops_with_menus.empty() && !stop(); ++stale) {
       const std::vector<int> keep_choice = choice;
       const uint64_t keep_hash = choice_hash;
       Plan keep_plan = *cur;
@@ -1084,7 +1105,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
     }
   }
   Result<Plan> result = seed_plan;
-  std::vector<int> result_choice(p.ops.size(), 0);
+  std::vector<int> result_choice = start && start->size() == choice.size() ? *start : std::vector<int>(p.ops.size(), 0);
   // Final plans of the search's result and, when chain moves or perturbations moved it, of the
   // first descent's optimum (each with an equal share of the time left); the best of them and the seed wins.
   std::vector<std::pair<const std::vector<int>*, int>> finals;
@@ -1117,6 +1138,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   result->totals.time_lower_bound_hbm =
       run.compulsory + time_limited_bound(run.every, p.ops.size(), hw, result->totals.time_s);
   run.plan = std::move(*result);
+  run.choice = std::move(result_choice);
   run.bounded = true;
   run.fixed_s = divide_s + dl.elapsed_seconds() - before_bounds;
   return run;
@@ -1237,37 +1259,73 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   auto base = base_model(p);
   if (!base) return base.error();
   const Model& m = *base;
-  // Budget: the run at n cores keeps half (it is the answer when time is short); each later run
-  // gets an equal share of what is left after the part no budget controls (division, bounds,
-  // checker: the largest measured so far), and starts only if that part still fits, so the limit
-  // holds at any program size. Runs that end early leave their time to the next ones.
+  // Budget, in two passes (the search is cut by time on large programs, so a count's result
+  // depends on the time it gets; docs/lx.md "Core budgets"). The schedule does not depend on N,
+  // so --cores N repeats the work --cores K < N does at each count K and keeps the best over more
+  // counts. First pass: every count gets a fixed slot, half the limit over the number of counts
+  // the hardware's largest N tries. Second pass (half the limit from its start): the counts
+  // within 5 % of the best plan, best first, continue their search from their first-pass choice
+  // (a run that converges early leaves its time to the next). Every run gets its budget after
+  // the part no budget controls (division, bounds, checker: the largest measured so far, with a
+  // 25 % margin) and starts only if that part still fits, so the limit holds at any program size.
   const std::vector<int> counts = core_budgets(o);
   std::vector<CoreRun> runs;
   std::size_t best = 0;
   double fixed_est = 0;
   std::vector<std::string> skipped;
+  Options widest = o;
+  widest.cores = hw.max_cores;
+  const bool unlimited = o.time_limit < 0;  // every run converges: one pass
+  // Over 2,000 ops a slot does not cover one run's unbudgeted part (8,000 ops: a 0.8 s limit left
+  // no time for a second pass): the run at N gets half the limit, the others share the rest.
+  const bool huge = p.ops.size() > 2000;
+  const double limit = std::max(0.0, o.time_limit);
+  const double slot = unlimited ? -1.0 : 0.5 * limit / static_cast<double>(std::max(counts.size(), core_budgets(widest).size()));
+  auto run_at = [&](int cores, double budget, const std::vector<int>* start) -> Result<CoreRun> {
+    Options oc = o;
+    oc.cores = cores;
+    const double t0 = dl.elapsed_seconds();
+    auto r = plan_at_cores(m, hw, oc, budget, start);
+    if (r) fixed_est = std::max(fixed_est, r->fixed_s + std::max(0.0, dl.elapsed_seconds() - t0 - budget));
+    return r;
+  };
   for (std::size_t i = 0; i < counts.size(); ++i) {
-    double budget = left(dl);
-    if (i > 0) {
+    double budget = counts.size() == 1 || unlimited ? o.time_limit : huge ? 0.5 * left(dl) : slot;
+    if (i > 0 && !unlimited && huge) {
       if (left(dl) <= 1.25 * fixed_est) break;
       budget = (left(dl) - 1.25 * fixed_est) / static_cast<double>(counts.size() - i);
-    } else if (counts.size() > 1) {
-      budget *= 0.5;
+    } else if (i > 0 && !unlimited) {
+      // The rest of the first pass and a continuation must fit, else the runs so far go to the
+      // second pass (large programs: the fixed part takes most of the limit).
+      const double runs_left = static_cast<double>(counts.size() - i + 1);
+      if (left(dl) <= runs_left * (slot + 1.25 * fixed_est)) break;
+      budget = std::min(slot, left(dl) - 1.25 * fixed_est);
     }
-    Options oc = o;
-    oc.cores = counts[i];
-    const double t0 = dl.elapsed_seconds();
-    auto r = plan_at_cores(m, hw, oc, budget);
+    auto r = run_at(counts[i], budget, nullptr);
     if (!r) {
       // Fewer cores can be infeasible (an operand's per-core span over the limit): skip them.
       if (i == 0 || r.error().kind != ErrorKind::kBadInput) return r.error();
       skipped.push_back(std::to_string(counts[i]) + ": " + r.error().message);
       continue;
     }
-    const double elapsed = dl.elapsed_seconds() - t0;
-    fixed_est = std::max(fixed_est, r->fixed_s + std::max(0.0, elapsed - budget));
     runs.push_back(std::move(*r));
     if (runs.size() > 1 && better(runs.back().plan, runs[best].plan)) best = runs.size() - 1;
+  }
+  if (counts.size() > 1 && !unlimited && !huge) {
+    std::vector<std::size_t> order(runs.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return better(runs[a].plan, runs[b].plan); });
+    const double best_time = runs[best].plan.totals.time_s;
+    // Ends at half the limit after its start, and leaves 10 % of the limit for writing the plan.
+    const double end = std::min(dl.elapsed_seconds() + 0.5 * limit, 0.9 * limit);
+    for (std::size_t k : order) {
+      const double budget = std::min(end - dl.elapsed_seconds(), left(dl) - 1.25 * fixed_est);
+      if (runs[k].plan.totals.time_s > best_time * 1.05 || budget <= 0) break;
+      auto r = run_at(runs[k].plan.options.cores, budget, &runs[k].choice);
+      if (!r) return r.error();  // the same count planned before
+      if (better(r->plan, runs[k].plan)) runs[k] = std::move(*r);
+      if (better(runs[k].plan, runs[best].plan)) best = k;
+    }
   }
   std::vector<Plan::CoreBudgetRun> tried;
   for (const CoreRun& r : runs)
