@@ -1260,9 +1260,9 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   if (!base) return base.error();
   const Model& m = *base;
   // Budget, in two passes (the search is cut by time on large programs, so a count's result
-  // depends on the time it gets; docs/lx.md "Core budgets"). The schedule does not depend on N,
-  // so --cores N repeats the work --cores K < N does at each count K and keeps the best over more
-  // counts. First pass: every count gets a fixed slot, half the limit over the number of counts
+  // depends on the time it gets; docs/lx.md "Core budgets"). The first pass does not depend on
+  // N, so --cores N repeats the first-pass work --cores K < N does at each count K; which counts
+  // the second pass continues does depend on N. First pass: every count gets a fixed slot, half the limit over the number of counts
   // the hardware's largest N tries. Second pass (half the limit from its start): the counts
   // within 5 % of the best plan, best first, continue their search from their first-pass choice
   // (a run that converges early leaves its time to the next). Every run gets its budget after
