@@ -1260,12 +1260,11 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   if (!base) return base.error();
   const Model& m = *base;
   // Budget, in two passes (the search is cut by time on large programs, so a count's result
-  // depends on the time it gets; docs/lx.md "Core budgets"). The first pass does not depend on
-  // N, so --cores N repeats the first-pass work --cores K < N does at each count K; which counts
-  // the second pass continues does depend on N. First pass: every count gets a fixed slot, half the limit over the number of counts
-  // the hardware's largest N tries. Second pass (half the limit from its start): the counts
-  // within 5 % of the best plan, best first, continue their search from their first-pass choice
-  // (a run that converges early leaves its time to the next). Every run gets its budget after
+  // depends on the time it gets; docs/lx.md "Core budgets"). The schedule does not depend on N,
+  // so --cores N repeats the work --cores K < N does at each count K and keeps the best over more
+  // counts. First pass: every count gets a fixed slot, half the limit over the number of counts
+  // the hardware's largest N tries. Second pass: every count continues its search from
+  // its first-pass choice for 0.8 of a slot. Every run gets its budget after
   // the part no budget controls (division, bounds, checker: the largest measured so far, with a
   // 25 % margin) and starts only if that part still fits, so the limit holds at any program size.
   const std::vector<int> counts = core_budgets(o);
@@ -1312,15 +1311,13 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     if (runs.size() > 1 && better(runs.back().plan, runs[best].plan)) best = runs.size() - 1;
   }
   if (counts.size() > 1 && !unlimited && !huge) {
-    std::vector<std::size_t> order(runs.size());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return better(runs[a].plan, runs[b].plan); });
-    const double best_time = runs[best].plan.totals.time_s;
-    // Ends at half the limit after its start, and leaves 10 % of the limit for writing the plan.
-    const double end = std::min(dl.elapsed_seconds() + 0.5 * limit, 0.9 * limit);
-    for (std::size_t k : order) {
-      const double budget = std::min(end - dl.elapsed_seconds(), left(dl) - 1.25 * fixed_est);
-      if (runs[k].plan.totals.time_s > best_time * 1.05 || budget <= 0) break;
+    // Every count continues with the same slot whatever N (in count order, the largest first), so
+    // --cores N repeats the continuation --cores K < N gives each count K. Ends by 90 % of the limit
+    // (writing the plan comes after).
+    const double end = 0.9 * limit, continue_slot = 0.8 * slot;
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      const double budget = std::min({continue_slot, end - dl.elapsed_seconds(), left(dl) - 1.25 * fixed_est});
+      if (budget <= 0) break;
       auto r = run_at(runs[k].plan.options.cores, budget, &runs[k].choice);
       if (!r) return r.error();  // the same count planned before
       if (better(r->plan, runs[k].plan)) runs[k] = std::move(*r);
