@@ -166,10 +166,12 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 // Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
 // lifetime / max load)^e, e = 8 first, then random e in [1, 32]), grouped into classes and run
 // outwards from a pivot near the peak (worker 1's first round: by start time within a class),
-// until the deadline, on `threads` workers; in the second half of the budget most rounds redraw
-// only the key noise of the worker's best round (all of it, or in half of them 5 % of its
-// draws). Near the end each worker compacts its best plan once (compact_by_mirror). The best
-// plan.
+// until the deadline, on `threads` workers; odd workers sweep the time-reversed problem
+// (time_reversed). In the second half of the budget most rounds redraw only the key noise of
+// the worker's best round (all of it, or in half of them 5 % of its draws). Each worker probes
+// at 15 % of the budget whether compacting its best plan (compact_by_mirror) pays in its
+// direction: where it does, it compacts each new best while that pays; elsewhere once near the
+// end. The best plan.
 // on_improvement is called under a lock (one call at a time). two_sided: worker 0 also tries
 // two-sided sweeps (for sparse instances, chains: see TwoSided in repair.cpp). rounds > 0: a
 // budget of that many rounds, ceil(rounds / threads) per worker, the second half of each
@@ -178,6 +180,10 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement = {}, int threads = 1, bool two_sided = true,
                       int64_t rounds = 0);
+// The problem run backwards in time: every lifetime [s, e) becomes [T - e, T - s), T the last
+// end. Two buffers overlap in one exactly when they overlap in the other, so a plan of either is
+// a plan of both, with the same height.
+Problem time_reversed(const Problem& p);
 // Compaction by mirror: each pass places every buffer again by lowest fit in the order of its
 // offset in the plan turned upside down (height - offset - size). Every buffer placed before one
 // lay above it in the plan, so each lands at or below its mirrored offset and the height does not

@@ -444,6 +444,37 @@ TEST(AllocLimits, LayersFamilyCompactionPaysAndEverySeedReachesTheBound) {
   }
 }
 
+// Odd multi-start workers sweep the problem backwards in time: a plan of the reversed problem is
+// a plan of the original, with the same height, and the max load is the same.
+TEST(AllocLimits, TimeReversedPlansArePlansOfTheOriginal) {
+  const Problem p = generate_somas_layers(3000, 2);
+  const Problem r = time_reversed(p);
+  ASSERT_EQ(r.buffers.size(), p.buffers.size());
+  EXPECT_EQ(max_load(r), max_load(p));
+  Time last = 0, first = p.buffers[0].start;
+  for (const Buffer& b : p.buffers) last = std::max(last, b.end), first = std::min(first, b.start);
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    EXPECT_EQ(r.buffers[i].start, last - p.buffers[i].end);
+    EXPECT_EQ(r.buffers[i].end - r.buffers[i].start, p.buffers[i].end - p.buffers[i].start);
+  }
+  if (first == 0) {  // twice reversed is the original
+    const Problem rr = time_reversed(r);
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) EXPECT_EQ(rr.buffers[i].start, p.buffers[i].start);
+  }
+  std::vector<double> key;
+  plain_guided_order(r, key);
+  const Placement back = place_sweep_in_order(r, kUnbounded, classed_order(r, key, 4.0, 0.0), false);
+  ASSERT_TRUE(validate(r, back, true).ok());
+  EXPECT_TRUE(validate(p, back, true).ok());
+  EXPECT_EQ(height(p, back), height(r, back));
+  // Two workers (the second backwards) return a valid plan no higher than their incumbent.
+  const Placement online = place_online(p, kUnbounded);
+  Deadline dl(5.0);
+  const Placement best = multi_start(p, online, dl, 1, {}, 2, true, 20);
+  EXPECT_TRUE(validate(p, best, true).ok());
+  EXPECT_LE(height(p, best), height(p, online));
+}
+
 // Classed orders: for buffers of one size, lowest fit in start order is interval-graph
 // colouring and reaches the max load; the plain order (peak factor first) leaves gaps. The
 // multi-start reaches the bound on one worker and on two, and every plan stays valid.
