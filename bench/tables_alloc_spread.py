@@ -70,7 +70,11 @@ def header():
             "in seven of them (3.9 s in one; median 9.7 s, read from the progress lines); 50k seed 1 within 0.1 % "
             "in all eight (two proven), first at 2.5-9.6 s (median 3.6 s); 30k seed 3 and 18,692 seed 6 proven "
             "in all eight runs within 3.4 s; 12k seed 5 0.1036 % in one run. Those runs shared the two cores "
-            "with other builds (load average 8-14).", ""]
+            "with other builds (load average 8-14).", "",
+            "Before odd workers swept the problem backwards in time (docs/alloc.md, \"Both time directions\"), "
+            "the same sweep with the previous build (median / worst seconds to 0.1 %): 12,000 seed 5 missed in 6 of "
+            "8 runs (median 0.104 % above, worst 0.191 %); 18,692 seeds 1, 2, 3 0.20 / 0.32, 2.15 / 5.91 and "
+            "0.20 / 0.80 s; 50k 1.19 / 1.99 s; 100k 2.44 / 4.61 s.", ""]
 
 
 def tables(ctx):
