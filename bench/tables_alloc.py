@@ -163,7 +163,7 @@ def minimize(ctx, limit):
     d = os.path.join(ctx.data, "dsa", "challenging")
     out = ["## Buffer allocation: challenging set with --minimize", "",
            f"`--minimize --solver auto --time-limit {limit}`, one run each. Target: the minimum capacity of every "
-           "instance, proven (D and J are open: D in [986112, 1021952], J in [989184, 1028096]; the upper ends moved from the published 1026048 and 1041408 by our own search, first to 1024000 and 1030144 (`--minimize --time-limit 240 --seed 7 --threads 1`), then to these (`--time-limit 900 --seed 13 --threads 1`, the exact phase at the end of the run), packings stored in tests/data/dsa/best and validated by a test; the lower ends stay at the max load: no height certificate above it found, windows of up to 134 (D) and 77 (J) buffers around the peak pack at it, docs/alloc.md \"Height certificates\").", "",
+           "instance, proven (D and J are open: D in [986112, 1018880], J in [989184, 1018880]; the upper ends moved from the published 1026048 and 1041408 by our own search, first to 1024000 and 1030144 (`--minimize --time-limit 240 --seed 7 --threads 1`), then to 1021952 and 1028096 (`--time-limit 900 --seed 13`) and to these (`--time-limit 1800 --seed 17`), each time by the exact phase at the end of the run, packings stored in tests/data/dsa/best and validated by a test; the lower ends stay at the max load: no height certificate above it found, windows of up to 134 (D) and 77 (J) buffers around the peak pack at it, docs/alloc.md \"Height certificates\").", "",
            "| instance | best height | lower bound | proven | s | minimum known |", "|---|---:|---:|---|---:|---|"]
     for name in sorted(MINIMALLOC_S):
         path = os.path.join(d, f"{name}.1048576.csv")
