@@ -180,7 +180,7 @@ class ClassedOrder {
   };
   // log_key: the natural log of each buffer's key (-inf for a key <= 0).
   ClassedOrder(const Problem& p, const Times& times, const std::vector<double>& log_key, double ratio, double offset,
-               std::optional<Time> pivot, double reach_ratio);
+               std::optional<Time> pivot, double reach_ratio, bool larger_first);
   bool next(int& i);  // sets the next buffer; false at the end
 
  private:
@@ -189,6 +189,7 @@ class ClassedOrder {
   struct Item {
     uint64_t cls;    // classes in descending key order (kNoClass: key <= 0, last)
     uint64_t depth;  // deepest first at the pivot (the sign bit: not live at the pivot)
+    uint64_t larger; // with larger_first the size complemented (larger first), else 0
     uint64_t at;     // start (from the earliest) or distance from the pivot, then the side
     int i;           // buffer
   };
@@ -212,7 +213,7 @@ ClassedOrder::Times::Times(const Problem& p) : first_start(std::numeric_limits<T
 }
 
 ClassedOrder::ClassedOrder(const Problem& p, const Times& times, const std::vector<double>& log_key, double ratio,
-                           double offset, std::optional<Time> pivot, double reach_ratio) {
+                           double offset, std::optional<Time> pivot, double reach_ratio, bool larger_first) {
   const auto& bs = p.buffers;
   const double scale = 1.0 / std::log(std::max(ratio, 1.0 + 1e-9));
   std::vector<double> cls(log_key.size());
@@ -238,6 +239,7 @@ ClassedOrder::ClassedOrder(const Problem& p, const Times& times, const std::vect
     Item& it = items[i];
     it.cls = class_word(cls[i]);
     it.i = static_cast<int>(i);
+    it.larger = larger_first ? ~static_cast<uint64_t>(b.size) : 0;  // (sizes are >= 0)
     // Times lie in [-2^61, 2^61], so a start less the earliest start or a distance fits in 62 bits.
     if (!pivot) {
       it.depth = depth_word(0.0) & ~elsewhere;
@@ -281,6 +283,7 @@ bool ClassedOrder::next(int& i) {
     std::sort(items_.begin() + static_cast<std::ptrdiff_t>(pos_), items_.begin() + static_cast<std::ptrdiff_t>(end),
               [](const Item& x, const Item& y) {
                 if (x.depth != y.depth) return x.depth < y.depth;
+                if (x.larger != y.larger) return x.larger < y.larger;
                 if (x.at != y.at) return x.at < y.at;
                 return x.i < y.i;
               });
@@ -293,11 +296,11 @@ bool ClassedOrder::next(int& i) {
 }  // namespace
 
 std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset, std::optional<Time> pivot,
-                               double reach_ratio) {
+                               double reach_ratio, bool larger_first) {
   std::vector<double> log_key(key.size());
   for (std::size_t i = 0; i < key.size(); ++i)
     log_key[i] = key[i] > 0 ? std::log(key[i]) : -std::numeric_limits<double>::infinity();
-  ClassedOrder lazy(p, ClassedOrder::Times(p), log_key, ratio, offset, pivot, reach_ratio);
+  ClassedOrder lazy(p, ClassedOrder::Times(p), log_key, ratio, offset, pivot, reach_ratio, larger_first);
   std::vector<int> order;
   order.reserve(key.size());
   for (int i; lazy.next(i);) order.push_back(i);
@@ -305,6 +308,16 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 }
 
 namespace {
+
+// Larger first (the worker's rounds): the share of exploring rounds that order their classes
+// larger first starts at kLargerFirstShare and moves from it by kLargerFirstGain times the
+// relative difference of how far the two kinds of round get before their cut, within [0.05, 0.9].
+constexpr double kLargerFirstShare = 0.25;
+constexpr double kLargerFirstGain = 8.0;
+// A compaction that costs at most this share of the search's budget counts as cheap.
+constexpr double kCheapCompaction = 0.02;
+// Compaction rounds stop for good after this many in a row that did not beat the worker's best.
+constexpr int kCompactionRoundsLost = 6;
 
 // What makes a multi-start round's order, its key noise aside; kept for the worker's best plan.
 struct Recipe {
@@ -315,6 +328,7 @@ struct Recipe {
   double class_offset = 0.0;  // the shift of the class boundaries, in [0, 1)
   std::optional<Time> pivot;  // the tick the classes run outwards from (none: start order)
   double reach = 0.0;         // at the pivot, deepest first: min(reach x left reach, right reach)
+  bool larger_first = false;  // within a class and depth, larger buffers before earlier ones
 };
 
 }  // namespace
@@ -418,6 +432,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   const double first_compact_at = dl.elapsed_seconds() + 0.15 * dl.remaining_seconds();
   const double compact_from = dl.elapsed_seconds() + 0.85 * dl.remaining_seconds();
   const int64_t compact_round = worker_rounds * 85 / 100;
+  const double search_s = dl.remaining_seconds();
   auto worker = [&](int w) {
     const Direction& dir = *dirs[static_cast<std::size_t>(w) % dirs.size()];
     const Problem& wp = dir.q;  // this worker's direction (its plans are plans of p too)
@@ -437,7 +452,11 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     double rounds_from = 0.0;     // when the last compaction ended
     Size rounds_from_h = 0;       // the rounds' best then
     int compaction_pays = -1;      // this worker's probe (above): -1 until it has run
+    bool compaction_rounds = false;  // the probe was cheap: every other round is compacted (below)
+    int compactions_lost = 0;        // compaction rounds in a row that did not beat the worker's best
     Recipe best_recipe;            // the recipe of this worker's best plan
+    int64_t tried[2] = {0, 0};       // exploring rounds from round 2 on, by larger_first
+    double reach_avg[2] = {0, 0};    // their moving average of the share of buffers placed before the cut
     bool best_has_recipe = false;  // (false while that plan is a two-sided one, or none)
     // Publishes a finished plan: a round's (placed under the rounds' best height) or a compacted one.
     auto publish = [&](Placement& cand, int64_t key_now, bool from_round) {
@@ -499,7 +518,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         const double after = dl.elapsed_seconds();
         compact_rate = static_cast<double>(before - my_best) / std::max(1e-3, after - now);
         rounds_from = after, rounds_from_h = round_best, compacted_h = round_best;
-        if (pays < 0 && worker_rounds == 0) compaction_pays = 4 * (before - my_best) >= before - max_load_bound ? 1 : 0;
+        if (pays < 0 && worker_rounds == 0) {
+          compaction_pays = 4 * (before - my_best) >= before - max_load_bound ? 1 : 0;
+          compaction_rounds = after - now <= kCheapCompaction * search_s;
+        }
         if (dl.expired() || my_best <= max_load_bound) break;
       }
       // Worker 0 first tries a two-sided sweep at its current target (see TwoSided).
@@ -603,6 +625,24 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
           while (m < dir.near_peak.size() && dir.sections.load[dir.near_peak[m]] >= floor_now) ++m;
           r.pivot = dir.sections.times[dir.near_peak[static_cast<std::size_t>(rng.uniform() * static_cast<double>(m))]];
         }
+        // Larger first within a class (classed_order): from round 2 on, at first half the
+        // rounds, then a share that follows how far such rounds get before their cut against
+        // start-order rounds (moving averages of the share of buffers placed; kLargerFirstGain).
+        // Why: where thousands of near-equal sizes cross the peak (`layers`: four shapes, each
+        // jittered by up to 2 %), start order lets a smaller copy open a lane that a larger one
+        // later cannot reuse, and such holes under the peak add up to 0.1 %; larger first, the
+        // larger copies set the lanes. Elsewhere (sizes spread over the class) it breaks the
+        // interval-graph colouring of start order, hence the share learnt per worker: measured
+        // on `layers` 12,000 seed 5 the rounds larger first got 2.2x as far, on stretched
+        // somas_tiny_bert 20k and XLA 50k 0.8-0.97x (docs/alloc.md, "Larger first").
+        if (round >= 2) {
+          double share = kLargerFirstShare;
+          if (tried[0] >= 3 && tried[1] >= 3)
+            share = std::clamp(kLargerFirstShare + kLargerFirstGain * (reach_avg[1] - reach_avg[0]) /
+                                                       std::max(1e-9, reach_avg[0] + reach_avg[1]),
+                               0.05, 0.9);
+          r.larger_first = rng.uniform() < share;
+        }
       }
       // The key's log, from the logs of its factors (computed once: pow took 6 % of a run).
       for (int i = 0; i < n; ++i) {
@@ -612,18 +652,44 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         log_key[i] = log_size[i] + r.e * dir.log_share[i] + (r.beta == 0.0 ? 0.0 : r.beta * log_life[i]) +
                      (r.noise == 0.0 ? 0.0 : std::log1p(r.noise * (u - 0.5)));
       }
-      ClassedOrder order(wp, dir.order_times, log_key, r.ratio, r.class_offset, r.pivot, r.reach);
+      ClassedOrder order(wp, dir.order_times, log_key, r.ratio, r.class_offset, r.pivot, r.reach, r.larger_first);
       // The round ends at the first buffer that would reach this worker's best height: heights
       // only grow as buffers are added, so it could not beat it. (Its own best, not the shared
       // one, so that a worker's rounds do not depend on how fast the others are.) Measured on
       // XLA 50k: rounds stop after 5-20 % of their order, and the height is set there anyway
       // (a whole sweep's top is within 0.001 % of its final value after 35 % of the order).
       const Size cut = compaction_pays == 1 ? round_best : my_best;
-      Placement cand = place_sweep_in_order(wp, cut - 1, [&](int& i) { return order.next(i); }, false, &dl, true);
+      // Compaction rounds: where the probe's compaction was cheap (kCheapCompaction), every
+      // other round runs to its end unless it rises 1 % above the bound, and is compacted
+      // (compact_by_mirror). Why: on `layers` the best plans are often rigid (the compaction
+      // of a plan 0.104 % above the bound changes nothing) while ordinary ones are not: of 561
+      // round plans 0.3-1 % above the bound on 12,000 seed 5, compacted, 13 ended below 0.1 %,
+      // and of the 7 start-order plans below 0.2 % none did (docs/alloc.md).
+      const bool compaction_round = compaction_rounds && round % 2 == 1;
+      const Size sweep_cut = compaction_round ? std::max(cut, max_load_bound + max_load_bound / 100) : cut;
+      Placement cand = place_sweep_in_order(wp, sweep_cut - 1, [&](int& i) { return order.next(i); }, false, &dl, true);
+      if (!exploit && !compaction_round && round >= 2 && !dl.expired()) {
+        std::size_t placed = 0;
+        for (Offset o : cand.offsets) placed += o != kSpilled;
+        double& avg = reach_avg[r.larger_first];
+        const double share_placed = static_cast<double>(placed) / std::max(1, n);
+        avg = tried[r.larger_first]++ == 0 ? share_placed : 0.95 * avg + 0.05 * share_placed;
+      }
       if (!all_placed(p, cand)) continue;  // cut by the deadline, or it cannot beat this worker's best
+      Placement compacted;
+      if (compaction_round) compacted = compact_by_mirror(wp, cand, dl);
+      const Size h = height(p, cand);
+      const bool round_wins = h < cut;
+      const bool compaction_wins = compaction_round && height(p, compacted) < std::min(h, my_best);
+      if (compaction_round) {
+        compactions_lost = compaction_wins ? 0 : compactions_lost + 1;
+        if (compactions_lost >= kCompactionRoundsLost) compaction_rounds = false;
+      }
+      if (!round_wins && !compaction_wins) continue;
       best_recipe = r, best_has_recipe = true;
       best_u = cur_u;
-      publish(cand, key_now, true);
+      if (round_wins) publish(cand, key_now, true);
+      if (compaction_wins) publish(compacted, key_now, false);
     }
   };
   run_workers(workers, worker);

@@ -161,8 +161,10 @@ std::vector<Size> peak_load_over_lifetime(const Problem& p);
 // pivot go by start, or with a `reach_ratio` r > 0 deepest first: by min(r x ticks live up to
 // the pivot, ticks live from it on), largest first, so that near the pivot the buffers still
 // live form the bottom of its stack on both sides (r weighs one side against the other).
+// larger_first: within a class, among equal depths, larger buffers go before the start or
+// distance rule (near-equal sizes: the larger copies set the lanes the smaller ones then fit).
 std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset,
-                               std::optional<Time> pivot = std::nullopt, double reach_ratio = 0.0);
+                               std::optional<Time> pivot = std::nullopt, double reach_ratio = 0.0, bool larger_first = false);
 // Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
 // lifetime / max load)^e, e = 8 first, then random e in [1, 32]), grouped into classes and run
 // outwards from a pivot near the peak (worker 1's first round: by start time within a class),
@@ -171,7 +173,9 @@ std::vector<int> classed_order(const Problem& p, const std::vector<double>& key,
 // the worker's best round (all of it, or in half of them 5 % of its draws). Each worker probes
 // at 15 % of the budget whether compacting its best plan (compact_by_mirror) pays in its
 // direction: where it does, it compacts each new best while that pays; elsewhere once near the
-// end. The best plan.
+// end. Where that compaction was cheap (at most 2 % of the budget), every other round runs to its
+// end and is compacted. From round 2 on, some rounds order each class larger first, a share
+// each worker adapts to how far such rounds get. The best plan.
 // on_improvement is called under a lock (one call at a time). two_sided: worker 0 also tries
 // two-sided sweeps (for sparse instances, chains: see TwoSided in repair.cpp). rounds > 0: a
 // budget of that many rounds, ceil(rounds / threads) per worker, the second half of each

@@ -537,7 +537,8 @@ TEST(AllocLimits, PivotedClassedOrderPacksThePivotFirst) {
 // classed_order sorts each class only when its order reaches it, on records packed into
 // unsigned words; it must give the order its contract states, written here as a plain sort:
 // classes descending, then (live at the pivot first) depth descending, start; (elsewhere)
-// distance, the side after the pivot first; then the index. Negative times, keys of 0 (last),
+// distance, the side after the pivot first; then the index; with larger_first the size, larger
+// first, comes between the depth and the start or distance. Negative times, keys of 0 (last),
 // ties, no pivot, and a ratio near 1 (classes too far apart for the counting sort) included.
 TEST(AllocLimits, ClassedOrderMatchesItsContract) {
   Rng rng(11);
@@ -547,7 +548,7 @@ TEST(AllocLimits, ClassedOrderMatchesItsContract) {
     std::vector<double> key(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
       const Time start = rng.range(-500, 500);
-      p.buffers.push_back(buf(std::to_string(i), 1, start, start + rng.range(1, 300)));
+      p.buffers.push_back(buf(std::to_string(i), rng.range(1, 40), start, start + rng.range(1, 300)));
       key[static_cast<std::size_t>(i)] = rng.chance(0.1) ? 0.0 : std::exp(rng.uniform() * 20.0 - 5.0);
       if (rng.chance(0.2) && i > 0) key[static_cast<std::size_t>(i)] = key[static_cast<std::size_t>(i - 1)];
     }
@@ -555,6 +556,7 @@ TEST(AllocLimits, ClassedOrderMatchesItsContract) {
     const double offset = rng.uniform();
     const std::optional<Time> pivot = trial % 3 == 0 ? std::nullopt : std::optional<Time>(rng.range(-600, 600));
     const double reach = trial % 4 == 0 ? 0.0 : 0.25 + 8.0 * rng.uniform();
+    const bool larger_first = trial % 2 == 1;
     double mean_life = 0;
     for (const Buffer& b : p.buffers) mean_life += static_cast<double>(b.end - b.start) / n;
     const double cap = std::max(1.0, 0.125 * mean_life);
@@ -562,6 +564,7 @@ TEST(AllocLimits, ClassedOrderMatchesItsContract) {
       double cls;  // descending
       int tier;
       double depth;  // descending
+      Size larger;   // descending (0 without larger_first)
       Time a;
       int side, i;
     };
@@ -570,24 +573,40 @@ TEST(AllocLimits, ClassedOrderMatchesItsContract) {
       const Buffer& b = p.buffers[static_cast<std::size_t>(i)];
       const double k = key[static_cast<std::size_t>(i)];
       const double cls = k > 0 ? std::floor(std::log(k) * (1.0 / std::log(ratio)) + offset) : -1e300;
-      if (!pivot) ref.push_back({cls, 0, 0.0, b.start, 0, i});
+      const Size larger = larger_first ? b.size : 0;
+      if (!pivot) ref.push_back({cls, 0, 0.0, larger, b.start, 0, i});
       else if (b.start <= *pivot && *pivot < b.end)
         ref.push_back({cls, 0,
                        reach > 0 ? std::min({reach * static_cast<double>(*pivot - b.start + 1),
                                              static_cast<double>(b.end - *pivot), cap})
                                  : 0.0,
-                       b.start, 0, i});
-      else if (b.start > *pivot) ref.push_back({cls, 1, 0.0, b.start - *pivot, 0, i});
-      else ref.push_back({cls, 1, 0.0, *pivot - b.end, 1, i});
+                       larger, b.start, 0, i});
+      else if (b.start > *pivot) ref.push_back({cls, 1, 0.0, larger, b.start - *pivot, 0, i});
+      else ref.push_back({cls, 1, 0.0, larger, *pivot - b.end, 1, i});
     }
     std::sort(ref.begin(), ref.end(), [](const Ref& x, const Ref& y) {
       if (x.cls != y.cls) return x.cls > y.cls;
-      return std::tie(x.tier, y.depth, x.a, x.side, x.i) < std::tie(y.tier, x.depth, y.a, y.side, y.i);
+      return std::tie(x.tier, y.depth, y.larger, x.a, x.side, x.i) < std::tie(y.tier, x.depth, x.larger, y.a, y.side, y.i);
     });
     std::vector<int> want;
     for (const Ref& r : ref) want.push_back(r.i);
-    EXPECT_EQ(classed_order(p, key, ratio, offset, pivot, reach), want) << "trial " << trial;
+    EXPECT_EQ(classed_order(p, key, ratio, offset, pivot, reach, larger_first), want) << "trial " << trial;
   }
+}
+
+// Larger first within a class: near-equal copies (10 and 11 bytes, one class at ratio 4). By
+// start, A (10, live 0-2) opens the bottom lane and B (10, live 0-4) sits on it; C (11, live 2-4)
+// does not fit in A's old slot and lands on top: 31. Larger first, C takes the bottom lane, A
+// fits under it in time, and B stacks on both: the max load, 21.
+TEST(AllocLimits, LargerFirstLetsTheLargerCopySetTheLane) {
+  Problem p;
+  p.buffers = {buf("A", 10, 0, 2), buf("B", 10, 0, 4), buf("C", 11, 2, 4)};
+  const std::vector<double> key = {10, 10, 11};
+  EXPECT_EQ(height(p, place_sweep_in_order(p, kUnbounded, classed_order(p, key, 4.0, 0.0), false)), 31);
+  const std::vector<int> larger = classed_order(p, key, 4.0, 0.0, std::nullopt, 0.0, true);
+  EXPECT_EQ(larger, (std::vector<int>{2, 0, 1}));
+  EXPECT_EQ(height(p, place_sweep_in_order(p, kUnbounded, larger, false)), max_load(p));
+  EXPECT_EQ(max_load(p), 21);
 }
 
 // With a reach ratio the buffers live at the pivot go deepest first. At pivot 100, Y (2 bytes,
