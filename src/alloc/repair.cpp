@@ -456,7 +456,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     int compactions_lost = 0;        // compaction rounds in a row that did not beat the worker's best
     Recipe best_recipe;            // the recipe of this worker's best plan
     int64_t tried[2] = {0, 0};       // exploring rounds from round 2 on, by larger_first
-    double reach_avg[2] = {0, 0};    // their moving average of the share of buffers placed before the cut
+    double placed_avg[2] = {0, 0};   // their moving average of the share of buffers placed before the cut
     bool best_has_recipe = false;  // (false while that plan is a two-sided one, or none)
     // Publishes a finished plan: a round's (placed under the rounds' best height) or a compacted one.
     auto publish = [&](Placement& cand, int64_t key_now, bool from_round) {
@@ -625,21 +625,22 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
           while (m < dir.near_peak.size() && dir.sections.load[dir.near_peak[m]] >= floor_now) ++m;
           r.pivot = dir.sections.times[dir.near_peak[static_cast<std::size_t>(rng.uniform() * static_cast<double>(m))]];
         }
-        // Larger first within a class (classed_order): from round 2 on, at first half the
-        // rounds, then a share that follows how far such rounds get before their cut against
+        // Larger first within a class (classed_order): from round 2 on, at first a quarter of
+        // the rounds, then a share that follows how far such rounds get before their cut against
         // start-order rounds (moving averages of the share of buffers placed; kLargerFirstGain).
         // Why: where thousands of near-equal sizes cross the peak (`layers`: four shapes, each
         // jittered by up to 2 %), start order lets a smaller copy open a lane that a larger one
         // later cannot reuse, and such holes under the peak add up to 0.1 %; larger first, the
         // larger copies set the lanes. Elsewhere (sizes spread over the class) it breaks the
         // interval-graph colouring of start order, hence the share learnt per worker: measured
-        // on `layers` 12,000 seed 5 the rounds larger first got 2.2x as far, on stretched
-        // somas_tiny_bert 20k and XLA 50k 0.8-0.97x (docs/alloc.md, "Larger first").
+        // on `layers` 12,000 seed 5 the rounds larger first got 1.1-2.2x as far, on stretched
+        // somas_tiny_bert 20k and XLA 50k 0.7-0.97x (docs/alloc.md, "Larger first and
+        // compaction rounds").
         if (round >= 2) {
           double share = kLargerFirstShare;
           if (tried[0] >= 3 && tried[1] >= 3)
-            share = std::clamp(kLargerFirstShare + kLargerFirstGain * (reach_avg[1] - reach_avg[0]) /
-                                                       std::max(1e-9, reach_avg[0] + reach_avg[1]),
+            share = std::clamp(kLargerFirstShare + kLargerFirstGain * (placed_avg[1] - placed_avg[0]) /
+                                                       std::max(1e-9, placed_avg[0] + placed_avg[1]),
                                0.05, 0.9);
           r.larger_first = rng.uniform() < share;
         }
@@ -671,7 +672,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       if (!exploit && !compaction_round && round >= 2 && !dl.expired()) {
         std::size_t placed = 0;
         for (Offset o : cand.offsets) placed += o != kSpilled;
-        double& avg = reach_avg[r.larger_first];
+        double& avg = placed_avg[r.larger_first];
         const double share_placed = static_cast<double>(placed) / std::max(1, n);
         avg = tried[r.larger_first]++ == 0 ? share_placed : 0.95 * avg + 0.05 * share_placed;
       }
