@@ -182,6 +182,7 @@ class ClassedOrder {
   ClassedOrder(const Problem& p, const Times& times, const std::vector<double>& log_key, double ratio, double offset,
                std::optional<Time> pivot, double reach_ratio, bool larger_first);
   bool next(int& i);  // sets the next buffer; false at the end
+  std::size_t drawn() const { return pos_; }  // buffers handed out so far
 
  private:
   // Each buffer's (class, tier, depth, start or distance, side) as three unsigned words that
@@ -670,10 +671,9 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       const Size sweep_cut = compaction_round ? std::max(cut, max_load_bound + max_load_bound / 100) : cut;
       Placement cand = place_sweep_in_order(wp, sweep_cut - 1, [&](int& i) { return order.next(i); }, false, &dl, true);
       if (!exploit && !compaction_round && round >= 2 && !dl.expired()) {
-        std::size_t placed = 0;
-        for (Offset o : cand.offsets) placed += o != kSpilled;
+        // (The order hands out one buffer past the last placed when the cut stops the sweep.)
         double& avg = placed_avg[r.larger_first];
-        const double share_placed = static_cast<double>(placed) / std::max(1, n);
+        const double share_placed = static_cast<double>(order.drawn()) / std::max(1, n);
         avg = tried[r.larger_first]++ == 0 ? share_placed : 0.95 * avg + 0.05 * share_placed;
       }
       if (!all_placed(p, cand)) continue;  // cut by the deadline, or it cannot beat this worker's best
