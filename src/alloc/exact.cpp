@@ -545,26 +545,29 @@ std::vector<std::vector<int>> components(const Problem& p, const std::vector<int
 }
 
 ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
-                              const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop);
+                              const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop,
+                              const std::function<void(int64_t)>& on_lower);
 
 }  // namespace
 
 ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
-                         const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop) {
-  if (p.buffers.size() <= 1000) return exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop);
+                         const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop,
+                         const std::function<void(int64_t)>& on_lower) {
+  if (p.buffers.size() <= 1000) return exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop, on_lower);
   // The pack search recurses once per placed buffer: on the caller's stack (8 MB) it held about
   // 9,000 levels under AddressSanitizer and 50,000 in a release build. Its own stack: 4 KiB per
   // buffer (a sanitizer frame is about 1 KiB) beyond 64 MiB.
   ExactResult r;
   run_with_stack((std::size_t{64} << 20) + 4096 * p.buffers.size(),
-                 [&] { r = exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop); });
+                 [&] { r = exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop, on_lower); });
   return r;
 }
 
 namespace {
 
 ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
-                              const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop) {
+                              const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop,
+                              const std::function<void(int64_t)>& on_lower) {
   Deadline deadline(seconds);
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
@@ -680,6 +683,8 @@ ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, co
           s.best_off = s.off;
           s.best_st = s.st;
           s.best_value = s.height();
+          // (With one part its height is the plan's; with several, the others are not known yet.)
+          if (on_lower && minimize && parts.size() == 1) on_lower(s.best_value);
           s.undo(mark);
           s.unplaced = s.n;
           if (!minimize) { s.stop_ok = true; s.aborted = true; break; }

@@ -401,11 +401,14 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   auto par_exact = [&](const Problem& q, bool mini, double secs, const Placement* inc) {
     secs = std::max(0.0, secs);  // a spent budget must not read as "no limit" (Deadline(-1))
     const int T = std::max(1, o.threads);
-    if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc);
+    // Lower heights of a descent are reported as found (a relaxed problem's are not plans of p).
+    std::function<void(int64_t)> on_lower;
+    if (mini && &q == &p) on_lower = [&](int64_t h) { pool.report(h, "exact"); };
+    if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc, 0, nullptr, on_lower);
     std::atomic<bool> stop{false};
     std::vector<ExactResult> rs(T);
     run_workers(T, [&](int t) {
-      rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop);
+      rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop, on_lower);
       if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
     });
     ExactResult best = rs[0];

@@ -264,7 +264,10 @@ struct ExactResult {
 };
 // Exact search. pack: every buffer within capacity (minimize: lowest height); select: min spill cost.
 // `seed` varies the randomized restart orders (0: static orders first); `stop` aborts early.
+// on_lower: pack-min of one part (no decomposition into parts), each lower height as it is found
+// (from the searching thread), so that a long descent shows progress.
 ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
-                         const Placement* incumbent, uint64_t seed = 0, const std::atomic<bool>* stop = nullptr);
+                         const Placement* incumbent, uint64_t seed = 0, const std::atomic<bool>* stop = nullptr,
+                         const std::function<void(int64_t)>& on_lower = {});
 
 }  // namespace sp::alloc

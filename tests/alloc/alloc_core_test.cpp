@@ -244,6 +244,27 @@ TEST(AllocSolvers, ExactMinimizeMatchesBruteForce) {
   }
 }
 
+// A long exact descent shows progress: each lower height as found, strictly decreasing, the
+// last one the answer's (the CLI prints them on stderr).
+TEST(AllocSolvers, ExactDescentReportsEachLowerHeight) {
+  auto read = read_problem(std::string(SCRATCHPLAN_DATA_DIR) + "/dsa/challenging/D.1048576.csv");
+  ASSERT_TRUE(read.ok());
+  Problem p = read.value();
+  p.capacity = kUnbounded;
+  const Placement inc = place_greedy_by_size(p, kUnbounded);
+  const Size start = height(p, inc);
+  std::vector<int64_t> seen;
+  ExactToggles t;
+  ExactResult r = exact_search(p, Objective::kPack, true, t, 1.0, &inc, 0, nullptr,
+                               [&](int64_t h) { seen.push_back(h); });
+  ASSERT_TRUE(r.found);
+  ASSERT_GE(seen.size(), 2u);  // from greedy-by-size (1,304,576): 23 steps in a second here
+  EXPECT_LT(seen.front(), start);
+  for (std::size_t k = 1; k < seen.size(); ++k) EXPECT_LT(seen[k], seen[k - 1]);
+  EXPECT_EQ(seen.back(), r.value);
+  EXPECT_TRUE(validate(p, r.placement, true).ok());
+}
+
 // Optimal spill cost by brute force over subsets (each subset packed exactly).
 Cost brute_force_selection(const Problem& p) {
   const int n = static_cast<int>(p.buffers.size());
