@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "Random seed")->check(sp::cli::count_in(0, INT64_MAX));
   app.add_option("--mm-compute", mm_compute, "opk (default) or native")->check(CLI::IsMember({"opk", "native"}));
   app.add_flag("--verbose", run.verbose, "Progress on stderr");
+  app.set_version_flag("--version", "mlsys (scratchplan 0.1.0)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

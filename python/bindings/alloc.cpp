@@ -21,46 +21,33 @@ struct AllocResult {
   std::string title;  // SVG title: the input name
 };
 
+// The keywords of every alloc entry point; threads and seed are None unless given.
 struct AllocOptions {
   int64_t capacity = -1;  // -1: from the problem (JSON) or none
   bool minimize = false;
   std::string objective = "pack";
   std::string solver = "auto";
   double time_limit = 10.0;
-  int threads = 0;  // 0: not given
-  uint64_t seed = 1;
+  std::optional<int> threads;
+  std::optional<uint64_t> seed;
   int64_t iterations = 0;
   std::vector<std::string> exact_off;
 };
 
-// The CLI's `alloc` verb after reading: the same request checks (alloc::solve_options), solve,
-// independent validation. (Flag ranges are checked by the Python layer with the CLI's rules,
-// core/flags.h; solve_options keeps direct _core calls safe too.)
-AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& input) {
+// The CLI's `alloc` verb after reading: the same request (alloc::prepare_solve), solve (with the
+// independent validation inside), the same message when no plan exists. `spent` is the time the
+// arguments took to read, counted against the limit as the CLI counts its reading.
+AllocResult solve(alloc::Problem p, const AllocOptions& a, const std::string& input, double spent) {
   alloc::SolveRequest req;
   req.objective = a.objective, req.solver = a.solver, req.minimize = a.minimize, req.time_limit = a.time_limit;
-  // Keywords always arrive with a value: one that differs from its default counts as given
-  // (threads 0: None in Python, the CLI without --threads).
-  req.threads = a.threads == 0 ? 1 : a.threads, req.threads_given = a.threads != 0;
-  req.seed = a.seed, req.seed_given = a.seed != 1;
-  req.iterations = a.iterations, req.exact_off = a.exact_off;
-  const alloc::SolveOptions o = take(alloc::solve_options(req));
-  if (a.capacity >= 0) p.capacity = a.capacity;
-  if (p.capacity == alloc::kUnbounded && !(a.minimize && a.objective == "pack"))
-    throw BadInputError(input + ": no capacity (give --capacity N)");
-  AllocResult out{std::move(p), o, {}, input};
-  // The CLI's reserve (src/cli/alloc_cmd.cpp): the limit bounds the whole call, so the result's
-  // validation and hand-over get 20 ms plus 1.5 us a buffer of it (measured: from 2,000 buffers a
-  // 2 s call ended 6-14 ms late without it).
-  out.options.time_limit =
-      std::max(0.0, o.time_limit - 0.02 - 1.5e-6 * static_cast<double>(out.problem.buffers.size()));
+  req.threads = a.threads.value_or(1), req.threads_given = a.threads.has_value();
+  req.seed = a.seed.value_or(1), req.seed_given = a.seed.has_value();
+  req.iterations = a.iterations, req.exact_off = a.exact_off, req.capacity = a.capacity;
+  alloc::SolveOptions o = take(alloc::prepare_solve(p, req, input, spent));
+  AllocResult out{std::move(p), std::move(o), {}, input};
   out.result = run_cancellable([&] { return take(alloc::solve(out.problem, out.options)); });
-  const bool pack = o.objective == alloc::Objective::kPack;
-  const alloc::SolveResult& r = out.result;
-  if (pack && !r.feasible)
-    throw BadInputError(input + ": no plan within capacity " + std::to_string(out.problem.capacity) +
-                        (r.proven_infeasible ? " (proven infeasible; lower bound " + std::to_string(r.lower_bound) + ")"
-                                             : " found (search gave up; lower bound " + std::to_string(r.lower_bound) + ")") + "; no output written");
+  if (out.options.objective == alloc::Objective::kPack && !out.result.feasible)
+    throw BadInputError(alloc::no_plan_message(input, out.problem, out.result));
   // No second validation (in either front end): alloc::solve returns only a candidate that passed
   // the independent validator (alloc/validator.h); a repeat would add ~10 % to a 100k-buffer call
   // (docs/python.md, "Overhead").
@@ -144,7 +131,7 @@ void bind_alloc(py::module_& m) {
       });
 
   auto opts = [](int64_t capacity, bool minimize, std::string objective, std::string solver, double time_limit,
-                 int threads, uint64_t seed, int64_t iterations, std::vector<std::string> exact_off) {
+                 std::optional<int> threads, std::optional<uint64_t> seed, int64_t iterations, std::vector<std::string> exact_off) {
     return AllocOptions{capacity, minimize, std::move(objective), std::move(solver), time_limit, threads,
                         seed, iterations, std::move(exact_off)};
   };
@@ -152,13 +139,14 @@ void bind_alloc(py::module_& m) {
       "alloc_arrays",
       [opts](const I64Array& sizes, const I64Array& starts, const I64Array& ends, std::optional<I64Array> alignment,
              std::optional<I64Array> fixed, std::optional<I64Array> costs, int64_t capacity, bool minimize,
-             std::string objective, std::string solver, double time_limit, int threads, uint64_t seed, int64_t iterations,
-             std::vector<std::string> exact_off) {
+             std::string objective, std::string solver, double time_limit, std::optional<int> threads,
+             std::optional<uint64_t> seed, int64_t iterations, std::vector<std::string> exact_off) {
+        const Deadline reading(-1.0);
         alloc::Problem p = from_arrays(sizes, starts, ends, alignment, fixed, costs);
         return solve(std::move(p),
                      opts(capacity, minimize, std::move(objective), std::move(solver), time_limit, threads, seed,
                           iterations, std::move(exact_off)),
-                     "<arrays>");
+                     "<arrays>", reading.elapsed_seconds());
       },
       py::arg("sizes"), py::arg("starts"), py::arg("ends"), py::arg("alignment"), py::arg("fixed_offsets"),
       py::arg("spill_costs"), py::arg("capacity"), py::arg("minimize"), py::arg("objective"), py::arg("solver"),
@@ -188,7 +176,9 @@ void bind_alloc(py::module_& m) {
   m.def(
       "alloc_doc",
       [opts](const Doc& d, int64_t capacity, bool minimize, std::string objective, std::string solver, double time_limit,
-             int threads, uint64_t seed, int64_t iterations, std::vector<std::string> exact_off, int64_t alignment) {
+             std::optional<int> threads, std::optional<uint64_t> seed, int64_t iterations, std::vector<std::string> exact_off,
+             int64_t alignment) {
+        const Deadline reading(-1.0);
         alloc::Problem p;
         {
           py::gil_scoped_release nogil;
@@ -207,7 +197,7 @@ void bind_alloc(py::module_& m) {
         return solve(std::move(p),
                      opts(capacity, minimize, std::move(objective), std::move(solver), time_limit, threads, seed,
                           iterations, std::move(exact_off)),
-                     d.name());
+                     d.name(), reading.elapsed_seconds());
       },
       py::arg("doc"), py::arg("capacity"), py::arg("minimize"), py::arg("objective"), py::arg("solver"),
       py::arg("time_limit"), py::arg("threads"), py::arg("seed"), py::arg("iterations"), py::arg("exact_off"),

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -24,10 +25,41 @@ namespace sp::bindings {
 
 namespace py = pybind11;
 
-// Translated to scratchplan.BadInput (a ValueError) with the CLI's one-line message.
+// A message in Python's words: each command-line flag "--time-limit" becomes the keyword
+// argument that sets it, "time_limit", and "give --capacity N" becomes "pass capacity=N" (the
+// engines' checks and messages are shared with the CLI).
+inline std::string python_words(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (std::size_t i = 0; i < message.size(); ++i) {
+    if (message.compare(i, 7, "give --") == 0) {
+      const std::size_t flag_end = message.find(' ', i + 7);
+      if (flag_end != std::string::npos) {
+        out += "pass ";
+        for (std::size_t k = i + 7; k < flag_end; ++k) out += message[k] == '-' ? '_' : message[k];
+        out += '=';
+        i = flag_end;  // (the value follows the '=')
+        continue;
+      }
+    }
+    const bool starts_word = i == 0 || message[i - 1] == ' ' || message[i - 1] == '(' || message[i - 1] == '\'';
+    if (starts_word && message.compare(i, 2, "--") == 0 && i + 2 < message.size() && std::islower(static_cast<unsigned char>(message[i + 2]))) {
+      i += 2;
+      for (; i < message.size() && (std::islower(static_cast<unsigned char>(message[i])) || message[i] == '-'); ++i)
+        out += message[i] == '-' ? '_' : message[i];
+      --i;
+      continue;
+    }
+    out += message[i];
+  }
+  return out;
+}
+
+// Translated to scratchplan.BadInput (a ValueError) with the CLI's one-line message, in Python's words.
 struct BadInputError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit BadInputError(const std::string& message) : std::runtime_error(python_words(message)) {}
 };
+
 
 [[noreturn]] inline void raise(const Error& e) {
   if (e.kind == ErrorKind::kBadInput) throw BadInputError(e.message);

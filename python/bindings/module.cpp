@@ -18,7 +18,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("source", &Doc::source)
       .def_readonly("is_path", &Doc::is_path);
   // The CLI's rule for each kind of option value (core/flags.h), so a keyword argument is rejected
-  // with the words the CLI uses for the same flag ("--cores: expected an integer 1..32, got 40").
+  // as the CLI rejects the same flag, named as the keyword ("cores: expected an integer 1..32, got 40").
   m.def(
       "check_flag",
       [](const std::string& flag, const std::string& kind, const std::string& text, int64_t lo, int64_t hi,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import os
 from typing import Any, Union
 
@@ -25,7 +26,24 @@ def doc(x: Any, what: str) -> "_core.Doc":
         text = json.dumps(x, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise BadInput(f"<{what}>: not JSON: {e}") from None
+    except RecursionError:  # (nesting far past what the readers accept: kMaxJsonDepth)
+        raise BadInput(f"<{what}>: nesting too deep to be a document") from None
     return _core.Doc(text, f"<{what}>", False)
+
+
+def exact_int(value: Any, where: str) -> int:
+    """``value`` as an int when it is an integer: a Python ``int``, a numpy integer, or any type
+    that declares itself integral through ``__index__`` (sympy's ``Integer``). Anything else is
+    refused, never rounded: a float (even 100.0, as ``alloc.pack`` and the JSON readers refuse
+    it), a string, a bool. Raises BadInput ``<where>: expected an integer, got ...``."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool8"):
+        raise BadInput(f"{where}: expected an integer, got the bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        pass
+    kind = "the string" if isinstance(value, (str, bytes)) else f"a {type(value).__name__}"
+    raise BadInput(f"{where}: expected an integer, got {kind} {value!r}")
 
 
 def _text(value: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from . import _core
-from ._common import BadInput, Result, doc, flag
+from ._common import BadInput, Result, doc, exact_int, flag
 
 __all__ = ["AllocResult", "pack", "select", "alloc", "generate_stream", "SOLVERS"]
 
@@ -101,12 +101,31 @@ class AllocResult(Result):
 
 
 def _ints(x: Any, what: str, n: Optional[int] = None) -> np.ndarray:
-    try:
-        a = np.asarray(x)
-    except (ValueError, TypeError) as e:
-        raise BadInput(f"{what}: expected a 1-d array of integers ({e})") from None
-    if a.dtype == object or (a.size and a.dtype.kind not in "iub"):
-        raise BadInput(f"{what}: expected integers, got dtype {a.dtype}")
+    """A 1-d int64 array of integers. An integer ndarray is used as is; a sequence is read value
+    by value (``exact_int``: sympy integers pass, a float, string or bool never does, where
+    ``np.asarray`` would turn ``[100, True]`` into integers)."""
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
+        a = x
+    else:
+        if isinstance(x, (str, bytes)) or np.isscalar(x):
+            raise BadInput(f"{what}: expected a 1-d array of integers, got {type(x).__name__}")
+        if isinstance(x, np.ndarray):
+            if x.dtype != object:
+                raise BadInput(f"{what}: expected integers, got dtype {x.dtype}")
+            if x.ndim != 1:
+                raise BadInput(f"{what}: expected a 1-d array, got {x.ndim} dimensions")
+        try:
+            values = list(x)
+        except TypeError:
+            raise BadInput(f"{what}: expected a 1-d array of integers, got {type(x).__name__}") from None
+        if any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+            raise BadInput(f"{what}: expected a 1-d array, got nested sequences")
+        ints = [exact_int(v, f"{what}[{i}]") if not isinstance(v, int) or isinstance(v, bool) else v
+                for i, v in enumerate(values)]
+        try:
+            a = np.array(ints, dtype=np.int64)
+        except OverflowError:
+            raise BadInput(f"{what}: a value does not fit in int64") from None
     if a.ndim != 1:
         raise BadInput(f"{what}: expected a 1-d array, got {a.ndim} dimensions")
     if n is not None and a.shape[0] != n:
@@ -119,8 +138,11 @@ def _ints(x: Any, what: str, n: Optional[int] = None) -> np.ndarray:
 def _opt(x: Any, what: str, n: int) -> Optional[np.ndarray]:
     if x is None:
         return None
-    if np.isscalar(x):
-        return np.full(n, _ints([x], what)[0], dtype=np.int64)
+    if not isinstance(x, (list, tuple, np.ndarray)) and np.ndim(x) == 0:  # one value for every buffer
+        v = exact_int(x, what)
+        if not -2 ** 63 <= v < 2 ** 63:
+            raise BadInput(f"{what}: value {v} does not fit in int64")
+        return np.full(n, v, dtype=np.int64)
     return _ints(x, what, n)
 
 
@@ -136,16 +158,17 @@ def _cap(capacity: Optional[int]) -> int:
 
 
 def _opts(time_limit, threads, seed, iterations, exact_off):
-    """The CLI's flag rules for the options every alloc entry point shares."""
-    return (flag("--time-limit", "seconds", time_limit), 0 if threads is None else flag("--threads", "count", threads, 1, 256),
-            flag("--seed", "count", seed, 0, 2 ** 63 - 1),
+    """The CLI's flag rules for the options every alloc entry point shares (threads and seed None:
+    not given, as without the flag: a seed given to a solver that has none is refused)."""
+    return (flag("--time-limit", "seconds", time_limit), None if threads is None else flag("--threads", "count", threads, 1, 256),
+            None if seed is None else flag("--seed", "count", seed, 0, 2 ** 63 - 1),
             0 if iterations is None else flag("--iterations", "count", iterations, 1, 2 ** 40),
             [str(t) for t in exact_off])
 
 
 def pack(sizes: Any, starts: Any, ends: Any, capacity: Optional[int] = None, alignment: Any = None,
          time_limit: float = 10.0, *, fixed_offsets: Any = None, minimize: Optional[bool] = None,
-         solver: str = "auto", threads: Optional[int] = None, seed: int = 1, iterations: Optional[int] = None,
+         solver: str = "auto", threads: Optional[int] = None, seed: Optional[int] = None, iterations: Optional[int] = None,
          exact_off: Iterable[str] = ()) -> AllocResult:
     """Places every buffer (``alloc --objective pack``).
 
@@ -165,12 +188,12 @@ def pack(sizes: Any, starts: Any, ends: Any, capacity: Optional[int] = None, ali
 
 def select(sizes: Any, starts: Any, ends: Any, capacity: int, spill_costs: Any = None, alignment: Any = None,
            time_limit: float = 10.0, *, fixed_offsets: Any = None, solver: str = "auto", threads: Optional[int] = None,
-           seed: int = 1, iterations: Optional[int] = None, exact_off: Iterable[str] = ()) -> AllocResult:
+           seed: Optional[int] = None, iterations: Optional[int] = None, exact_off: Iterable[str] = ()) -> AllocResult:
     """Places a subset within ``capacity`` minimizing the spill cost of the rest
     (``alloc --objective select``). ``offsets[i] == -1``: spilled. spill_costs=None uses
     torch-spyre's rule (reads + 1) x size."""
     if capacity is None:
-        raise BadInput("<arrays>: no capacity (give --capacity N)")
+        raise BadInput("<arrays>: no capacity (pass capacity=N)")
     cap = _cap(capacity)
     opts = _opts(time_limit, threads, seed, iterations, exact_off)
     arrays = _arrays(sizes, starts, ends, alignment, fixed_offsets, spill_costs)
@@ -178,7 +201,7 @@ def select(sizes: Any, starts: Any, ends: Any, capacity: int, spill_costs: Any =
 
 
 def alloc(input: Any, capacity: Optional[int] = None, minimize: bool = False, objective: str = "pack",
-          solver: str = "auto", time_limit: float = 10.0, threads: Optional[int] = None, seed: int = 1,
+          solver: str = "auto", time_limit: float = 10.0, threads: Optional[int] = None, seed: Optional[int] = None,
           iterations: Optional[int] = None, exact_off: Iterable[str] = ()) -> AllocResult:
     """The ``alloc`` verb on a problem document: a path (MiniMalloc ``.csv`` or JSON) or a dict
     in the alloc JSON format (docs/alloc.md: in-place parents, spill costs, torch-spyre uses)."""

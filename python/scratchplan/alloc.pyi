@@ -35,14 +35,14 @@ class AllocResult(Result):
 
 def pack(sizes: ArrayLike, starts: ArrayLike, ends: ArrayLike, capacity: Optional[int] = ...,
          alignment: Optional[ArrayLike] = ..., time_limit: float = ..., *, fixed_offsets: Optional[ArrayLike] = ...,
-         minimize: Optional[bool] = ..., solver: str = ..., threads: int = ..., seed: int = ...,
+         minimize: Optional[bool] = ..., solver: str = ..., threads: Optional[int] = ..., seed: Optional[int] = ...,
          iterations: Optional[int] = ..., exact_off: Iterable[str] = ...) -> AllocResult: ...
 def select(sizes: ArrayLike, starts: ArrayLike, ends: ArrayLike, capacity: int, spill_costs: Optional[ArrayLike] = ...,
            alignment: Optional[ArrayLike] = ..., time_limit: float = ..., *, fixed_offsets: Optional[ArrayLike] = ...,
-           solver: str = ..., threads: int = ..., seed: int = ..., iterations: Optional[int] = ...,
+           solver: str = ..., threads: Optional[int] = ..., seed: Optional[int] = ..., iterations: Optional[int] = ...,
            exact_off: Iterable[str] = ...) -> AllocResult: ...
 def alloc(input: Any, capacity: Optional[int] = ..., minimize: bool = ..., objective: str = ..., solver: str = ...,
-          time_limit: float = ..., threads: int = ..., seed: int = ..., iterations: Optional[int] = ...,
+          time_limit: float = ..., threads: Optional[int] = ..., seed: Optional[int] = ..., iterations: Optional[int] = ...,
           exact_off: Iterable[str] = ...) -> AllocResult: ...
 def generate_stream(n: int, seed: int = ..., per_tick: int = ...) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
                                                                            npt.NDArray[np.int64]]: ...

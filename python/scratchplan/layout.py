@@ -5,7 +5,7 @@ import json
 from typing import List, Optional, Sequence
 
 from . import _core
-from ._common import BadInput
+from ._common import BadInput, exact_int
 
 __all__ = ["Layout", "layout", "DTYPES"]
 
@@ -61,11 +61,12 @@ def _list(x, what: str) -> Optional[List[int]]:
     if x is None:
         return None
     if isinstance(x, (str, bytes)):
-        raise BadInput(f"--{what}: expected a list of integers")
+        raise BadInput(f"{what}: expected a list of integers")
     try:
-        return [int(v) for v in x]
-    except (TypeError, ValueError, OverflowError):
-        raise BadInput(f"--{what}: expected a list of integers") from None
+        values = list(x)
+    except TypeError:
+        raise BadInput(f"{what}: expected a list of integers") from None
+    return [exact_int(v, f"{what}[{i}]") for i, v in enumerate(values)]
 
 
 def layout(size: Sequence[int], dtype: str = "fp16", dim_order: Optional[Sequence[int]] = None,
@@ -76,9 +77,9 @@ def layout(size: Sequence[int], dtype: str = "fp16", dim_order: Optional[Sequenc
     strides: host strides (default contiguous). dma: also compute the DMA descriptors.
     """
     if size is None or isinstance(size, (str, bytes)):
-        raise BadInput("--size: expected a list of integers")
+        raise BadInput("size: expected a list of integers")
     s = _list(size, "size")
     for v in s:
         if abs(v) >= 1 << 62:
-            raise BadInput(f"--size: {v} is out of range")
-    return Layout(_core.layout_layout(s, str(dtype), _list(dim_order, "dim-order"), _list(strides, "strides"), bool(dma)))
+            raise BadInput(f"size: {v} is out of range")
+    return Layout(_core.layout_layout(s, str(dtype), _list(dim_order, "dim_order"), _list(strides, "strides"), bool(dma)))

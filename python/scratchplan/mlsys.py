@@ -120,7 +120,7 @@ def schedule(problem: Any, time_limit: Optional[float] = None, iterations: Optio
     time_limit. threads=None: all hardware threads. Anytime and validated; Ctrl-C stops it
     (KeyboardInterrupt)."""
     if time_limit is not None and iterations is not None:
-        raise BadInput("--time-limit excludes --iterations")
+        raise BadInput("time_limit excludes iterations")
     tl = -1.0 if time_limit is None else flag("--time-limit", "seconds", time_limit)
     it = -1 if iterations is None else flag("--iterations", "count", iterations, 0, 2 ** 40)
     th = 0 if threads is None else flag("--threads", "count", threads, 1, 256)

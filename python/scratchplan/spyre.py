@@ -257,7 +257,7 @@ def solve(buffers: Iterable[Any], capacity: int, alignment: int = 128, time_limi
     _check_contract(bufs, joint=False)
     items = [_buffer(b, i) for i, b in enumerate(bufs)]
     problem = {"capacity": capacity, "buffers": items}
-    r = _core.alloc_doc(doc(problem, "buffers"), capacity, False, "select", str(solver), time_limit, 0, 1, 0, [],
+    r = _core.alloc_doc(doc(problem, "buffers"), capacity, False, "select", str(solver), time_limit, None, None, 0, [],
                         alignment)
     offsets = r.offsets
     reasons = r.spill_reasons

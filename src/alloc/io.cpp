@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -212,10 +213,15 @@ Result<Problem> problem_from_json(const Json& j, const std::string& source) {
 Result<Problem> read_problem(const std::string& path) {
   auto text = read_text_file(path);
   if (!text) return text.error();
-  // Standard input has no extension: a document starting with '{' is JSON, anything else CSV.
+  // A .csv or .json name says the format; any other name (standard input, x.txt) is read by
+  // content: a document starting with '{' is JSON, anything else CSV.
+  auto ends_with = [&](const char* ext) {
+    const std::size_t k = std::strlen(ext);
+    return path.size() >= k && path.compare(path.size() - k, k, ext) == 0;
+  };
   const std::size_t first = text->find_first_not_of(" \t\r\n");
-  bool csv = path == "-" ? first != std::string::npos && (*text)[first] != '{'
-                         : path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
+  const bool csv = ends_with(".csv") ||
+                   (!ends_with(".json") && first != std::string::npos && (*text)[first] != '{');
   const std::string source = input_name(path);
   if (csv) return problem_from_csv(*text, source);
   auto j = parse_json_text(*text, source);
@@ -232,6 +238,15 @@ std::string plan_to_csv(const Problem& p, const Placement& pl) {
     out += "\n";
   }
   return out;
+}
+
+std::string no_plan_message(const std::string& source, const Problem& p, const SolveResult& r) {
+  const std::string bound = "lower bound " + std::to_string(r.lower_bound);
+  if (p.capacity >= kUnbounded)  // --minimize without a capacity: only the clock can stop it
+    return source + ": no plan found within the time limit (" + bound + "); no output written";
+  return source + ": no plan within capacity " + std::to_string(p.capacity) +
+         (r.proven_infeasible ? " (proven infeasible; " + bound + ")" : " found (search gave up; " + bound + ")") +
+         "; no output written";
 }
 
 const char* objective_name(const SolveOptions& o) {

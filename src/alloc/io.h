@@ -14,11 +14,14 @@ namespace sp::alloc {
 Result<Problem> problem_from_csv(const std::string& text, const std::string& source);
 // JSON value -> problem. Errors name source and JSON path.
 Result<Problem> problem_from_json(const Json& j, const std::string& source);
-// Reads a file; the format follows the extension (.csv, else JSON).
+// Reads a file: .csv is CSV, .json JSON, any other name (or - for stdin) by content ('{' starts JSON).
 Result<Problem> read_problem(const std::string& path);
 
 // Plan as MiniMalloc CSV (offset column; empty offset = spilled).
 std::string plan_to_csv(const Problem& p, const Placement& pl);
+// The one-line reason a pack found no plan (`r.feasible` false), for `source`: proven
+// infeasible (with the bound that proves it) or not found in time; the CLI and Python say it alike.
+std::string no_plan_message(const std::string& source, const Problem& p, const SolveResult& r);
 // The plan's "objective": "pack", "pack-min" (height minimized) or "select".
 const char* objective_name(const SolveOptions& o);
 // Plan and result summary as JSON.

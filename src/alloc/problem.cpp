@@ -125,6 +125,10 @@ Status check_problem(const Problem& p) {
     if (b.group < -1 || b.group >= n) return bad_input(who + ": group must be -1 or a buffer index");
     if (b.fixed_offset != kNoFixedOffset && (b.fixed_offset < 0 || b.fixed_offset % b.alignment != 0))
       return bad_input(who + ": fixed offset " + std::to_string(b.fixed_offset) + " is negative or not aligned");
+    // A pinned buffer is always placed: one that ends past the capacity makes every plan invalid.
+    if (b.fixed_offset != kNoFixedOffset && b.fixed_offset + b.size > p.capacity)
+      return bad_input(who + ": pinned at offset " + std::to_string(b.fixed_offset) + " with size " + std::to_string(b.size) +
+                       ", it ends at " + std::to_string(b.fixed_offset + b.size) + ", past the capacity " + std::to_string(p.capacity));
     for (int q : b.in_place_parents) {
       if (q < 0 || q >= n) return bad_input(who + ": in-place parent does not exist");
       if (q == i) return bad_input(who + ": is its own in-place parent");
@@ -243,12 +247,14 @@ Problem handoff_restriction(const Problem& p, std::vector<int>& merged_of) {
 Size max_load(const Problem& p) {
   std::vector<std::pair<Time, Size>> ev;
   ev.reserve(p.buffers.size() * 2);
+  Size best = 0;  // a pinned buffer's end bounds every height too
   for (const Buffer& b : p.buffers) {
     ev.push_back({b.start, b.size});
     ev.push_back({b.end, -b.size});
+    if (b.fixed_offset != kNoFixedOffset) best = std::max(best, b.fixed_offset + b.size);
   }
   std::sort(ev.begin(), ev.end());  // at equal times the negative (ending) deltas come first
-  Size cur = 0, best = 0;
+  Size cur = 0;
   for (auto& [t, d] : ev) {
     cur += d;
     best = std::max(best, cur);

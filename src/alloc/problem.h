@@ -106,7 +106,8 @@ Problem handoff_relaxation(const Problem& p, Handoff which = Handoff::kChildLate
 // finds. Forced, pinned and grouped buffers, and edges between two alignments, are not merged.
 Problem handoff_restriction(const Problem& p, std::vector<int>& merged_of);
 
-// Max-load lower bound: the largest total size live at one instant (alignment ignored). With
+// Max-load lower bound: the largest total size live at one instant (alignment ignored), and at
+// least every pinned buffer's end (fixed_offset + size). With
 // in-place edges, take it on handoff_relaxation(p): a hand-off pair counts the parent once.
 Size max_load(const Problem& p);
 // True when a and b are live at a common tick.

@@ -77,6 +77,18 @@ Result<SolveOptions> solve_options(const SolveRequest& r) {
   return o;
 }
 
+Result<SolveOptions> prepare_solve(Problem& p, const SolveRequest& r, const std::string& source, double spent_seconds) {
+  auto o = solve_options(r);
+  if (!o) return o.error();
+  if (r.capacity >= 0) p.capacity = r.capacity;
+  if (p.capacity == kUnbounded && !(r.minimize && r.objective == "pack"))
+    return bad_input(source + ": no capacity (give --capacity N)");
+  // Validating and writing the plan: 20 ms plus 1.5 us a buffer (measured after the solver:
+  // about 1 us a buffer for a JSON plan at 100k and at 1M buffers).
+  o->time_limit = std::max(0.0, r.time_limit - spent_seconds - 0.02 - 1.5e-6 * static_cast<double>(p.buffers.size()));
+  return o;
+}
+
 const char* solver_kind_name(SolverKind k) {
   switch (k) {
     case SolverKind::kGreedy: return "greedy";
@@ -563,19 +575,31 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     if (r2.complete && r2.found) exact_lb = std::max<int64_t>(exact_lb, r2.value);
   };
 
+  // Every solver but auto answers at every size: a pack whose chosen solver does not finish
+  // within the limit (a quadratic placer, annealing's first-fit decoder, the exact search at
+  // 100k buffers) falls back on the online placer's plan, made first (O(n log n), about a second
+  // at 1M buffers) and used only when the chosen solver has no complete plan.
+  Placement fallback;
+  if (pack && o.solver != SolverKind::kAuto && o.solver != SolverKind::kOnline) {
+    fallback = run_heuristic(p, SolverKind::kOnline, hcap, nullptr);
+    first_placer_s = dl.elapsed_seconds();
+  }
+  // What the chosen solver may use of the limit: the rest, less the final validation's time.
+  const Deadline chosen(std::max(0.0, dl.remaining_seconds() - (pack ? repair_reserve(first_placer_s) - 0.05 : 0.0)));
   switch (o.solver) {
     case SolverKind::kAnnealing:
-      consider(cands, p, obj, anneal(p, obj, hcap, o, dl, nullptr), "annealing");
+      consider(cands, p, obj, anneal(p, obj, hcap, o, pack ? chosen : dl, nullptr), "annealing");
       break;
     case SolverKind::kExact: {
       // (Under the deadline: a selection's incumbent cut short is still a plan; a pack's is no incumbent.)
-      Placement inc = place_greedy_by_size(p, hcap, &dl);
+      Placement inc = place_greedy_by_size(p, hcap, pack ? &chosen : &dl);
       const Placement* incp = pack ? (all_placed(p, inc) && height(p, inc) <= p.capacity ? &inc : nullptr) : &inc;
+      if (!incp && pack && !fallback.offsets.empty() && all_placed(p, fallback) && height(p, fallback) <= p.capacity) incp = &fallback;
       // A selection keeps back what the final validation and the search's teardown take: at 50k
       // random buffers the search overran a 3 s limit by 0.5 s on a busy machine; a quarter of
       // the greedy incumbent's time (0.2 s there) keeps it inside and leaves the load
       // relaxation its share (its bound: 0.43 G, against 0.02 G with a full repair reserve).
-      run_exact(incp, pack ? dl.remaining_seconds() : dl.remaining_seconds() - 0.05 - 0.25 * dl.elapsed_seconds());
+      run_exact(incp, pack ? chosen.remaining_seconds() : dl.remaining_seconds() - 0.05 - 0.25 * dl.elapsed_seconds());
       // A selection always has an answer: the search's incumbent when it found nothing better in time.
       if (!pack) consider(cands, p, obj, std::move(inc), "exact");
       break;
@@ -812,8 +836,13 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
       break;
     }
     default:
-      consider(cands, p, obj, run_heuristic(p, o.solver, hcap, &dl), solver_kind_name(o.solver));
+      // (The online placer is the fallback itself: it always runs to the end.)
+      consider(cands, p, obj, run_heuristic(p, o.solver, hcap, !pack ? &dl : o.solver == SolverKind::kOnline ? nullptr : &chosen),
+               solver_kind_name(o.solver));
   }
+  if (!fallback.offsets.empty() &&
+      std::none_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.value < kUnbounded && all_placed(p, c.pl); }))
+    consider(cands, p, obj, std::move(fallback), std::string("online (") + solver_kind_name(o.solver) + " found no plan in time)");
 
   // Pick the best candidate, then run the independent validator on it (once: for a million
   // buffers a validation costs about half a second). An invalid plan is an internal error.

@@ -104,8 +104,14 @@ struct SolveRequest {
   bool seed_given = false;             // the user set seed
   int64_t iterations = 0;              // auto and annealing only (0 = by time)
   std::vector<std::string> exact_off;  // exact-search techniques to switch off (auto and exact only)
+  int64_t capacity = -1;               // bytes, over the problem's own; -1: the problem's
 };
 Result<SolveOptions> solve_options(const SolveRequest& r);
+// A solve of `p` (read from `source`) as the request asks, the same for every front end: the
+// request's checks (solve_options), its capacity over the problem's, the refusal of a request
+// that needs a capacity and has none, and the time limit less the `spent_seconds` of reading and
+// what validating and writing a plan of p's size take (the limit bounds the whole run).
+Result<SolveOptions> prepare_solve(Problem& p, const SolveRequest& r, const std::string& source, double spent_seconds);
 
 const char* solver_kind_name(SolverKind k);
 

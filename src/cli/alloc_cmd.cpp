@@ -36,8 +36,8 @@ int run_alloc(const AllocArgs& a) {
   req.objective = a.objective, req.solver = a.solver, req.minimize = a.minimize;
   req.time_limit = a.time_limit, req.threads = a.threads, req.threads_given = a.threads_given;
   req.seed = a.seed, req.seed_given = a.seed_given, req.iterations = a.iterations, req.exact_off = a.exact_off;
-  auto checked = alloc::solve_options(req);  // before any reading: a bad flag costs nothing
-  if (!checked) return fail(checked.error());
+  req.capacity = a.capacity;
+  if (auto checked = alloc::solve_options(req); !checked) return fail(checked.error());  // a bad flag costs no reading
   OutputSet outputs;
   if (Status st = outputs.add("-o", a.output); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg); !st) return fail(st.error());
@@ -46,14 +46,9 @@ int run_alloc(const AllocArgs& a) {
   auto problem = alloc::read_problem(a.input);
   if (!problem) return fail(problem.error());
   alloc::Problem p = std::move(*problem);
-  if (a.capacity >= 0) p.capacity = a.capacity;
-  if (p.capacity == alloc::kUnbounded && !(a.minimize && a.objective == "pack"))
-    return fail(bad_input(input_name(a.input) + ": no capacity (give --capacity N)"));
-  alloc::SolveOptions o = *checked;
-  // Reading counted against the limit, and validating and writing the plan reserved: 20 ms plus
-  // 1.5 us a buffer (measured after the solver: about 1 us a buffer for a JSON plan at 100k and
-  // at 1M buffers; the sweep's deadline check, now every 64 buffers, used to add up to 0.5 s).
-  o.time_limit = std::max(0.0, wall.remaining_seconds() - 0.02 - 1.5e-6 * static_cast<double>(p.buffers.size()));
+  auto prepared = alloc::prepare_solve(p, req, input_name(a.input), wall.elapsed_seconds());
+  if (!prepared) return fail(prepared.error());
+  alloc::SolveOptions o = std::move(*prepared);
   const bool pack = o.objective == alloc::Objective::kPack;
   // Progress on stderr for long runs: improvements found after the first half second, at most
   // two lines a second (one line rewritten in place when stderr is a terminal). At a fixed pack
@@ -87,10 +82,7 @@ int run_alloc(const AllocArgs& a) {
   // (solve() ran the independent validator on this plan before returning it; the capacity
   // check of a pack plan is its height, compared in solve() as well.)
   if (pack && !r->feasible)  // exit 2 comes with one line on stderr and nothing written
-    return fail(bad_input(input_name(a.input) + ": no plan within capacity " + std::to_string(p.capacity) +
-                          (r->proven_infeasible ? " (proven infeasible; lower bound " + std::to_string(r->lower_bound) + ")"
-                                                : " found (search gave up; lower bound " + std::to_string(r->lower_bound) + ")") +
-                          "; no output written"));
+    return fail(bad_input(alloc::no_plan_message(input_name(a.input), p, *r)));
   std::string body;
   bool csv_out = a.output.size() >= 4 && a.output.substr(a.output.size() - 4) == ".csv";
   if (csv_out) body = alloc::plan_to_csv(p, r->placement);
@@ -119,13 +111,13 @@ int run_alloc(const AllocArgs& a) {
 void register_alloc(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<AllocArgs>();
   CLI::App* cmd = app.add_subcommand("alloc", "Assign scratchpad offsets to buffers (pack or select)");
-  cmd->add_option("input", a->input, "Problem: MiniMalloc CSV (.csv) or JSON")->required();
+  cmd->add_option("input", a->input, "Problem: MiniMalloc CSV or JSON (.csv / .json by name, other names and - for standard input by content)")->required();
   cmd->add_option("--capacity", a->capacity, "Scratchpad capacity in bytes")->check(byte_size());
   cmd->add_flag("--minimize", a->minimize, "pack: find the smallest height (capacity is the upper limit)");
   cmd->add_option("--objective", a->objective, "pack (place all) or select (minimize spill cost)")
       ->check(CLI::IsMember({"pack", "select"}));
-  cmd->add_option("--solver", a->solver, "greedy, firstfit, bestfit, greedy-by-size, sweep, annealing, exact, auto");
-  cmd->add_option("--time-limit", a->time_limit, "Seconds for anytime solvers")->check(seconds());
+  cmd->add_option("--solver", a->solver, "greedy, firstfit, bestfit, greedy-by-size, sweep, online, annealing, exact, auto (default: auto)");
+  cmd->add_option("--time-limit", a->time_limit, "Seconds for the whole run, reading and writing included (default: 10)")->check(seconds());
   CLI::Option* threads = cmd->add_option("--threads", a->threads, "Worker threads of auto and exact")->check(thread_count());
   CLI::Option* seed = cmd->add_option("--seed", a->seed, "Annealing seed (auto, annealing)")->check(count_in(0, INT64_MAX));
   cmd->add_option("--iterations", a->iterations, "A budget instead of time: annealing moves; auto --minimize from 2,000 buffers: multi-start rounds (fixes the plan for a seed and thread count)")

@@ -8,6 +8,29 @@
 #include "core/json_reader.h"
 #include "core/result.h"
 
+namespace {
+// The first "--flag" on the command line that `verb` does not know, as "unknown flag '--x' (did
+// you mean '--y'?)" (or with the list of its flags), or "" when every flag is known.
+std::string unknown_flag(const CLI::App& verb, int argc, char** argv) {
+  std::vector<std::string> known = {"--help"};
+  for (const CLI::Option* opt : verb.get_options())
+    for (const std::string& name : opt->get_lnames()) known.push_back("--" + name);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") break;  // what follows is positional
+    if (arg.rfind("--", 0) != 0) continue;
+    arg = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), arg) != known.end() || arg == "--version") continue;
+    const std::string hint = sp::closest_word(arg, known);
+    if (!hint.empty()) return "unknown flag '" + arg + "' (did you mean '" + hint + "'?)";
+    std::string list;
+    for (std::size_t k = 1; k < known.size(); ++k) list += (list.empty() ? "" : ", ") + known[k];
+    return "unknown flag '" + arg + "'" + (list.empty() ? "" : " (flags: " + list + ")");
+  }
+  return "";
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   // Named here: CLI11 would otherwise show argv[0], the binary's full path, in every usage line.
   CLI::App app{"scratchplan: plans the on-chip memory of ML accelerators", "scratchplan"};
@@ -50,6 +73,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A mistyped flag is named with the verb's closest flag, as a mistyped verb is.
+    if (std::string unknown = unknown_flag(*level, argc, argv); !unknown.empty()) {
+      std::cerr << sp::cli::kErrorPrefix << unknown << " (see --help)\n";
+      return sp::kExitBadInput;
+    }
     std::string m = e.what();
     for (char& c : m)
       if (c == '\n') c = ' ';

@@ -23,7 +23,13 @@ struct JsonInputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Parses text as JSON; `source` names the file in error messages.
+// Deepest nesting of arrays and objects any reader accepts: far beyond real inputs (a kernel's
+// loop nest is a few levels), low enough that the recursive readers stay within their stacks.
+inline constexpr std::size_t kMaxJsonDepth = 512;
+
+// Parses text as JSON; `source` names the file in error messages. A key repeated in one object
+// and nesting deeper than kMaxJsonDepth are bad input (named by their JSON path), so that a typo
+// never silently changes what is read.
 Result<Json> parse_json_text(const std::string& text, const std::string& source);
 // Reads and parses a file ("-": standard input).
 Result<Json> read_json_file(const std::string& path);

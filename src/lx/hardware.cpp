@@ -1,5 +1,6 @@
 // Hardware descriptions: the built-in spyre numbers and JSON overrides.
 #include <cmath>
+#include <filesystem>
 
 #include "lx/lx.h"
 
@@ -74,6 +75,12 @@ Result<Hardware> hardware_from_json(const Json& j, const std::string& source) {
 
 Result<Hardware> load_hardware(const std::string& name_or_path) {
   if (name_or_path.empty() || name_or_path == "spyre") return Hardware{};
+  // A bare word that names no file was meant as a built-in name: say which names exist.
+  std::error_code ec;
+  if (name_or_path != "-" && name_or_path.find('/') == std::string::npos &&
+      name_or_path.find('.') == std::string::npos && !std::filesystem::exists(name_or_path, ec))
+    return bad_input("--hardware: unknown hardware '" + name_or_path +
+                     "' (expected spyre, or the path of a hardware JSON file)");
   auto j = read_json_file(name_or_path);
   if (!j) return j.error();
   return hardware_from_json(*j, input_name(name_or_path));

@@ -385,8 +385,9 @@ struct Evaluator::Impl {
       }
       std::sort(missing.begin(), missing.end());
       for (TensorId t : missing)
-        errors.push_back(sg + ": input tensor " + std::to_string(t) + " is not available (not in slow memory and not retained by subgraph " +
-                         std::to_string(idx - 1) + ")");
+        errors.push_back(sg + ": input tensor " + std::to_string(t) + " is not available (not in slow memory" +
+                         (idx == 0 ? std::string(", and no subgraph runs before this one to retain it)")
+                                   : " and not retained by subgraph " + std::to_string(idx - 1) + ")"));
     }
     const int64_t ntiles = nx * ny;
     // V7: traversal order (checked before anything is allocated for it).

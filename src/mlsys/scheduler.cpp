@@ -326,6 +326,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     int done_len = 1;
     const std::vector<std::vector<OpId>> orders{chain_order(problem), reverse_chain_order(problem), problem.topo_order};
     for (int len : lengths) {
+      if (best.total <= result.stats.bounds.combined * (1.0 + 1e-9)) break;  // optimal already
       popt.max_segment_ops = len;
       bool complete = true;
       for (std::size_t oi = 0; oi < orders.size(); ++oi) {
@@ -353,7 +354,12 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     std::vector<ChainResult> chains(threads);
     std::atomic<int64_t> moves_total{0};
     const double anneal_start = search_clock.elapsed_seconds();
-    if (anneal && !search_clock.expired()) {
+    // A schedule at the lower bound is optimal: the search stops there. (Totals are sums of
+    // doubles: equal within a relative 1e-9.) By time, one chain at the bound stops all; by
+    // iterations, each chain stops only at its own, so the plan stays the budget's.
+    const double proven_at = result.stats.bounds.combined * (1.0 + 1e-9);
+    std::atomic<bool> proven{best.total <= proven_at};
+    if (anneal && !search_clock.expired() && !proven.load()) {
       const int64_t per_thread = options.iterations < 0 ? -1 : (options.iterations + threads - 1) / threads;
       auto run_chain = [&](int t) {
         ChainResult& out = chains[t];
@@ -365,7 +371,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
         out.best_order = best_order;
         const double t0 = 0.02 * best_total;
         for (int64_t it = 0; per_thread < 0 || it < per_thread; ++it) {
-          if (search_clock.expired()) break;
+          if (search_clock.expired() || out.best.total <= proven_at || (per_thread < 0 && proven.load())) break;
           const double progress = per_thread > 0 ? static_cast<double>(it) / static_cast<double>(per_thread)
                                                  : std::min(1.0, search_clock.elapsed_seconds() / std::max(1e-3, search_s));
           const double temp = t0 * (1.0 - progress) * (1.0 - progress) + 1e-9;
@@ -384,6 +390,7 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
             if (cur.total < out.best.total) {
               out.best = cur;
               out.best_order = order;
+              if (cur.total <= proven_at) proven = true;
               if (cur.total < pub.best() && search_guard.allows(pub.best_steps())) pub.offer(to_solution(cur));
             }
           }

@@ -516,6 +516,83 @@ TEST(AllocSolvers, ZeroTimeLimitStillReturnsAValidPlan) {
   EXPECT_TRUE(validate(*p, r->placement).ok());
 }
 
+// A pinned buffer is always placed: one that ends past the capacity is bad input naming it (it
+// used to reach the solvers and come back as "solver 'firstfit' produced an invalid plan").
+TEST(AllocModel, PinPastTheCapacityIsBadInputNamingTheBuffer) {
+  Problem p;
+  p.capacity = 100;
+  p.buffers.push_back(testing::buf("pin", 40, 0, 4));
+  p.buffers.back().fixed_offset = 80;
+  p.buffers.push_back(testing::buf("free", 10, 0, 4));
+  for (Objective obj : {Objective::kPack, Objective::kSelect})
+    for (SolverKind k : {SolverKind::kAuto, SolverKind::kFirstFit, SolverKind::kExact, SolverKind::kAnnealing}) {
+      SolveOptions o;
+      o.objective = obj;
+      o.solver = k;
+      o.time_limit = 1;
+      auto r = solve(p, o);
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.error().kind, ErrorKind::kBadInput);
+      EXPECT_EQ(r.error().message, "buffer 'pin': pinned at offset 80 with size 40, it ends at 120, past the capacity 100");
+    }
+  p.capacity = 120;  // at the capacity: fine, and the select plan keeps the pin
+  SolveOptions o;
+  o.objective = Objective::kSelect;
+  o.time_limit = 1;
+  auto r = solve(p, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->placement.offsets[0], 80);
+  EXPECT_TRUE(validate(p, r->placement).ok());
+}
+
+// Every height bound counts pinned ends: 40 B pinned at 80 beside a 10 B buffer needs 120, and
+// a plan of 120 is proven (it was reported as "height 120 (lower bound 50)").
+TEST(AllocSolvers, BoundsCountPinnedEnds) {
+  Problem p;
+  p.buffers.push_back(testing::buf("pin", 40, 0, 4));
+  p.buffers.back().fixed_offset = 80;
+  p.buffers.push_back(testing::buf("free", 10, 0, 4));
+  EXPECT_EQ(max_load(p), 120);
+  for (SolverKind k : {SolverKind::kAuto, SolverKind::kExact, SolverKind::kFirstFit}) {
+    SolveOptions o;
+    o.minimize = true;
+    o.solver = k;
+    o.time_limit = 1;
+    auto r = solve(p, o);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->height, 120);
+    EXPECT_EQ(r->lower_bound, 120) << solver_kind_name(k);
+    EXPECT_TRUE(r->proven_optimal) << solver_kind_name(k);
+  }
+}
+
+// Anytime at every size: with no time at all, every solver still returns a valid complete pack
+// (the chosen solver's plan when it finishes, else the online placer's); a quadratic placer or
+// annealing's first-fit decoder cut short is not an answer (it was: "no plan within capacity
+// 2305843009213693951" for annealing and exact from about 50k buffers).
+TEST(AllocSolvers, EverySolverAnswersAPackWithNoTime) {
+  Problem p = generate_random(1200, 7);
+  for (SolverKind k : {SolverKind::kGreedy, SolverKind::kFirstFit, SolverKind::kBestFit, SolverKind::kGreedyBySize,
+                       SolverKind::kSweep, SolverKind::kOnline, SolverKind::kAnnealing, SolverKind::kExact}) {
+    SolveOptions o;
+    o.solver = k;
+    o.minimize = true;
+    o.time_limit = 0;
+    auto r = solve(p, o);
+    ASSERT_TRUE(r.ok()) << solver_kind_name(k);
+    EXPECT_TRUE(r->feasible) << solver_kind_name(k);
+    EXPECT_TRUE(validate(p, r->placement, true).ok()) << solver_kind_name(k);
+    EXPECT_GE(r->height, r->lower_bound);
+    // Given time, the chosen solver answers itself.
+    o.time_limit = k == SolverKind::kExact || k == SolverKind::kAuto ? 0.3 : 5;
+    o.iterations = k == SolverKind::kAnnealing ? 5 : 0;
+    auto timed = solve(p, o);
+    ASSERT_TRUE(timed.ok());
+    EXPECT_TRUE(timed->feasible);
+    if (k != SolverKind::kExact) EXPECT_EQ(timed->solver, solver_kind_name(k));
+  }
+}
+
 // MiniMalloc's K (454 buffers, 108 of 242 time sections at zero slack) was not solved in 10 s
 // before the minimalloc_dives attempts; one thread now packs it in well under a second.
 TEST(AllocSolvers, ChallengingKPacksAtCapacity) {

@@ -84,10 +84,22 @@ WEIRD = [None, True, False, "", "abc", [], {}, -1, 0, 1, -(2 ** 63), 2 ** 63, 2 
 def mutate_json(doc, rng):
     """Returns (text, label): a mutated document serialized, sometimes made syntactically broken."""
     doc = copy.deepcopy(doc)
-    kind = rng.choice(["drop", "typo", "type", "number", "number", "extra", "dup", "nan", "truncate", "cycle", "none"])
+    kind = rng.choice(["drop", "typo", "type", "number", "number", "extra", "dup", "nan", "truncate", "cycle", "none",
+                       "dupkey"])
     locs = paths_of(doc)
     if kind in ("drop", "typo", "type", "number", "dup", "extra") and not locs:
         kind = "none"
+    dicts_with_keys = [c for c, _ in locs if isinstance(c, dict) and c] + ([doc] if isinstance(doc, dict) and doc else [])
+    if kind == "dupkey" and not dicts_with_keys:
+        kind = "none"
+    if kind == "dupkey":
+        # A key written twice in one object (json.dumps cannot write one: a marker key is
+        # replaced in the text). Every reader must refuse it: the last value would win silently.
+        c = rng.choice(dicts_with_keys)
+        k = rng.choice(list(c))
+        c["\u0001dup"] = copy.deepcopy(rng.choice([c[k], 0, 1, "x"]))
+        text = json.dumps(doc).replace(json.dumps("\u0001dup"), json.dumps(k), 1)
+        return text, kind
     if kind == "drop":
         c, k = rng.choice(locs)
         del c[k]
@@ -378,6 +390,7 @@ class Fuzzer:
         self.failures = []
         self.runs = 0
         self.counts = {}
+        self.mutations = set()  # labels of the documents mutated for the next run
         self.mlsys_problems = [load("examples/mlsys/mlp_block.json")] + [
             load("tests/data/mlsys2026/examples/" + f) for f in ("ex1_problem.json", "ex2_problem.json")]
         self.mlsys_solution = (load("examples/mlsys/mlp_block.json"), load("examples/mlsys/mlp_block_solution.json"))
@@ -416,6 +429,9 @@ class Fuzzer:
         outputs that an exit 2 verdict (violations found) still writes, like a report."""
         self.runs += 1
         self.counts[verb] = self.counts.get(verb, 0) + 1
+        if "dupkey" in self.mutations and expect is None:
+            expect = 2  # a key repeated in any document read is bad input
+        self.mutations = set()
         budget = (limit * 1.1 + 3.0) if limit is not None else 10.0
         t0 = time.monotonic()
         try:
@@ -501,7 +517,9 @@ class Fuzzer:
 
     # ---- per-verb cases ----
     def maybe(self, doc):
-        return mutate_json(doc, self.rng) if self.rng.random() < 0.7 else (json.dumps(doc), "valid")
+        text, label = mutate_json(doc, self.rng) if self.rng.random() < 0.7 else (json.dumps(doc), "valid")
+        self.mutations.add(label)  # (the next run() expects exit 2 for a repeated key)
+        return text, label
 
     def json_check(self, fmt):
         def check(path):
@@ -520,8 +538,8 @@ class Fuzzer:
         """Writes what a "-" output printed to a file, so it can be checked like the file."""
         return self.file(name, out)
 
-    def expect_of(self, kind, bad_flag):
-        if kind == "dir" or bad_flag:
+    def expect_of(self, kind, bad_flag, mutation=None):
+        if kind == "dir" or bad_flag or mutation == "dupkey":
             return 2
         return None
 
@@ -629,6 +647,7 @@ class Fuzzer:
     def alloc(self):
         doc = random_alloc_problem(self.rng)
         is_csv = self.rng.random() < 0.4
+        bad_doc = False
         if is_csv:
             text = alloc_csv(doc)
             if self.rng.random() < 0.7:
@@ -637,7 +656,20 @@ class Fuzzer:
             if pa == "-" and text.lstrip().startswith("{"):
                 is_csv = False
         else:
-            text, _ = self.maybe(doc)
+            r = self.rng.random()
+            if r < 0.08 and doc["buffers"]:
+                # Every number of an alloc problem is an integer: a float, a numeric string or a
+                # bool in its place is refused, never rounded.
+                b = self.rng.choice(doc["buffers"])
+                k = self.rng.choice(["size", "start", "end"])
+                b[k] = self.rng.choice([b[k] + 0.5, b[k] + 0.7, str(b[k]), True, False])
+                bad_doc = True
+            elif r < 0.14 and doc["buffers"] and isinstance(doc.get("capacity"), int):
+                # A buffer pinned so that it ends past the capacity: bad input naming it.
+                b = self.rng.choice(doc["buffers"])
+                b["offset"] = 2 ** 40  # (past every capacity this fuzzer gives, flag or document)
+                bad_doc = True
+            text, _ = (json.dumps(doc), "valid") if bad_doc else self.maybe(doc)
             pa, stdin, kind = self.input_arg("al_p.json", text)
             if pa == "-" and not text.lstrip().startswith("{"):
                 is_csv = True  # standard input is read as CSV unless it starts with "{"
@@ -648,10 +680,10 @@ class Fuzzer:
         argv = [self.cli, "alloc", pa, "-o", o, "--objective", objective]
         if capacity is not None:
             argv += ["--capacity", str(capacity)]
-        bad = False
+        bad = bad_doc
         if self.rng.random() < 0.3:
             argv.append("--minimize")
-            bad = objective == "select"
+            bad = bad or objective == "select"
         noise, bad_flag = self.flag_noise([("--time-limit", ["-1", "nan", "0.1"]), ("--threads", ["0", "1000"]),
                                            ("--capacity", ["-5", "1e3", "x", "99999999999999999999"]),
                                            ("--solver", ["nope", "sweep", "greedy", "exact", "annealing"])], 0.2)

@@ -16,6 +16,33 @@ TEST(JsonReader, SyntaxErrorNamesLineAndColumn) {
   EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
 }
 
+TEST(JsonReader, RepeatedKeyIsBadInputNamedByItsPath) {
+  // nlohmann keeps the last value of a repeated key: {"size": 600, "size": 10} would read 10.
+  auto r = parse_json_text(R"({"buffers": [{"id": "p"}, {"id": "q", "size": 600, "size": 10}]})", "d.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kBadInput);
+  EXPECT_EQ(r.error().message, "d.json: $.buffers[1]: duplicate key \"size\" (each key may appear once)");
+  // The same key in two objects, and nested objects after arrays, are fine.
+  auto ok = parse_json_text(R"({"a": {"k": 1}, "b": [[{"k": 2}], {"k": 3}], "k": [1, {"k": {"k": 4}}]})", "d.json");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ((*ok)["b"][1]["k"], 3);
+  auto nested = parse_json_text(R"({"a": [1, {"x": [2, 3]}, {"y": {"z": 1, "z": 2}}]})", "n.json");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().message, "n.json: $.a[2].y: duplicate key \"z\" (each key may appear once)");
+}
+
+TEST(JsonReader, NestingPastTheStatedDepthIsBadInputNotACrash) {
+  const std::size_t deep = 20000;  // a recursive reader's stack would not survive this
+  auto r = parse_json_text(std::string(deep, '[') + std::string(deep, ']'), "deep.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(r.error().message.find("deep.json: $[0][0]"), std::string::npos) << r.error().message.substr(0, 80);
+  EXPECT_NE(r.error().message.find("nesting deeper than 512 levels"), std::string::npos);
+  // At the limit it is accepted.
+  auto at = parse_json_text(std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'), "ok.json");
+  EXPECT_TRUE(at.ok());
+}
+
 TEST(JsonReader, EmptyFileIsBadInput) {
   auto r = parse_json_text("  \n", "e.json");
   ASSERT_FALSE(r.ok());

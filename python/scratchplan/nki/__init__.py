@@ -105,7 +105,7 @@ def plan(kernel: Any, hardware: Any = None, max_buffers: "int | None" = None, si
     tensor at its smallest legal tile count (excludes max_buffers); in_order: engine queues in
     program order; keep_direct: plan only the automatically allocated tensors."""
     if single and max_buffers is not None:
-        raise BadInput("--max-buffers excludes --single")
+        raise BadInput("max_buffers excludes single")
     mb = 8 if max_buffers is None else flag("--max-buffers", "count", max_buffers, 1, 1024)
     tl = flag("--time-limit", "seconds", time_limit)
     return PlanResult(_core.nki_plan(doc(kernel, "kernel"), _hw(hardware), mb, bool(single), bool(in_order),
