@@ -55,7 +55,8 @@ def test_cmake_install_and_find_package(tmp_path):
     run(["cmake", "--install", BUILD, "--prefix", str(prefix)])
     cli = prefix / "bin" / "scratchplan"
     assert cli.exists() and (prefix / "bin" / "mlsys").exists()
-    assert glob.glob(str(prefix / "lib*" / "libscratchplan.a"))
+    for module in ("core", "alloc", "layout", "program", "workdiv", "mlsys", "nki", "lx"):  # one library per module
+        assert glob.glob(str(prefix / "lib*" / f"libscratchplan_{module}.a")), module
     assert (prefix / "include" / "scratchplan" / "alloc" / "solver.h").exists()
     assert glob.glob(str(prefix / "lib*" / "cmake" / "scratchplan" / "scratchplanConfig.cmake"))
     r = run([str(cli), "layout", "--size", "5,100,150", "--dtype", "fp16", "--json"], cwd=str(tmp_path))

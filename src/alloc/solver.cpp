@@ -312,275 +312,319 @@ struct Pool {
     if (o.on_improvement) o.on_improvement({dl.elapsed_seconds(), name, v, lower_bound});
   }
 };
-thread_local Pool* g_pool = nullptr;  // set by solve() for the duration of one call
 
-void consider(std::vector<Candidate>& c, const Problem& p, Objective obj, Placement pl, const std::string& name) {
-  if (obj == Objective::kSelect) keep_groups_whole(p, pl);  // (a pack places every member anyway)
-  int64_t v = score(p, pl, obj);
-  c.push_back({std::move(pl), name, v});
-  if (g_pool && &g_pool->c == &c) g_pool->report(v, name);
-}
+// One solve() call: the problem, its bounds, the candidate plans and the strategies that add to
+// them. solve() picks the strategies (its policy table); finish() picks and validates the best.
+class Solve {
+ public:
+  // `dl` started when solve() did: the problem's checks count against the limit too.
+  Solve(const Problem& p, const SolveOptions& o, const Deadline& dl)
+      : p(p), o(o), dl(dl), obj(o.objective), pack(obj == Objective::kPack),
+        hcap(pack ? kUnbounded : p.capacity), has_ip(has_in_place(p)),
+        // (For a pack every buffer is kept, and the child-late relaxation is the tighter one; a
+        // selection takes the better of both.)
+        relaxed(has_ip ? handoff_relaxation(p) : Problem{}),
+        relaxed_pe(has_ip && !pack ? handoff_relaxation(p, Handoff::kParentEarly) : Problem{}),
+        pool{cands, o, dl, 0, kUnbounded, {}} {}
 
-}  // namespace
+  // Bounds; false when the pack is infeasible by them (the result is then final).
+  bool bound();
+  // The strategies.
+  void chosen_solver();   // a named solver, with the online placer as its fallback (pack)
+  void auto_portfolio();  // auto: first answers, then the regime's improvement phase
+  SolveResult finish_infeasible_by_bound();
+  Result<SolveResult> finish(bool grouped);
 
-Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
-  Deadline dl(o.time_limit);
-  if (Status st = check_problem(p); !st) return st.error();
-  // A group with a member forced off chip goes off chip whole: solve with that stated.
-  if (has_groups(p)) {
-    Problem q = p;
-    if (add_group_reasons(q)) return solve(q, o);
-  }
-  const bool grouped = has_groups(p);
-  SolveResult res;
-  const Objective obj = o.objective;
-  const bool pack = obj == Objective::kPack;
-  const Size hcap = pack ? kUnbounded : p.capacity;  // heuristics pack without a ceiling, then compare
+ private:
+  const Problem& p;
+  const SolveOptions& o;
+  const Deadline dl;
+  const Objective obj;
+  const bool pack;
+  const Size hcap;  // heuristics pack without a ceiling, then compare
   // With in-place edges every bound is taken on the hand-off relaxation: the max load of `p`
   // counts a parent and its child twice at the hand-off tick, where a valid plan holds the
   // parent's footprint once (docs/alloc.md).
-  const bool has_ip = has_in_place(p);
-  // (For a pack every buffer is kept, and the child-late relaxation is the tighter one; a
-  // selection takes the better of both.)
-  const Problem relaxed = has_ip ? handoff_relaxation(p) : Problem{};
-  const Problem relaxed_pe = has_ip && !pack ? handoff_relaxation(p, Handoff::kParentEarly) : Problem{};
-  const Problem& bounded = has_ip ? relaxed : p;
-  Size lb_pack = max_load(bounded);
-  {
-    Size biggest = 0;
-    for (const Buffer& b : p.buffers)
-      if (b.residency_reason.empty()) biggest = std::max(biggest, b.size);
-    lb_pack = std::max(lb_pack, biggest);
-  }
-  const Cost lb_sel = pack ? 0 : std::max(selection_lower_bound(bounded), has_ip ? selection_lower_bound(relaxed_pe) : 0);
-  res.lower_bound = pack ? lb_pack : lb_sel;
-  // A pack whose lower bound is above the capacity is infeasible: answer before any heuristic runs
-  // (they place below kUnbounded = 2^61, which one buffer of up to 2^62 bytes can exceed).
-  if (pack && lb_pack > p.capacity) {
-    res.placement.offsets.assign(p.buffers.size(), kSpilled);
-    res.placement.spill_reasons.assign(p.buffers.size(), "no plan found");
-    res.solver = solver_kind_name(o.solver);
-    res.proven_infeasible = true;
-    res.seconds = dl.elapsed_seconds();
-    return res;
-  }
+  const bool has_ip;
+  const Problem relaxed, relaxed_pe;
+  Size lb_pack = 0;
+  SolveResult res;
   std::vector<Candidate> cands;
-  Pool pool{cands, o, dl, res.lower_bound, kUnbounded, {}};
-  struct PoolScope {
-    Pool* prev;
-    explicit PoolScope(Pool* p) : prev(g_pool) { g_pool = p; }
-    ~PoolScope() { g_pool = prev; }
-  } pool_scope(&pool);
+  Pool pool;
   bool exact_complete = false, exact_infeasible = false;
   double first_placer_s = 0;  // wall time of the first heuristic (sizes the validation reserve)
-  int64_t exact_lb = res.lower_bound;
+  int64_t exact_lb = 0;
+  bool auto_anneal = false;  // auto: a short annealing pass before the exact search
+  Placement anneal_inc;
 
-  // The exact search treats an in-place pair as an ordinary conflict, so its plans are valid but
-  // its proofs ignore hand-offs. With in-place edges, proofs come from the hand-off relaxations
-  // instead (problem.h); their optima are lower bounds, and their plans are used too when the
-  // validator accepts them for the real problem.
-  // A plan of a derived problem (a relaxation, the restriction) counts only when it is valid here.
-  auto consider_if_valid = [&](Placement pl) {
-    if (!pack) keep_groups_whole(p, pl);
-    if (validate(p, pl, pack, pack ? kUnbounded : -1).ok()) consider(cands, p, obj, std::move(pl), "exact");
-  };
-  auto consider_relaxed = [&](const ExactResult& e) {
-    if (e.found) consider_if_valid(e.placement);
-  };
+  const Problem& bounded() const { return has_ip ? relaxed : p; }
+  const Candidate& best_candidate() const {
+    return *std::min_element(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.value < b.value; });
+  }
+  void consider(Placement pl, const std::string& name);
+  void consider_if_valid(Placement pl);
+  ExactResult probe_at_bound(double secs);
+  ExactResult par_exact(const Problem& q, bool mini, double secs, const Placement* inc);
+  void exact_on_restriction(double secs);
+  const Placement* anneal_pass(const Placement* inc);
+  void run_exact(const Placement* inc, double seconds, bool lb_probe = true);
+  void exact_pack_at_capacity(double seconds, double share);
+  void exact_pack_minimize(const Placement* inc, double seconds, bool lb_probe, double share);
+  void exact_select(const Placement* inc, double seconds, double share);
+  // auto's phases, in the order auto_portfolio() tries them.
+  void first_answers(bool large, bool sweeps_next);
+  bool sparse_dives(bool sparse, bool large);
+  void large_select();
+  void large_pack(bool sparse);
+  void large_pack_sparse_minimize(Placement cur, double usable);
+  bool sparse_probe();
+  void sweeps_then_exact(bool sparse);
+};
 
-  // Exact search on `threads` workers with different restart seeds; the first to finish
-  // (a plan for a fixed-capacity pack, or a completed search) stops the others.
-  // The exact search at the max-load capacity from scratch, on one thread (sparse instances):
-  // a plan it finds is optimal. MiniMalloc's branching (the lowest buffer first, no fail-first
-  // holes) gets the first 40 %, then the default search the rest. Why: on a chain whose sizes halve or double, with a 4 MiB
-  // buffer live 40 ticks every 50 beside it (20,400 buffers, where the dives end 37 % above),
-  // the lowest-first search packs it at the bound in 1.8 s and the fail-first one finds nothing
-  // in 9 s; on other seeds of that kind fail-first takes 0.15 s and lowest-first 1.8 s, and both
-  // pack the ResNet-like chains (docs/alloc.md).
-  auto probe_at_bound = [&](double secs) {
+void Solve::consider(Placement pl, const std::string& name) {
+  if (obj == Objective::kSelect) keep_groups_whole(p, pl);  // (a pack places every member anyway)
+  int64_t v = score(p, pl, obj);
+  cands.push_back({std::move(pl), name, v});
+  pool.report(v, name);
+}
+
+// A plan of a derived problem (a relaxation, the restriction) counts only when it is valid here.
+void Solve::consider_if_valid(Placement pl) {
+  if (!pack) keep_groups_whole(p, pl);
+  if (validate(p, pl, pack, pack ? kUnbounded : -1).ok()) consider(std::move(pl), "exact");
+}
+
+bool Solve::bound() {
+  lb_pack = max_load(bounded());
+  Size biggest = 0;
+  for (const Buffer& b : p.buffers)
+    if (b.residency_reason.empty()) biggest = std::max(biggest, b.size);
+  lb_pack = std::max(lb_pack, biggest);
+  const Cost lb_sel = pack ? 0 : std::max(selection_lower_bound(bounded()), has_ip ? selection_lower_bound(relaxed_pe) : 0);
+  res.lower_bound = pack ? lb_pack : lb_sel;
+  pool.lower_bound = res.lower_bound;
+  exact_lb = res.lower_bound;
+  // A pack whose lower bound is above the capacity is infeasible: answer before any heuristic runs
+  // (they place below kUnbounded = 2^61, which one buffer of up to 2^62 bytes can exceed).
+  return !(pack && lb_pack > p.capacity);
+}
+
+SolveResult Solve::finish_infeasible_by_bound() {
+  res.placement.offsets.assign(p.buffers.size(), kSpilled);
+  res.placement.spill_reasons.assign(p.buffers.size(), "no plan found");
+  res.solver = solver_kind_name(o.solver);
+  res.proven_infeasible = true;
+  res.seconds = dl.elapsed_seconds();
+  return res;
+}
+
+// The exact search at the max-load capacity from scratch, on one thread (sparse instances):
+// a plan it finds is optimal. MiniMalloc's branching (the lowest buffer first, no fail-first
+// holes) gets the first 40 %, then the default search the rest. Why: on a chain whose sizes halve or double, with a 4 MiB
+// buffer live 40 ticks every 50 beside it (20,400 buffers, where the dives end 37 % above),
+// the lowest-first search packs it at the bound in 1.8 s and the fail-first one finds nothing
+// in 9 s; on other seeds of that kind fail-first takes 0.15 s and lowest-first 1.8 s, and both
+// pack the ResNet-like chains (docs/alloc.md).
+ExactResult Solve::probe_at_bound(double secs) {
+  Problem q = p;
+  q.capacity = lb_pack;
+  const Deadline probe(std::max(0.0, secs));
+  if (!o.exact.fail_first) return exact_search(q, obj, false, o.exact, probe.remaining_seconds(), nullptr);
+  ExactToggles lowest_first = o.exact;
+  lowest_first.fail_first = false;
+  ExactResult first = exact_search(q, obj, false, lowest_first, 0.4 * probe.remaining_seconds(), nullptr);
+  if (first.found || first.complete) return first;
+  ExactResult then = exact_search(q, obj, false, o.exact, std::max(0.0, probe.remaining_seconds()), nullptr);
+  then.nodes += first.nodes;
+  return then;
+}
+
+// Exact search on `threads` workers with different restart seeds; the first to finish
+// (a plan for a fixed-capacity pack, or a completed search) stops the others.
+ExactResult Solve::par_exact(const Problem& q, bool mini, double secs, const Placement* inc) {
+  secs = std::max(0.0, secs);  // a spent budget must not read as "no limit" (Deadline(-1))
+  const int T = std::max(1, o.threads);
+  // Lower heights of a descent are reported as found (a relaxed problem's are not plans of p).
+  std::function<void(int64_t)> on_lower;
+  if (mini && &q == &p) on_lower = [&](int64_t h) { pool.report(h, "exact"); };
+  if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc, 0, nullptr, on_lower);
+  std::atomic<bool> stop{false};
+  std::vector<ExactResult> rs(T);
+  run_workers(T, [&](int t) {
+    rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop, on_lower);
+    if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
+  });
+  ExactResult best = rs[0];
+  int64_t nodes = 0;
+  bool complete = false;
+  for (auto& r : rs) {
+    nodes += r.nodes;
+    complete = complete || r.complete;
+    if (r.found && (!best.found || r.value < best.value)) best = r;
+  }
+  best.nodes = nodes;
+  best.complete = complete;
+  return best;
+}
+
+// The hand-off restriction's exact plan, expanded: every chain of hand-offs at one base.
+void Solve::exact_on_restriction(double secs) {
+  std::vector<int> merged_of;
+  Problem m = handoff_restriction(p, merged_of);
+  if (m.buffers.size() == p.buffers.size() || !check_problem(m)) return;
+  ExactResult e = par_exact(m, pack && o.minimize, secs, nullptr);
+  res.nodes += e.nodes;
+  if (!e.found) return;
+  Placement pl;
+  pl.offsets.resize(p.buffers.size());
+  pl.spill_reasons.resize(p.buffers.size());
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    pl.offsets[i] = e.placement.offsets[merged_of[i]];
+    pl.spill_reasons[i] = e.placement.spill_reasons[merged_of[i]];
+  }
+  consider_if_valid(std::move(pl));
+}
+
+// auto: a short annealing pass on problems too big to settle by search alone may improve the
+// incumbent (select, or pack-min after the lower-bound probe failed).
+const Placement* Solve::anneal_pass(const Placement* inc) {
+  if (!auto_anneal || p.buffers.size() <= 64) return inc;
+  SolveOptions so = o;
+  so.time_limit = std::clamp(0.1 * dl.remaining_seconds(), 0.0, 0.5);
+  Deadline sa_dl(so.time_limit);
+  Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
+  const int64_t v = score(p, sa, obj), inc_v = inc ? score(p, *inc, obj) : kUnbounded;
+  consider(sa, "annealing");
+  if (v >= inc_v || (pack && v > p.capacity)) return inc;
+  anneal_inc = std::move(sa);
+  return &anneal_inc;
+}
+
+// The exact search treats an in-place pair as an ordinary conflict, so its plans are valid but
+// its proofs ignore hand-offs. With in-place edges, proofs come from the hand-off relaxations
+// instead (problem.h); their optima are lower bounds, and their plans are used too when the
+// validator accepts them for the real problem.
+// lb_probe: first look for a plan at the max-load bound (skipped after a multi-start, which
+// stops there when it finds one).
+void Solve::run_exact(const Placement* inc, double seconds, bool lb_probe) {
+  const double share = has_ip ? 0.5 : 1.0;
+  if (pack && !o.minimize) return exact_pack_at_capacity(seconds, share);
+  if (pack) return exact_pack_minimize(inc, seconds, lb_probe, share);
+  exact_select(inc, seconds, share);
+}
+
+void Solve::exact_pack_at_capacity(double seconds, double share) {
+  if (lb_pack > p.capacity) {
+    exact_complete = exact_infeasible = true;
+    return;
+  }
+  ExactResult e = par_exact(p, false, seconds * share, nullptr);
+  res.nodes += e.nodes;
+  if (e.found) consider(e.placement, "exact");
+  if (e.found || !e.complete) return;
+  if (has_ip) {
+    ExactResult r = par_exact(relaxed, false, seconds * share, nullptr);
+    res.nodes += r.nodes;
+    if (r.found) consider_if_valid(r.placement);
+    e = r;
+  }
+  if (!e.found && e.complete) exact_complete = exact_infeasible = true;
+}
+
+void Solve::exact_pack_minimize(const Placement* inc, double seconds, bool lb_probe, double share) {
+  const Problem& proof = bounded();
+  double t_start = dl.elapsed_seconds();
+  if (lb_probe && o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
     Problem q = p;
     q.capacity = lb_pack;
-    const Deadline probe(std::max(0.0, secs));
-    if (!o.exact.fail_first) return exact_search(q, obj, false, o.exact, probe.remaining_seconds(), nullptr);
-    ExactToggles lowest_first = o.exact;
-    lowest_first.fail_first = false;
-    ExactResult first = exact_search(q, obj, false, lowest_first, 0.4 * probe.remaining_seconds(), nullptr);
-    if (first.found || first.complete) return first;
-    ExactResult then = exact_search(q, obj, false, o.exact, std::max(0.0, probe.remaining_seconds()), nullptr);
-    then.nodes += first.nodes;
-    return then;
-  };
-  auto par_exact = [&](const Problem& q, bool mini, double secs, const Placement* inc) {
-    secs = std::max(0.0, secs);  // a spent budget must not read as "no limit" (Deadline(-1))
-    const int T = std::max(1, o.threads);
-    // Lower heights of a descent are reported as found (a relaxed problem's are not plans of p).
-    std::function<void(int64_t)> on_lower;
-    if (mini && &q == &p) on_lower = [&](int64_t h) { pool.report(h, "exact"); };
-    if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc, 0, nullptr, on_lower);
-    std::atomic<bool> stop{false};
-    std::vector<ExactResult> rs(T);
-    run_workers(T, [&](int t) {
-      rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop, on_lower);
-      if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
-    });
-    ExactResult best = rs[0];
-    int64_t nodes = 0;
-    bool complete = false;
-    for (auto& r : rs) {
-      nodes += r.nodes;
-      complete = complete || r.complete;
-      if (r.found && (!best.found || r.value < best.value)) best = r;
-    }
-    best.nodes = nodes;
-    best.complete = complete;
-    return best;
-  };
-  // The hand-off restriction's exact plan, expanded: every chain of hand-offs at one base.
-  auto exact_on_restriction = [&](double secs) {
-    std::vector<int> merged_of;
-    Problem m = handoff_restriction(p, merged_of);
-    if (m.buffers.size() == p.buffers.size() || !check_problem(m)) return;
-    ExactResult e = par_exact(m, pack && o.minimize, secs, nullptr);
+    ExactResult e = par_exact(q, false, seconds * 0.5, nullptr);
     res.nodes += e.nodes;
-    if (!e.found) return;
-    Placement pl;
-    pl.offsets.resize(p.buffers.size());
-    pl.spill_reasons.resize(p.buffers.size());
-    for (std::size_t i = 0; i < p.buffers.size(); ++i) {
-      pl.offsets[i] = e.placement.offsets[merged_of[i]];
-      pl.spill_reasons[i] = e.placement.spill_reasons[merged_of[i]];
-    }
-    consider_if_valid(std::move(pl));
-  };
-
-  // auto: a short annealing pass on problems too big to settle by search alone may improve the
-  // incumbent (select, or pack-min after the lower-bound probe failed).
-  bool auto_anneal = false;
-  Placement anneal_inc;
-  auto anneal_pass = [&](const Placement* inc) -> const Placement* {
-    if (!auto_anneal || p.buffers.size() <= 64) return inc;
-    SolveOptions so = o;
-    so.time_limit = std::clamp(0.1 * dl.remaining_seconds(), 0.0, 0.5);
-    Deadline sa_dl(so.time_limit);
-    Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
-    const int64_t v = score(p, sa, obj), inc_v = inc ? score(p, *inc, obj) : kUnbounded;
-    consider(cands, p, obj, sa, "annealing");
-    if (v >= inc_v || (pack && v > p.capacity)) return inc;
-    anneal_inc = std::move(sa);
-    return &anneal_inc;
-  };
-
-  // lb_probe: first look for a plan at the max-load bound (skipped after a multi-start, which
-  // stops there when it finds one).
-  auto run_exact = [&](const Placement* inc, double seconds, bool lb_probe = true) {
-    const double share = has_ip ? 0.5 : 1.0;
-    if (pack && !o.minimize) {
-      if (lb_pack > p.capacity) { exact_complete = exact_infeasible = true; return; }
-      ExactResult e = par_exact(p, false, seconds * share, nullptr);
-      res.nodes += e.nodes;
-      if (e.found) consider(cands, p, obj, e.placement, "exact");
-      if (e.found || !e.complete) return;
-      if (has_ip) {
-        ExactResult r = par_exact(relaxed, false, seconds * share, nullptr);
-        res.nodes += r.nodes;
-        consider_relaxed(r);
-        e = r;
-      }
-      if (!e.found && e.complete) exact_complete = exact_infeasible = true;
+    if (e.found) {
+      consider(e.placement, "exact");
+      exact_complete = true;
       return;
     }
-    if (pack) {
-      const Problem& proof = has_ip ? relaxed : p;
-      double t_start = dl.elapsed_seconds();
-      if (lb_probe && o.exact.lb_probe && lb_pack <= p.capacity) {  // most real instances pack at the max load
-        Problem q = p;
-        q.capacity = lb_pack;
-        ExactResult e = par_exact(q, false, seconds * 0.5, nullptr);
-        res.nodes += e.nodes;
-        if (e.found) {
-          consider(cands, p, obj, e.placement, "exact");
-          exact_complete = true;
-          return;
-        }
-        if (e.complete && !has_ip) exact_lb = lb_pack + 1;
-      }
-      inc = anneal_pass(inc);
-      double left = std::max(0.0, seconds - (dl.elapsed_seconds() - t_start));
-      ExactResult e = par_exact(p, true, left * share, inc);
-      res.nodes += e.nodes;
-      if (e.found) consider(cands, p, obj, e.placement, "exact");
-      if (has_ip) {
-        ExactResult r = par_exact(proof, true, std::max(0.0, dl.remaining_seconds()), nullptr);
-        res.nodes += r.nodes;
-        consider_relaxed(r);
-        e = r;
-        if (e.complete && e.found) exact_lb = std::max<int64_t>(exact_lb, e.value);
-        if (e.complete && !e.found) exact_infeasible = true;
-        return;
-      }
-      if (e.complete) {
-        exact_complete = true;
-        if (!e.found) exact_infeasible = true;
-      }
-      return;
-    }
-    // A selection keeps to `seconds` (callers reserve time for the validation after it).
-    const Deadline sdl(std::max(0.0, seconds));
-    Placement relax_plan;
-    if (o.exact.load_bound) {
-      // Load relaxation (addresses ignored): its optimum is a lower bound. If its optimal set
-      // packs at the capacity, that plan meets the bound and is optimal.
-      const Cost upper = inc ? score(p, *inc, obj) : kUnbounded;
-      LoadRelaxation lr = load_relaxation(p, upper, 0.25 * std::max(0.0, sdl.remaining_seconds()));
-      exact_lb = std::max<int64_t>(exact_lb, lr.bound);
-      if (lr.bound >= upper) {  // the incumbent is optimal
-        if (inc) consider(cands, p, obj, *inc, "exact");  // (kExact has no other candidate)
-        return;
-      }
-      if (lr.found) {
-        Problem q = p;
-        for (std::size_t i = 0; i < q.buffers.size(); ++i)
-          if (lr.spill[i] && q.buffers[i].residency_reason.empty())
-            q.buffers[i].residency_reason = q.buffers[i].size > p.capacity
-                                                ? "larger than capacity " + std::to_string(p.capacity)
-                                                : "spilled by exact selection: no room within capacity " + std::to_string(p.capacity);
-        ExactResult e = exact_search(q, Objective::kPack, false, o.exact, 0.25 * std::max(0.0, sdl.remaining_seconds()), nullptr);
-        res.nodes += e.nodes;
-        if (e.found) {  // (spill reasons: the ones set on q)
-          consider(cands, p, obj, e.placement, "exact");
-          if (spilled_cost(p, e.placement) <= exact_lb) return;
-          relax_plan = e.placement;  // (a copy: cands may reallocate)
-          inc = &relax_plan;
-        }
-      }
-    }
-    inc = anneal_pass(inc);
-    ExactResult e = par_exact(p, false, std::max(0.0, sdl.remaining_seconds()) * share, inc);
-    res.nodes += e.nodes;
-    if (e.found) consider(cands, p, obj, e.placement, "exact");
-    if (!has_ip) {
-      exact_complete = e.complete && e.found;
-      return;
-    }
-    // Plans with every hand-off chain at one base (the exact search itself knows no hand-offs),
-    // then bounds from both hand-off relaxations (each is loose where the other is exact).
-    exact_on_restriction(0.3 * std::max(0.0, sdl.remaining_seconds()));
-    ExactResult r = par_exact(relaxed, false, 0.5 * std::max(0.0, sdl.remaining_seconds()), nullptr);
+    if (e.complete && !has_ip) exact_lb = lb_pack + 1;
+  }
+  inc = anneal_pass(inc);
+  double left = std::max(0.0, seconds - (dl.elapsed_seconds() - t_start));
+  ExactResult e = par_exact(p, true, left * share, inc);
+  res.nodes += e.nodes;
+  if (e.found) consider(e.placement, "exact");
+  if (has_ip) {
+    ExactResult r = par_exact(proof, true, std::max(0.0, dl.remaining_seconds()), nullptr);
     res.nodes += r.nodes;
-    consider_relaxed(r);
-    if (r.complete && r.found) exact_lb = std::max<int64_t>(exact_lb, r.value);
-    ExactResult r2 = par_exact(relaxed_pe, false, std::max(0.0, sdl.remaining_seconds()), nullptr);
-    res.nodes += r2.nodes;
-    consider_relaxed(r2);
-    if (r2.complete && r2.found) exact_lb = std::max<int64_t>(exact_lb, r2.value);
-  };
+    if (r.found) consider_if_valid(r.placement);
+    e = r;
+    if (e.complete && e.found) exact_lb = std::max<int64_t>(exact_lb, e.value);
+    if (e.complete && !e.found) exact_infeasible = true;
+    return;
+  }
+  if (e.complete) {
+    exact_complete = true;
+    if (!e.found) exact_infeasible = true;
+  }
+}
 
-  // Every solver but auto answers at every size: a pack whose chosen solver does not finish
-  // within the limit (a quadratic placer, annealing's first-fit decoder, the exact search at
-  // 100k buffers) falls back on the online placer's plan, made first (O(n log n), about a second
-  // at 1M buffers) and used only when the chosen solver has no complete plan.
+// A selection keeps to `seconds` (callers reserve time for the validation after it).
+void Solve::exact_select(const Placement* inc, double seconds, double share) {
+  const Deadline sdl(std::max(0.0, seconds));
+  Placement relax_plan;
+  if (o.exact.load_bound) {
+    // Load relaxation (addresses ignored): its optimum is a lower bound. If its optimal set
+    // packs at the capacity, that plan meets the bound and is optimal.
+    const Cost upper = inc ? score(p, *inc, obj) : kUnbounded;
+    LoadRelaxation lr = load_relaxation(p, upper, 0.25 * std::max(0.0, sdl.remaining_seconds()));
+    exact_lb = std::max<int64_t>(exact_lb, lr.bound);
+    if (lr.bound >= upper) {  // the incumbent is optimal
+      if (inc) consider(*inc, "exact");  // (kExact has no other candidate)
+      return;
+    }
+    if (lr.found) {
+      Problem q = p;
+      for (std::size_t i = 0; i < q.buffers.size(); ++i)
+        if (lr.spill[i] && q.buffers[i].residency_reason.empty())
+          q.buffers[i].residency_reason = q.buffers[i].size > p.capacity
+                                              ? "larger than capacity " + std::to_string(p.capacity)
+                                              : "spilled by exact selection: no room within capacity " + std::to_string(p.capacity);
+      ExactResult e = exact_search(q, Objective::kPack, false, o.exact, 0.25 * std::max(0.0, sdl.remaining_seconds()), nullptr);
+      res.nodes += e.nodes;
+      if (e.found) {  // (spill reasons: the ones set on q)
+        consider(e.placement, "exact");
+        if (spilled_cost(p, e.placement) <= exact_lb) return;
+        relax_plan = e.placement;  // (a copy: cands may reallocate)
+        inc = &relax_plan;
+      }
+    }
+  }
+  inc = anneal_pass(inc);
+  ExactResult e = par_exact(p, false, std::max(0.0, sdl.remaining_seconds()) * share, inc);
+  res.nodes += e.nodes;
+  if (e.found) consider(e.placement, "exact");
+  if (!has_ip) {
+    exact_complete = e.complete && e.found;
+    return;
+  }
+  // Plans with every hand-off chain at one base (the exact search itself knows no hand-offs),
+  // then bounds from both hand-off relaxations (each is loose where the other is exact).
+  exact_on_restriction(0.3 * std::max(0.0, sdl.remaining_seconds()));
+  ExactResult r = par_exact(relaxed, false, 0.5 * std::max(0.0, sdl.remaining_seconds()), nullptr);
+  res.nodes += r.nodes;
+  if (r.found) consider_if_valid(r.placement);
+  if (r.complete && r.found) exact_lb = std::max<int64_t>(exact_lb, r.value);
+  ExactResult r2 = par_exact(relaxed_pe, false, std::max(0.0, sdl.remaining_seconds()), nullptr);
+  res.nodes += r2.nodes;
+  if (r2.found) consider_if_valid(r2.placement);
+  if (r2.complete && r2.found) exact_lb = std::max<int64_t>(exact_lb, r2.value);
+}
+
+// Every solver but auto answers at every size: a pack whose chosen solver does not finish
+// within the limit (a quadratic placer, annealing's first-fit decoder, the exact search at
+// 100k buffers) falls back on the online placer's plan, made first (O(n log n), about a second
+// at 1M buffers) and used only when the chosen solver has no complete plan.
+void Solve::chosen_solver() {
   Placement fallback;
-  if (pack && o.solver != SolverKind::kAuto && o.solver != SolverKind::kOnline) {
+  if (pack && o.solver != SolverKind::kOnline) {
     fallback = run_heuristic(p, SolverKind::kOnline, hcap, nullptr);
     first_placer_s = dl.elapsed_seconds();
   }
@@ -588,264 +632,295 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
   const Deadline chosen(std::max(0.0, dl.remaining_seconds() - (pack ? repair_reserve(first_placer_s) - 0.05 : 0.0)));
   switch (o.solver) {
     case SolverKind::kAnnealing:
-      consider(cands, p, obj, anneal(p, obj, hcap, o, pack ? chosen : dl, nullptr), "annealing");
+      consider(anneal(p, obj, hcap, o, pack ? chosen : dl, nullptr), "annealing");
       break;
     case SolverKind::kExact: {
       // (Under the deadline: a selection's incumbent cut short is still a plan; a pack's is no incumbent.)
       Placement inc = place_greedy_by_size(p, hcap, pack ? &chosen : &dl);
       const Placement* incp = pack ? (all_placed(p, inc) && height(p, inc) <= p.capacity ? &inc : nullptr) : &inc;
-      if (!incp && pack && !fallback.offsets.empty() && all_placed(p, fallback) && height(p, fallback) <= p.capacity) incp = &fallback;
+      if (!incp && pack && !fallback.offsets.empty() && all_placed(p, fallback) && height(p, fallback) <= p.capacity)
+        incp = &fallback;
       // A selection keeps back what the final validation and the search's teardown take: at 50k
       // random buffers the search overran a 3 s limit by 0.5 s on a busy machine; a quarter of
       // the greedy incumbent's time (0.2 s there) keeps it inside and leaves the load
       // relaxation its share (its bound: 0.43 G, against 0.02 G with a full repair reserve).
       run_exact(incp, pack ? chosen.remaining_seconds() : dl.remaining_seconds() - 0.05 - 0.25 * dl.elapsed_seconds());
       // A selection always has an answer: the search's incumbent when it found nothing better in time.
-      if (!pack) consider(cands, p, obj, std::move(inc), "exact");
-      break;
-    }
-    case SolverKind::kAuto: {
-      // A valid answer first: the first placer runs to completion whatever the limit (there is
-      // always an answer), later ones stop at the deadline (a plan cut short is no candidate).
-      const bool large = p.buffers.size() > kLargeInstance;
-      const bool sweeps_next = !large && pack && o.minimize && p.buffers.size() >= kMultiStartFrom;
-      if (!large) {
-        // Greedy-by-size (indexed, near-linear) first; then the quadratic torch-spyre placers.
-        // Ties keep the earlier plan: the first-fit family first (it honours in-place hand-offs).
-        // (The sweep is not a candidate here: with it, the selection incumbent of Stream/100
-        // changes and the load relaxation's search took 8x longer.)
-        // (When the multi-start follows, the quadratic placers are skipped: at 8,000 buffers
-        // they took 0.7 s and ended 4-7 % above the bound, which its first round beats.)
-        Placement by_size = run_heuristic(p, SolverKind::kGreedyBySize, hcap, nullptr);
-        pool.report(score(p, by_size, obj), "greedy-by-size");
-        if (!sweeps_next)
-          for (SolverKind k : {SolverKind::kFirstFit, SolverKind::kBestFit})
-            consider(cands, p, obj, run_heuristic(p, k, hcap, &dl), solver_kind_name(k));
-        consider(cands, p, obj, std::move(by_size), "greedy-by-size");
-        if (!sweeps_next) consider(cands, p, obj, run_heuristic(p, SolverKind::kGreedy, hcap, &dl), "greedy");
-      } else if (!pack) {
-        // Selection: the size-order sweep is the first answer. Why: on 200k random buffers at 60 %
-        // of the max load the online placer's plan spilled 7 % more than the sweep's (4.45 G
-        // against 4.15 G), and one sweep takes most of a 3 s budget there, so the online placer
-        // first left it no time to finish.
-        // A sweep cut short by the deadline is still a plan (it spills what it did not reach,
-        // the smallest buffers in size order), so it needs no guaranteed placer before it; it
-        // gets the deadline the `sweep` solver alone gets. The reserve of what follows keeps
-        // time for the final validation (about 0.5 us a buffer, measured at 200k).
-        first_placer_s = 0.5e-6 * static_cast<double>(p.buffers.size());
-        consider(cands, p, obj, run_heuristic(p, SolverKind::kSweep, hcap, &dl), "sweep");
-        pool.report(cands.back().value, "sweep");
-      } else {
-        // The O(n log n) online placer, then the sweep under a deadline that leaves time for
-        // the final validation. (Greedy-by-size is skipped: the multi-start orders below
-        // dominate it on these sizes.)
-        Placement online = run_heuristic(p, SolverKind::kOnline, hcap, nullptr);
-        pool.report(score(p, online, obj), "online");
-        first_placer_s = dl.elapsed_seconds();
-        // With --minimize the size-order sweep is skipped: the lower-bound-guided multi-start
-        // below starts at once with its best order (measured on the XLA family: one size-order
-        // sweep is 1.5 s at 50k and 3 s at 100k, and never ended best).
-        if (!(pack && o.minimize)) {
-          const Deadline work(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
-          consider(cands, p, obj, run_heuristic(p, SolverKind::kSweep, hcap, &work), "sweep");
-        }
-        consider(cands, p, obj, std::move(online), "online");
-      }
-      auto best_it = std::min_element(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.value < b.value; });
-      bool done = pack ? (best_it->value <= p.capacity && (!o.minimize || best_it->value <= res.lower_bound))
-                       : best_it->value <= res.lower_bound;
-      if (done) break;
-      // Sparse pack (chains of activations, each buffer live with a few others): canonical dives
-      // at the max-load bound first (at most half of the budget; about 0.3 s for 100,000
-      // buffers). Why: they pack the generated chains of 5,000-100,000 buffers at the bound in
-      // 0.01-0.3 s, where the multi-start ends 15-30 % above it and the exact search's nodes
-      // scan every unplaced buffer (docs/alloc.md).
-      const bool sparse = pack && (large || sweeps_next) && is_sparse(p);
-      if (sparse && o.exact.sparse_dives) {
-        const Deadline ddl(0.5 * std::max(0.0, dl.remaining_seconds()));
-        Placement dive = dive_portfolio(p, lb_pack, ddl);
-        if (!dive.offsets.empty() && height(p, dive) < best_it->value) {
-          const Size h = height(p, dive);
-          consider(cands, p, obj, std::move(dive), "dive");
-          if (h <= p.capacity && (!o.minimize || h <= res.lower_bound)) break;
-          best_it = std::min_element(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.value < b.value; });
-        }
-      }
-      if (large && !pack) {
-        // Select: first the load relaxation's bound with a fifth of the budget (the per-instant
-        // bound alone can be far below: 23.6 M against the relaxation's 122.7 M on 10k random
-        // buffers at 60 % of the max load), so that progress is measured against it; then sweep
-        // decodes of better orders, from the sweep's plan.
-        const double share = std::max(0.0, 0.2 * (dl.remaining_seconds() - repair_reserve(first_placer_s)));
-        if (o.exact.load_bound && share >= 0.02) {
-          LoadRelaxation lr = load_relaxation(p, best_it->value, share);
-          exact_lb = std::max<int64_t>(exact_lb, lr.bound);
-          std::lock_guard<std::mutex> lock(pool.mu);
-          pool.lower_bound = std::max<int64_t>(pool.lower_bound, lr.bound);
-        }
-        if (best_it->value <= exact_lb) break;
-        const Deadline sdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
-        Placement sel = select_at_scale(p, cands.front().pl, sdl, o.seed, [&](Cost c) { pool.report(c, "select-orders"); },
-                                        exact_lb);
-        if (!sel.offsets.empty()) consider(cands, p, obj, std::move(sel), "select-orders");
-        break;
-      }
-      if (large) {
-        // Pack: lower the height by region repair for the rest of the budget (at a fixed
-        // capacity, only while the best plan is above it).
-        if (!pack || best_it->value >= kUnbounded) break;
-        const double usable = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
-        if (usable <= 0) break;  // no time left to improve: skip copying a million-entry plan
-        Placement cur = best_it->pl;
-        if (o.minimize) {  // the whole budget: whole-instance sweeps in lower-bound-guided orders
-          // (Region repair gets no share here: it has not lowered a minimized plan on any family.)
-          const Size before = height(p, cur);
-          const int workers = multi_start_threads(o);
-          auto report = [&](Size h) { pool.report(h, "multi-start"); };
-          if (p.buffers.size() > kSparseProbeMax || !sparse) {
-            Deadline mdl(usable);
-            cur = multi_start(p, cur, mdl, o.seed, report, workers, sparse, o.iterations);
-            if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
-            break;
-          }
-          // Sparse: after a tenth of the budget of multi-start (at most 1 s: its two-sided
-          // attempts settle plain chains within milliseconds), the exact search probes the
-          // max-load bound beside it (one thread each; on one thread the probe first, for 40 %
-          // of what is left). Why: on chains with residual skips (each buffer live with two or
-          // three others) every order of the multi-start ended 15-20 % above the bound at
-          // 20,000 buffers, while the exact search's first dive packed them at the bound in
-          // 1.5-2 s with hardly a backtrack (docs/alloc.md). A plan of the probe (at the bound: optimal) stops the multi-start
-          // and is preferred to the multi-start's; the multi-start does not stop the probe, so
-          // which plan is returned does not depend on which thread is faster.
-          // With --iterations: the multi-start's rounds first, then the probe alone (a plan it
-          // finds does not depend on the clock, only whether it finds one in time does).
-          Deadline warm(o.iterations > 0 ? usable : std::min(1.0, 0.1 * usable));
-          cur = multi_start(p, cur, warm, o.seed, report, workers, sparse, o.iterations);
-          if (height(p, cur) <= lb_pack || dl.expired()) {
-            if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
-            break;
-          }
-          const double rest = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
-          if (o.iterations > 0) {
-            ExactResult probe = probe_at_bound(rest);
-            res.nodes += probe.nodes;
-            if (probe.found) consider(cands, p, obj, std::move(probe.placement), "exact");
-            if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
-            break;
-          }
-          std::atomic<bool> stop_sweeps{false};
-          ExactResult probe;
-          Placement more;
-          if (workers >= 2) {
-            run_workers(2, [&](int k) {
-              if (k == 0) {
-                probe = probe_at_bound(rest);
-                // Ctrl-C reaches this thread's deadlines; pass it on to the sweeps' own flag.
-                const Deadline here(rest);
-                if (probe.found) stop_sweeps = true;
-                while (!stop_sweeps.load() && !here.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                stop_sweeps = true;
-              } else {
-                CancelScope scope(&stop_sweeps);
-                Deadline mdl(rest);
-                more = multi_start(p, cur, mdl, o.seed + 1, report, workers - 1, sparse);
-                stop_sweeps = true;  // (ends the waiting above)
-              }
-            });
-          } else {
-            probe = probe_at_bound(0.4 * rest);
-            if (!probe.found) {
-              Deadline mdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
-              more = multi_start(p, cur, mdl, o.seed + 1, report, 1, sparse);
-            }
-          }
-          res.nodes += probe.nodes;
-          if (probe.found) consider(cands, p, obj, std::move(probe.placement), "exact");
-          if (height(p, cur) < before) consider(cands, p, obj, std::move(cur), "multi-start");
-          if (!more.offsets.empty() && all_placed(p, more)) consider(cands, p, obj, std::move(more), "multi-start");
-          break;
-        }
-        Deadline rdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
-        RepairStats rs = repair_height(p, cur, std::max(lb_pack, p.capacity), rdl, o.seed,
-                                       [&](Size h) { pool.report(h, "repair"); });
-        res.nodes += rs.repairs;
-        if (rs.improvements > 0) consider(cands, p, obj, std::move(cur), "repair");
-        break;
-      }
-      if (sparse && best_it->value <= p.capacity) {
-        // Sparse (as above the large threshold): first the exact search at the max-load bound
-        // for a quarter of the budget. Why: on chains with residual skips its first dive packs
-        // them at the bound in milliseconds, while the path below (the multi-start, then the
-        // exact search beside it to the limit) answered the same plan only at the limit.
-        ExactResult probe = probe_at_bound(0.25 * dl.remaining_seconds());
-        res.nodes += probe.nodes;
-        if (probe.found) {
-          consider(cands, p, obj, std::move(probe.placement), "exact");
-          break;
-        }
-      }
-      if (sweeps_next && best_it->value <= p.capacity) {
-        // The multi-start on every worker for 45 % of what is left (it stops at the max-load
-        // bound), then the exact search from its plan beside the multi-start on the other
-        // workers (on one thread: more multi-start only while it still improves, then the exact
-        // search). Neither stops the other at the bound: the run then ends at the limit with a
-        // proven plan. Why both: on stretched SOMAS dumps of
-        // 3,000-8,000 buffers the multi-start kept improving and the exact search (a node costs
-        // milliseconds there) never lowered its plan, while on the synthetic XLA trace of 5,000
-        // buffers the multi-start stalled at 1.49 % above the bound after 0.9 s and the exact
-        // search's dives from its plan reached 0.06 % (docs/alloc.md).
-        double last_gain = dl.elapsed_seconds();  // when the multi-start last lowered the height
-        auto report = [&](Size h) {
-          last_gain = dl.elapsed_seconds();
-          pool.report(h, "multi-start");
-        };
-        const int workers = multi_start_threads(o);
-        const double start = dl.elapsed_seconds();
-        // With --iterations: its rounds only (the exact search after it is bounded by the clock).
-        Deadline first((o.iterations > 0 ? 1.0 : 0.45) * std::max(0.0, dl.remaining_seconds()));
-        Placement cur = multi_start(p, best_it->pl, first, o.seed, report, workers, sparse, o.iterations);
-        Size h = height(p, cur);
-        if (h < best_it->value) consider(cands, p, obj, cur, "multi-start");
-        if (h <= res.lower_bound || o.iterations > 0) break;  // at the max-load bound: optimal
-        Placement more;
-        const double rest = std::max(0.0, dl.remaining_seconds());
-        if (workers >= 2) {
-          run_workers(2, [&](int k) {
-            if (k == 0) {
-              run_exact(&cur, rest, false);  // (on the calling thread: it adds candidates)
-            } else {
-              Deadline d(rest);
-              more = multi_start(p, cur, d, o.seed + 1, report, workers - 1, sparse);
-            }
-          });
-        } else {  // one thread: more multi-start only if it still improved in its second half
-          const double now = dl.elapsed_seconds();
-          if (last_gain >= 0.5 * (start + now)) {
-            Deadline d(0.5 * rest);
-            more = multi_start(p, cur, d, o.seed + 1, report, 1, sparse);
-          }
-          run_exact(!more.offsets.empty() && height(p, more) < h ? &more : &cur, std::max(0.0, dl.remaining_seconds()), false);
-        }
-        if (!more.offsets.empty() && height(p, more) < h) consider(cands, p, obj, std::move(more), "multi-start");
-        break;
-      }
-      auto_anneal = true;
-      Placement inc = best_it->pl;
-      const Placement* incp = pack ? (best_it->value <= p.capacity ? &inc : nullptr) : &inc;
-      run_exact(incp, dl.remaining_seconds());
+      if (!pack) consider(std::move(inc), "exact");
       break;
     }
     default:
       // (The online placer is the fallback itself: it always runs to the end.)
-      consider(cands, p, obj, run_heuristic(p, o.solver, hcap, !pack ? &dl : o.solver == SolverKind::kOnline ? nullptr : &chosen),
+      consider(run_heuristic(p, o.solver, hcap, !pack ? &dl : o.solver == SolverKind::kOnline ? nullptr : &chosen),
                solver_kind_name(o.solver));
   }
   if (!fallback.offsets.empty() &&
       std::none_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.value < kUnbounded && all_placed(p, c.pl); }))
-    consider(cands, p, obj, std::move(fallback), std::string("online (") + solver_kind_name(o.solver) + " found no plan in time)");
+    consider(std::move(fallback), std::string("online (") + solver_kind_name(o.solver) + " found no plan in time)");
+}
 
-  // Pick the best candidate, then run the independent validator on it (once: for a million
-  // buffers a validation costs about half a second). An invalid plan is an internal error.
+// auto's policy. A valid answer first (first_answers), then one improvement phase chosen by the
+// problem: (size, objective, sparsity) -> phase
+//   any, the best plan already meets the bound (or the capacity, at a fixed pack) -> stop
+//   pack, sparse, from 2,000 buffers              -> canonical dives at the bound (then on)
+//   above 8,000 buffers, select                   -> load relaxation bound, then select_at_scale
+//   above 8,000 buffers, pack                     -> large_pack (multi-start or region repair)
+//   2,000-8,000, sparse pack                      -> exact probe at the bound (then on)
+//   2,000-8,000, pack --minimize                  -> multi-start, then exact beside it
+//   otherwise (small, or select)                  -> exact search (with a short annealing pass)
+void Solve::auto_portfolio() {
+  const bool large = p.buffers.size() > kLargeInstance;
+  const bool sweeps_next = !large && pack && o.minimize && p.buffers.size() >= kMultiStartFrom;
+  first_answers(large, sweeps_next);
+  auto done = [&] {
+    const int64_t v = best_candidate().value;
+    return pack ? (v <= p.capacity && (!o.minimize || v <= res.lower_bound)) : v <= res.lower_bound;
+  };
+  if (done()) return;
+  const bool sparse = pack && (large || sweeps_next) && is_sparse(p);
+  if (sparse_dives(sparse, large)) return;
+  if (large && !pack) return large_select();
+  if (large) return large_pack(sparse);
+  if (sparse && best_candidate().value <= p.capacity && sparse_probe()) return;
+  if (sweeps_next && best_candidate().value <= p.capacity) return sweeps_then_exact(sparse);
+  auto_anneal = true;
+  Placement inc = best_candidate().pl;
+  const int64_t inc_v = best_candidate().value;
+  const Placement* incp = pack ? (inc_v <= p.capacity ? &inc : nullptr) : &inc;
+  run_exact(incp, dl.remaining_seconds());
+}
+
+// A valid answer first: the first placer runs to completion whatever the limit (there is
+// always an answer), later ones stop at the deadline (a plan cut short is no candidate).
+void Solve::first_answers(bool large, bool sweeps_next) {
+  if (!large) {
+    // Greedy-by-size (indexed, near-linear) first; then the quadratic torch-spyre placers.
+    // Ties keep the earlier plan: the first-fit family first (it honours in-place hand-offs).
+    // (The sweep is not a candidate here: with it, the selection incumbent of Stream/100
+    // changes and the load relaxation's search took 8x longer.)
+    // (When the multi-start follows, the quadratic placers are skipped: at 8,000 buffers
+    // they took 0.7 s and ended 4-7 % above the bound, which its first round beats.)
+    Placement by_size = run_heuristic(p, SolverKind::kGreedyBySize, hcap, nullptr);
+    pool.report(score(p, by_size, obj), "greedy-by-size");
+    if (!sweeps_next)
+      for (SolverKind k : {SolverKind::kFirstFit, SolverKind::kBestFit})
+        consider(run_heuristic(p, k, hcap, &dl), solver_kind_name(k));
+    consider(std::move(by_size), "greedy-by-size");
+    if (!sweeps_next) consider(run_heuristic(p, SolverKind::kGreedy, hcap, &dl), "greedy");
+  } else if (!pack) {
+    // Selection: the size-order sweep is the first answer. Why: on 200k random buffers at 60 %
+    // of the max load the online placer's plan spilled 7 % more than the sweep's (4.45 G
+    // against 4.15 G), and one sweep takes most of a 3 s budget there, so the online placer
+    // first left it no time to finish.
+    // A sweep cut short by the deadline is still a plan (it spills what it did not reach,
+    // the smallest buffers in size order), so it needs no guaranteed placer before it; it
+    // gets the deadline the `sweep` solver alone gets. The reserve of what follows keeps
+    // time for the final validation (about 0.5 us a buffer, measured at 200k).
+    first_placer_s = 0.5e-6 * static_cast<double>(p.buffers.size());
+    consider(run_heuristic(p, SolverKind::kSweep, hcap, &dl), "sweep");
+    pool.report(cands.back().value, "sweep");
+  } else {
+    // The O(n log n) online placer, then the sweep under a deadline that leaves time for
+    // the final validation. (Greedy-by-size is skipped: the multi-start orders below
+    // dominate it on these sizes.)
+    Placement online = run_heuristic(p, SolverKind::kOnline, hcap, nullptr);
+    pool.report(score(p, online, obj), "online");
+    first_placer_s = dl.elapsed_seconds();
+    // With --minimize the size-order sweep is skipped: the lower-bound-guided multi-start
+    // below starts at once with its best order (measured on the XLA family: one size-order
+    // sweep is 1.5 s at 50k and 3 s at 100k, and never ended best).
+    if (!(pack && o.minimize)) {
+      const Deadline work(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
+      consider(run_heuristic(p, SolverKind::kSweep, hcap, &work), "sweep");
+    }
+    consider(std::move(online), "online");
+  }
+}
+
+// Sparse pack (chains of activations, each buffer live with a few others): canonical dives
+// at the max-load bound first (at most half of the budget; about 0.3 s for 100,000
+// buffers). Why: they pack the generated chains of 5,000-100,000 buffers at the bound in
+// 0.01-0.3 s, where the multi-start ends 15-30 % above it and the exact search's nodes
+// scan every unplaced buffer (docs/alloc.md). True when a dive's plan ends the solve.
+bool Solve::sparse_dives(bool sparse, bool /*large*/) {
+  if (!sparse || !o.exact.sparse_dives) return false;
+  const Deadline ddl(0.5 * std::max(0.0, dl.remaining_seconds()));
+  Placement dive = dive_portfolio(p, lb_pack, ddl);
+  if (dive.offsets.empty() || height(p, dive) >= best_candidate().value) return false;
+  const Size h = height(p, dive);
+  consider(std::move(dive), "dive");
+  return h <= p.capacity && (!o.minimize || h <= res.lower_bound);
+}
+
+// Select: first the load relaxation's bound with a fifth of the budget (the per-instant
+// bound alone can be far below: 23.6 M against the relaxation's 122.7 M on 10k random
+// buffers at 60 % of the max load), so that progress is measured against it; then sweep
+// decodes of better orders, from the sweep's plan.
+void Solve::large_select() {
+  const double share = std::max(0.0, 0.2 * (dl.remaining_seconds() - repair_reserve(first_placer_s)));
+  if (o.exact.load_bound && share >= 0.02) {
+    LoadRelaxation lr = load_relaxation(p, best_candidate().value, share);
+    exact_lb = std::max<int64_t>(exact_lb, lr.bound);
+    std::lock_guard<std::mutex> lock(pool.mu);
+    pool.lower_bound = std::max<int64_t>(pool.lower_bound, lr.bound);
+  }
+  if (best_candidate().value <= exact_lb) return;
+  const Deadline sdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
+  Placement sel = select_at_scale(p, cands.front().pl, sdl, o.seed, [&](Cost c) { pool.report(c, "select-orders"); },
+                                  exact_lb);
+  if (!sel.offsets.empty()) consider(std::move(sel), "select-orders");
+}
+
+// Pack: lower the height by region repair for the rest of the budget (at a fixed capacity,
+// only while the best plan is above it); with --minimize, whole-instance sweeps in
+// lower-bound-guided orders instead.
+void Solve::large_pack(bool sparse) {
+  if (best_candidate().value >= kUnbounded) return;
+  const double usable = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
+  if (usable <= 0) return;  // no time left to improve: skip copying a million-entry plan
+  Placement cur = best_candidate().pl;
+  if (o.minimize) {
+    // (Region repair gets no share here: it has not lowered a minimized plan on any family.)
+    if (p.buffers.size() > kSparseProbeMax || !sparse) {
+      const Size before = height(p, cur);
+      Deadline mdl(usable);
+      cur = multi_start(p, cur, mdl, o.seed, [&](Size h) { pool.report(h, "multi-start"); }, multi_start_threads(o), sparse,
+                        o.iterations);
+      if (height(p, cur) < before) consider(std::move(cur), "multi-start");
+      return;
+    }
+    return large_pack_sparse_minimize(std::move(cur), usable);
+  }
+  Deadline rdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
+  RepairStats rs = repair_height(p, cur, std::max(lb_pack, p.capacity), rdl, o.seed, [&](Size h) { pool.report(h, "repair"); });
+  res.nodes += rs.repairs;
+  if (rs.improvements > 0) consider(std::move(cur), "repair");
+}
+
+// Sparse: after a tenth of the budget of multi-start (at most 1 s: its two-sided
+// attempts settle plain chains within milliseconds), the exact search probes the
+// max-load bound beside it (one thread each; on one thread the probe first, for 40 %
+// of what is left). Why: on chains with residual skips (each buffer live with two or
+// three others) every order of the multi-start ended 15-20 % above the bound at
+// 20,000 buffers, while the exact search's first dive packed them at the bound in
+// 1.5-2 s with hardly a backtrack (docs/alloc.md). A plan of the probe (at the bound: optimal) stops the multi-start
+// and is preferred to the multi-start's; the multi-start does not stop the probe, so
+// which plan is returned does not depend on which thread is faster.
+// With --iterations: the multi-start's rounds first, then the probe alone (a plan it
+// finds does not depend on the clock, only whether it finds one in time does).
+void Solve::large_pack_sparse_minimize(Placement cur, double usable) {
+  const bool sparse = true;
+  const Size before = height(p, cur);
+  const int workers = multi_start_threads(o);
+  auto report = [&](Size h) { pool.report(h, "multi-start"); };
+  Deadline warm(o.iterations > 0 ? usable : std::min(1.0, 0.1 * usable));
+  cur = multi_start(p, cur, warm, o.seed, report, workers, sparse, o.iterations);
+  if (height(p, cur) <= lb_pack || dl.expired()) {
+    if (height(p, cur) < before) consider(std::move(cur), "multi-start");
+    return;
+  }
+  const double rest = std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s));
+  if (o.iterations > 0) {
+    ExactResult probe = probe_at_bound(rest);
+    res.nodes += probe.nodes;
+    if (probe.found) consider(std::move(probe.placement), "exact");
+    if (height(p, cur) < before) consider(std::move(cur), "multi-start");
+    return;
+  }
+  std::atomic<bool> stop_sweeps{false};
+  ExactResult probe;
+  Placement more;
+  if (workers >= 2) {
+    run_workers(2, [&](int k) {
+      if (k == 0) {
+        probe = probe_at_bound(rest);
+        // Ctrl-C reaches this thread's deadlines; pass it on to the sweeps' own flag.
+        const Deadline here(rest);
+        if (probe.found) stop_sweeps = true;
+        while (!stop_sweeps.load() && !here.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        stop_sweeps = true;
+      } else {
+        CancelScope scope(&stop_sweeps);
+        Deadline mdl(rest);
+        more = multi_start(p, cur, mdl, o.seed + 1, report, workers - 1, sparse);
+        stop_sweeps = true;  // (ends the waiting above)
+      }
+    });
+  } else {
+    probe = probe_at_bound(0.4 * rest);
+    if (!probe.found) {
+      Deadline mdl(std::max(0.0, dl.remaining_seconds() - repair_reserve(first_placer_s)));
+      more = multi_start(p, cur, mdl, o.seed + 1, report, 1, sparse);
+    }
+  }
+  res.nodes += probe.nodes;
+  if (probe.found) consider(std::move(probe.placement), "exact");
+  if (height(p, cur) < before) consider(std::move(cur), "multi-start");
+  if (!more.offsets.empty() && all_placed(p, more)) consider(std::move(more), "multi-start");
+}
+
+// Sparse (as above the large threshold): first the exact search at the max-load bound
+// for a quarter of the budget. Why: on chains with residual skips its first dive packs
+// them at the bound in milliseconds, while the path below (the multi-start, then the
+// exact search beside it to the limit) answered the same plan only at the limit.
+// True when its plan ends the solve.
+bool Solve::sparse_probe() {
+  ExactResult probe = probe_at_bound(0.25 * dl.remaining_seconds());
+  res.nodes += probe.nodes;
+  if (!probe.found) return false;
+  consider(std::move(probe.placement), "exact");
+  return true;
+}
+
+// The multi-start on every worker for 45 % of what is left (it stops at the max-load
+// bound), then the exact search from its plan beside the multi-start on the other
+// workers (on one thread: more multi-start only while it still improves, then the exact
+// search). Neither stops the other at the bound: the run then ends at the limit with a
+// proven plan. Why both: on stretched SOMAS dumps of
+// 3,000-8,000 buffers the multi-start kept improving and the exact search (a node costs
+// milliseconds there) never lowered its plan, while on the synthetic XLA trace of 5,000
+// buffers the multi-start stalled at 1.49 % above the bound after 0.9 s and the exact
+// search's dives from its plan reached 0.06 % (docs/alloc.md).
+void Solve::sweeps_then_exact(bool sparse) {
+  double last_gain = dl.elapsed_seconds();  // when the multi-start last lowered the height
+  auto report = [&](Size h) {
+    last_gain = dl.elapsed_seconds();
+    pool.report(h, "multi-start");
+  };
+  const int workers = multi_start_threads(o);
+  const double start = dl.elapsed_seconds();
+  // With --iterations: its rounds only (the exact search after it is bounded by the clock).
+  Deadline first((o.iterations > 0 ? 1.0 : 0.45) * std::max(0.0, dl.remaining_seconds()));
+  const int64_t incumbent = best_candidate().value;
+  Placement cur = multi_start(p, best_candidate().pl, first, o.seed, report, workers, sparse, o.iterations);
+  Size h = height(p, cur);
+  if (h < incumbent) consider(cur, "multi-start");
+  if (h <= res.lower_bound || o.iterations > 0) return;  // at the max-load bound: optimal
+  Placement more;
+  const double rest = std::max(0.0, dl.remaining_seconds());
+  if (workers >= 2) {
+    run_workers(2, [&](int k) {
+      if (k == 0) {
+        run_exact(&cur, rest, false);  // (on the calling thread: it adds candidates)
+      } else {
+        Deadline d(rest);
+        more = multi_start(p, cur, d, o.seed + 1, report, workers - 1, sparse);
+      }
+    });
+  } else {  // one thread: more multi-start only if it still improved in its second half
+    const double now = dl.elapsed_seconds();
+    if (last_gain >= 0.5 * (start + now)) {
+      Deadline d(0.5 * rest);
+      more = multi_start(p, cur, d, o.seed + 1, report, 1, sparse);
+    }
+    run_exact(!more.offsets.empty() && height(p, more) < h ? &more : &cur, std::max(0.0, dl.remaining_seconds()), false);
+  }
+  if (!more.offsets.empty() && height(p, more) < h) consider(std::move(more), "multi-start");
+}
+
+// Picks the best candidate, then runs the independent validator on it (once: for a million
+// buffers a validation costs about half a second). An invalid plan is an internal error.
+Result<SolveResult> Solve::finish(bool grouped) {
   int best = -1;
   for (std::size_t i = 0; i < cands.size(); ++i) {
     if (pack && cands[i].value >= kUnbounded) continue;  // cut short by the deadline: not a plan
@@ -899,6 +974,23 @@ Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
     if (res.proven_optimal) res.lower_bound = res.spill_cost;
   }
   return res;
+}
+
+}  // namespace
+
+Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
+  const Deadline dl(o.time_limit);
+  if (Status st = check_problem(p); !st) return st.error();
+  // A group with a member forced off chip goes off chip whole: solve with that stated.
+  if (has_groups(p)) {
+    Problem q = p;
+    if (add_group_reasons(q)) return solve(q, o);
+  }
+  Solve s(p, o, dl);
+  if (!s.bound()) return s.finish_infeasible_by_bound();
+  if (o.solver == SolverKind::kAuto) s.auto_portfolio();
+  else s.chosen_solver();
+  return s.finish(has_groups(p));
 }
 
 }  // namespace sp::alloc

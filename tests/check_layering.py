@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""The module layering holds (ctest `layering`): each module of src/ compiles against an include
+view of itself and the modules it may use (CMakeLists.txt, SCRATCHPLAN_USES_<module>). For every
+pair of modules this preprocesses `#include "<other>/<a header>"` with the module's view: it must
+succeed exactly for the modules it may use. Also reads every #include of src/<module>: one of a
+module it may not use is named with its file and line (the build would stop there too).
+
+  check_layering.py --compiler c++ --views build/release/module_views --src src \\
+      --uses core= alloc=core ...
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compiler", required=True)
+    ap.add_argument("--views", required=True)
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--uses", nargs="+", required=True, help="module=dep;dep ...")
+    a = ap.parse_args()
+    uses = {}
+    for item in a.uses:
+        m, _, deps = item.partition("=")
+        uses[m] = set(d for d in deps.split(";") if d)
+    failures = []
+    # 1. What each module's sources include.
+    for m, allowed in uses.items():
+        for root, _, files in os.walk(os.path.join(a.src, m)):
+            for f in files:
+                path = os.path.join(root, f)
+                with open(path, encoding="utf-8") as fh:
+                    for n, line in enumerate(fh, 1):
+                        inc = re.match(r'\s*#\s*include\s+"([a-z_]+)/', line)
+                        if inc and inc.group(1) in uses and inc.group(1) != m and inc.group(1) not in allowed:
+                            failures.append(f"{path}:{n}: module {m} includes {inc.group(1)}, which it may not use "
+                                            f"(it may use: {', '.join(sorted(allowed)) or 'nothing'})")
+    # 2. The views the build compiles each module with.
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = os.path.join(tmp, "probe.cpp")
+        for m, allowed in uses.items():
+            for other in uses:
+                headers = sorted(h for h in os.listdir(os.path.join(a.src, other)) if h.endswith(".h"))
+                if not headers:
+                    continue
+                with open(probe, "w") as fh:
+                    fh.write(f'#include "{other}/{headers[0]}"\n')
+                r = subprocess.run([a.compiler, "-std=c++20", "-E", "-o", os.devnull, "-I", os.path.join(a.views, m), probe],
+                                   capture_output=True, text=True)
+                may = other == m or other in allowed
+                if may and r.returncode != 0:
+                    failures.append(f"module {m} cannot include {other}/{headers[0]}, which it may use: "
+                                    + (r.stderr.strip().splitlines() or [""])[0])
+                if not may and r.returncode == 0:
+                    failures.append(f"module {m} can include {other}/{headers[0]} though it may not use {other}")
+    for f in failures:
+        print(f)
+    print(f"layering: {len(uses)} modules, {len(failures)} problems")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
