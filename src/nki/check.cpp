@@ -301,9 +301,13 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
           statics.push_back({ViolationKind::kAddressRange, t, bi,
                              where + ": bytes [" + std::to_string(p.byte_addr) + ", " + std::to_string(p.byte_addr + fb) +
                                  ") are outside the usable SBUF [0, " + std::to_string(k.hw.sbuf_usable()) + ")"});
-        if (p.byte_addr % k.hw.sbuf_min_align != 0)
+        // per use: an address= tensor of the new API states its own alignment (its element size)
+        const Bytes align = ten.alloc.align > 0 ? ten.alloc.align : k.hw.sbuf_min_align;
+        if (p.byte_addr % align != 0)
           statics.push_back({ViolationKind::kMisaligned, t, bi,
-                             where + ": byte_addr is not a multiple of sbuf_min_align " + std::to_string(k.hw.sbuf_min_align)});
+                             where + ": byte_addr is not a multiple of " +
+                                 (ten.alloc.align > 0 ? "the alignment its use requires " : "sbuf_min_align ") +
+                                 std::to_string(align)});
       } else {
         const Bytes bank = k.hw.psum_bank_bytes;
         if (p.byte_addr < 0 || p.byte_addr > k.hw.psum_bytes() - fb)
