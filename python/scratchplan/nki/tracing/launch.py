@@ -463,6 +463,7 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, 
                 if p.tensor is None and "_cost" in p.instr:
                     p.materialize()
             for t in _returned_tensors(ret):
+                t = getattr(t, "_alias", t)  # a reshape of the output names the tensor it views
                 if t.buffer == "hbm" and t.role != "input":
                     t.role = "output"
     finally:

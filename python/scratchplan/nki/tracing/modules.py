@@ -399,11 +399,14 @@ def _build_modules(hw=None):
         s, _, _ = _read(ins, stationary, "stationary")
         m, _, _ = _read(ins, moving, "moving")
         ss, ms = tuple(s.shape), tuple(m.shape)
+        new = _ctx.ST.uses_new_api
+        if new:  # the new API's tiles may have several free dims: flattened (the compiler checks the limits)
+            ss, ms = (ss[0], math.prod(ss[1:])), (ms[0], math.prod(ms[1:]))
         if len(ss) != 2 or len(ms) != 2:
             _fail(f"nc_matmul expects 2-D tiles, got {list(ss)} and {list(ms)}")
-        if ss[0] != ms[0]:
+        if ss[0] != ms[0] and not new:
             _fail(f"nc_matmul contraction dims differ: stationary {list(ss)}, moving {list(ms)}")
-        if ss[1] > 128 or ms[1] > 512:
+        if not new and (ss[1] > 128 or ms[1] > 512):
             _fail(f"nc_matmul tile too large: stationary free {ss[1]} (max 128), moving free {ms[1]} (max 512)")
         ins["_stat_n"] = ss[1]
         ins["_fp32"] = s.dt == "float32"
@@ -567,7 +570,15 @@ def _build_modules(hw=None):
         ins, line = _new_instr("memset", _kw_engine({"engine": engine}, "Vector"), "memset")
         return _result(ins, line, "nisa.memset", tuple(shape), _dtype_name(dtype))
 
-    def iota(expr, dtype, *, mask=None, **kw):
+    def iota(expr=None, dtype=None, *, mask=None, **kw):
+        if expr is None and kw.get("pattern") is not None:
+            # new API: iota(dst, pattern=[[step, count], ...], offset=, channel_multiplier=): dst's shape
+            ins, line = _new_instr("iota", "GpSimd", "gpsimd")
+            try:
+                shape = (PARTITIONS,) + tuple(int(c) for _, c in kw["pattern"])
+            except Exception:
+                _fail(f"nisa.iota: pattern= expects [[step, count], ...], got {kw['pattern']!r}")
+            return _result(ins, line, "nisa.iota", shape, _dtype_name(dtype) if dtype is not None else "int32")
         ins, line = _new_instr("iota", "GpSimd", "gpsimd")
         shape = None
         s = Sym.of(expr) if not isinstance(expr, _MGrid) else None
@@ -584,7 +595,10 @@ def _build_modules(hw=None):
             shape = shape + (1,)
         return _result(ins, line, "nisa.iota", shape, _dtype_name(dtype))
 
-    def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **kw):
+    def affine_select(pred=None, on_true_tile=None, on_false_value=None, *, mask=None, dtype=None, **kw):
+        # new API: the predicate is an affine pattern (pattern=, offset=, channel_multiplier=, cmp_op=)
+        if on_true_tile is None:
+            _fail("nisa.affine_select needs on_true_tile")
         return _alu("nisa.affine_select", on_true_tile, engine="GpSimd", kind="gpsimd", dtype=dtype)
 
     def bn_stats(data, *, mask=None, dtype=None, **kw):
@@ -680,7 +694,8 @@ def _build_modules(hw=None):
     # New API (API.md §10): every instruction takes dst first (or dst=), writes it and returns nothing.
     for n in ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
               "tensor_reduce", "tensor_copy", "iota", "affine_select", "bn_stats", "bn_aggr", "reciprocal",
-              "tensor_scalar_reduce", "scalar_tensor_tensor", "tensor_tensor_scan", "tensor_partition_reduce"):
+              "tensor_scalar_reduce", "scalar_tensor_tensor", "tensor_tensor_scan", "tensor_partition_reduce",
+              "dma_transpose"):
         setattr(nisa, n, _writes_dst(getattr(nisa, n)))
     nisa.memset = _memset_dst(nisa.memset)
     for n in ("tensor", "vector", "scalar", "gpsimd", "dma", "unknown"):
@@ -789,16 +804,26 @@ class NKIObject:
     """nl.NKIObject: the base of the new API's config objects (`@dataclass class C(nl.NKIObject)`),
     plain Python values at trace time; one class for every trace, so isinstance() holds across files.
     NKI does not run a config's constructor as CPython does: a field the call leaves out is None
-    (nki-library constructs MLPTKGConstantsDimensionSizes without `remainderIFused`), so each
-    annotated field without a default gets None before @dataclass reads the class."""
+    (nki-library constructs MLPTKGConstantsDimensionSizes without `remainderIFused`) and a plain
+    class attribute is a field (SectionParams), so before @dataclass reads the class each
+    annotated field without a default gets None and each public class attribute an annotation."""
 
     __slots__ = ()
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        for name in cls.__dict__.get("__annotations__", {}):
+        ann = cls.__dict__.get("__annotations__")
+        if ann is None:
+            ann = {}
+            cls.__annotations__ = ann
+        for name in list(ann):
             if name not in cls.__dict__:
                 setattr(cls, name, None)
+        # A plain class attribute (`section_idx = None`) is a field too (SectionParams(section_idx=...)).
+        for name, v in list(cls.__dict__.items()):
+            if not name.startswith("_") and name not in ann and not callable(v) and \
+                    not isinstance(v, (staticmethod, classmethod, property)):
+                ann[name] = "object"
 
 
 class _AnyType:

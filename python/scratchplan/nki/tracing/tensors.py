@@ -172,11 +172,13 @@ class Tensor(_Arithmetic):
         return self
 
     def reshape(self, shape):
-        if self.buffer != "hbm":
-            _fail("reshape of an on-chip tensor is outside the supported subset")
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         if math.prod(shape) != math.prod(self.shape):
             _fail(f"cannot reshape {self.shape} to {shape}")
+        if self.buffer != "hbm":
+            # on chip: the same memory seen with another shape; accesses through it touch the whole
+            # tensor (conservative for lifetimes)
+            return _APView(self, [None] * len(self.shape), None, (), shape)
         return self._hbm_alias(shape)
 
     def broadcast_to(self, shape):
