@@ -51,6 +51,8 @@ struct NkiArgs {
   std::vector<std::string> kernel_args;  // Python kernels: NAME=EXPR (evaluated in the kernel module) for other parameters
   std::string grid;                 // Python kernels: SPMD grid G0xG1
   std::string rewrite_path;         // plan: the kernel source with the planned allocations
+  int lnc = 1;                      // Python kernels: logical cores of the launch (each traced and checked on its own)
+  int core = 0;                     // the core being traced
 };
 
 bool is_python_kernel(const std::string& path) { return std::regex_match(path, std::regex(R"(.*\.py(:[A-Za-z_]\w*)?)")); }
@@ -175,6 +177,7 @@ std::vector<std::string> tracer_args(const NkiArgs& a, const std::string& verb, 
   for (const auto& i : a.inputs) v.insert(v.end(), {"--input", i});
   for (const auto& i : a.kernel_args) v.insert(v.end(), {"--arg", i});
   if (!a.grid.empty()) v.insert(v.end(), {"--grid", a.grid});
+  if (a.lnc > 1) v.insert(v.end(), {"--lnc", std::to_string(a.lnc), "--core", std::to_string(a.core)});
   if (builtin_hw(a)) {
     // the built-in description itself, so the tracer's nl.tile_size is the checker's
     v.insert(v.end(), {"--hardware-json", nki::hardware_to_json(*nki::builtin_hardware(a.hardware_path)).dump()});
@@ -245,29 +248,75 @@ Result<std::string> rewrite_source(const NkiArgs& a, const nki::PlanResult& p) {
   return *src;
 }
 
+// --lnc N: each logical core is traced on its own (nl.program_id(0) = its id) and checked on its
+// own SBUF and PSUM; the report has a section per core, the picture and timeline show the first
+// core with violations (else core 0).
 int run_check(const NkiArgs& a) {
   OutputSet outputs;
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
   if (Status st = outputs.add("--trace", a.trace_path); !st) return fail(st.error());
-  auto k = load(a, a.check_time_limit);
-  if (!k) return fail(k.error());
-  auto rep = nki::check_kernel(*k);
-  if (!rep) return fail(located(rep.error(), a.kernel_path));
-  if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::check_svg(*k, *rep));
-  if (!a.trace_path.empty()) outputs.set(a.trace_path, nki::check_trace(input_name(a.kernel_path), *k, *rep));
+  if (a.lnc > 1 && !is_python_kernel(a.kernel_path))
+    return fail(bad_input("--lnc applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path));
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<nki::Kernel> ks;
+  std::vector<nki::CheckReport> reps;
+  for (int core = 0; core < a.lnc; ++core) {
+    NkiArgs ac = a;
+    ac.core = core;
+    const double left =
+        a.check_time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    auto k = load(ac, std::max(0.01, left));
+    if (!k) return fail(k.error());
+    auto rep = nki::check_kernel(*k);
+    if (!rep) return fail(located(rep.error(), a.kernel_path));
+    ks.push_back(std::move(*k));
+    reps.push_back(std::move(*rep));
+  }
+  std::size_t shown = 0;
+  for (std::size_t c = 0; c < reps.size(); ++c)
+    if (!reps[c].clean()) {
+      shown = c;
+      break;
+    }
+  const std::string label = input_name(a.kernel_path);
+  auto core_label = [&](std::size_t c) {
+    return a.lnc > 1 ? label + " [logical core " + std::to_string(c) + " of " + std::to_string(a.lnc) + "]" : label;
+  };
+  if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::check_svg(ks[shown], reps[shown]));
+  if (!a.trace_path.empty()) outputs.set(a.trace_path, nki::check_trace(core_label(shown), ks[shown], reps[shown]));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   std::ostream& report = outputs.uses_stdout() ? std::cerr : std::cout;
-  if (a.json)
-    report << nki::check_report_to_json(input_name(a.kernel_path), *k, *rep).dump(1) << "\n";
-  else
-    report << nki::check_report_text(input_name(a.kernel_path), *k, *rep);
-  if (rep->clean()) return kExitOk;
-  // Exit 2 always comes with one line on stderr, so scripts can tell why without parsing stdout.
-  return fail(bad_input(input_name(a.kernel_path) + ": " + std::to_string(rep->distinct_violations) +
-                        " allocation violation(s), first: " + rep->violations.front().message));
+  if (a.json && a.lnc == 1) {
+    report << nki::check_report_to_json(label, ks[0], reps[0]).dump(1) << "\n";
+  } else if (a.json) {
+    Json cores = Json::array();
+    bool clean = true;
+    for (std::size_t c = 0; c < reps.size(); ++c) {
+      Json j = nki::check_report_to_json(core_label(c), ks[c], reps[c]);
+      j["logical_core"] = static_cast<int64_t>(c);
+      clean = clean && reps[c].clean();
+      cores.push_back(j);
+    }
+    Json out;
+    out["format"] = "scratchplan-nki-check-cores";
+    out["version"] = 1;
+    out["kernel"] = label;
+    out["logical_cores"] = a.lnc;
+    out["clean"] = clean;
+    out["cores"] = cores;
+    report << out.dump(1) << "\n";
+  } else {
+    for (std::size_t c = 0; c < reps.size(); ++c) report << nki::check_report_text(core_label(c), ks[c], reps[c]);
+  }
+  for (std::size_t c = 0; c < reps.size(); ++c)
+    if (!reps[c].clean())
+      // Exit 2 always comes with one line on stderr, so scripts can tell why without parsing stdout.
+      return fail(bad_input(core_label(c) + ": " + std::to_string(reps[c].distinct_violations) +
+                            " allocation violation(s), first: " + reps[c].violations.front().message));
+  return kExitOk;
 }
 
-int run_plan(const NkiArgs& a) {
+int run_plan_core(const NkiArgs& a) {
   OutputSet outputs;
   if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
@@ -309,6 +358,28 @@ int run_plan(const NkiArgs& a) {
   return kExitOk;
 }
 
+// --lnc N: each logical core is traced, planned and validated on its own; the time limit is shared.
+int run_plan(const NkiArgs& a) {
+  if (a.lnc == 1) return run_plan_core(a);
+  if (!is_python_kernel(a.kernel_path))
+    return fail(bad_input("--lnc applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path));
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"-o", a.out_path}, {"--svg", a.svg_path},
+                                   {"--trace", a.trace_path}, {"--rewrite", a.rewrite_path}})
+    if (!path.empty())
+      return fail(bad_input(std::string(flag) + " writes one kernel; with --lnc " + std::to_string(a.lnc) +
+                            " each logical core is planned on its own (give --lnc 1 to write it)"));
+  const auto started = std::chrono::steady_clock::now();
+  for (int core = 0; core < a.lnc; ++core) {
+    NkiArgs ac = a;
+    ac.core = core;
+    const double left = a.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    ac.time_limit = std::max(0.01, left / (a.lnc - core));
+    (a.json ? std::cerr : std::cout) << "logical core " << core << " of " << a.lnc << ":\n";
+    if (int rc = run_plan_core(ac); rc != kExitOk) return rc;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void register_nki(CLI::App& app, int& exit_code) {
@@ -330,6 +401,10 @@ void register_nki(CLI::App& app, int& exit_code) {
     c->add_option("--hardware", args->hardware_path, "Hardware: trn1 (NeuronCore-v2) or trn2 (NeuronCore-v3, 224 KiB SBUF partitions), or a description JSON "
                   "(default: the kernel's, else trn1)");
     c->add_flag("--json", args->json, "Machine-readable output");
+    c->add_option("--lnc", args->lnc,
+                  "Python kernels: logical cores of the launch (default 1); each is traced once (nl.program_id(0) = its "
+                  "id, nl.num_programs() = N) and checked on its own SBUF and PSUM")
+        ->check(CLI::Range(1, 8));
     c->add_option("--trace", args->trace_path,
                   "Write the engine timeline as Chrome trace event JSON (Perfetto, chrome://tracing): a track per "
                   "engine queue, SBUF/PSUM bytes per partition as counters, time in cycles of the reference clock");

@@ -138,6 +138,7 @@ class _State:
         self.lines = None                 # the kernel file's source lines (read once)
         self.name_next = {}               # tensor name -> next suffix to try (unique names in O(1))
         self.stack_alloc = None           # @enable_stack_allocator kernels: the StackAllocator placing auto tensors
+        self.lnc, self.core = 1, 0        # logical cores of the launch and the one being traced (--lnc)
         self.generic = {}                 # calls outside the API table traced generically -> first "file:line"
         self.speculating = 0              # open Python-range loops running once symbolically (loops._Speculative)
 

@@ -233,7 +233,7 @@ def _input_spec(x, name):
 
 
 def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None, time_limit=TRACE_SECONDS,
-          **kwargs):
+          lnc=1, core_id=0, **kwargs):
     """Traces ``kernel`` (a function defined in a file, a @nki.jit object, or ``"file.py[:func]"``)
     on HBM inputs given as shapes and dtypes (``((1, 128, 4096), "bf16")``, ``"1x128x4096:bf16"``
     or objects with ``.shape``/``.dtype``); other arguments are passed through as Python values.
@@ -241,7 +241,10 @@ def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None
     ``kernel[g]``) launches SPMD instances, traced as one symbolic instance inside a loop per grid
     dim. ``hardware`` (a dict or a path) sets the hardware and its cycle model. ``time_limit``
     (seconds, default 60; None: unbounded) bounds the whole trace, the kernel's module code
-    included: past it the trace stops with a TraceError naming the line it was running."""
+    included: past it the trace stops with a TraceError naming the line it was running. ``lnc``
+    (logical cores, 1 or 2) and ``core_id``: the launch is traced as that one core sees it
+    (``nl.program_id(0)`` is core_id, ``nl.num_programs()`` is lnc); each core has its own SBUF and
+    PSUM, so each core's trace is checked on its own."""
     path, fname = None, None
     if isinstance(kernel, (str, os.PathLike)):
         s = os.fspath(kernel)
@@ -263,6 +266,10 @@ def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None
         if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0 \
                 or time_limit == float("inf"):
             raise TraceError(f"time_limit: expected a positive number of seconds or None, got {time_limit!r}")
+    if isinstance(lnc, bool) or not isinstance(lnc, int) or not 1 <= lnc <= 8:
+        raise TraceError(f"lnc: expected 1 to 8 logical cores, got {lnc!r}")
+    if isinstance(core_id, bool) or not isinstance(core_id, int) or not 0 <= core_id < lnc:
+        raise TraceError(f"core_id: expected 0 to {lnc - 1}, got {core_id!r}")
     for x in inputs:
         _check_shape_text(x)
     for n, x in kwargs.items():
@@ -273,7 +280,7 @@ def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None
     try:
         # The kernel's own prints go to stderr, as in the CLI (stdout may carry the caller's results).
         with wd, contextlib.redirect_stdout(sys.stderr):
-            return _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, wd)
+            return _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, wd, (lnc, core_id))
     except Timeout as e:
         line = _kernel_line(e.__traceback__, path)
         raise TraceError(f"{os.path.basename(path)}:{line}: tracing took longer than the time limit of "
@@ -333,7 +340,7 @@ def _package_of(path):
     return (".".join(parts), d) if parts else ("", "")
 
 
-def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, wd):
+def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, wd, cores=(1, 0)):
     hw = _hardware_doc(hardware)
     cm = dict(DEFAULT_CYCLE_MODEL)
     if isinstance(hw, dict) and isinstance(hw.get("cycle_model"), dict):
@@ -359,6 +366,7 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, 
     sys.meta_path.insert(0, _AbsentFinder(True))
     sys.meta_path.append(_AbsentFinder(False))
     st = _State(path, cm)
+    st.lnc, st.core = cores
     if package:
         st.root, st.root_pkg = os.path.abspath(top), True
     _ctx.ST = st
@@ -619,7 +627,8 @@ def _to_json(st, hw, label):
                 if t.buffer == "sbuf":  # the new API aligns an address= tile to its element size
                     j["alloc"]["align"] = t.itemsize
         tensors.append(j)
-    k = {"format": "scratchplan-nki-kernel", "version": 1, "comment": f"traced from {label}"}
+    k = {"format": "scratchplan-nki-kernel", "version": 1,
+         "comment": f"traced from {label}" + (f" as logical core {st.core} of {st.lnc}" if st.lnc > 1 else "")}
     if hw is not None:
         k["hardware"] = hw
     if st.generic:
@@ -682,7 +691,7 @@ def parse_arg(text):
     return name, _Expr(name, value)
 
 
-def trace_file(spec, inputs, grid=None, hardware=None, args=(), time_limit=TRACE_SECONDS):
+def trace_file(spec, inputs, grid=None, hardware=None, args=(), time_limit=TRACE_SECONDS, lnc=1, core_id=0):
     """The CLI's form: ``spec`` is FILE.py[:FUNCTION], ``inputs`` are 'name=AxB:dtype' strings
     and ``args`` 'name=literal' strings, bound to the kernel's parameters by name."""
     kw = {}
@@ -696,4 +705,4 @@ def trace_file(spec, inputs, grid=None, hardware=None, args=(), time_limit=TRACE
         if n in kw:
             raise TraceError(f"--arg {text!r}: {n} given twice")
         kw[n] = v
-    return trace(spec, grid=grid, hardware=hardware, time_limit=time_limit, **kw)
+    return trace(spec, grid=grid, hardware=hardware, time_limit=time_limit, lnc=lnc, core_id=core_id, **kw)

@@ -310,11 +310,19 @@ def _build_modules(hw=None):
     def program_id(axis=0):
         if axis < len(_ctx.ST.spmd):
             return Sym(0, {("L", _ctx.ST.spmd[axis]): 1})
-        return 0
+        # A kernel launched on N logical cores (--lnc N, no grid) is traced once per core: axis 0 is the core.
+        return _ctx.ST.core if axis == 0 and not _ctx.ST.spmd else 0
+
+    def num_programs(axes=None):
+        st = _ctx.ST
+        if not st.spmd:
+            return st.lnc if axes in (None, 0) else 1
+        if axes is None:
+            return math.prod(st.loops[l][1] for l in st.spmd)
+        return st.loops[st.spmd[axes]][1] if axes < len(st.spmd) else 1
 
     nl.program_id = program_id
-    nl.num_programs = lambda axes=None: (math.prod(_ctx.ST.loops[l][1] for l in _ctx.ST.spmd) if axes is None
-                                         else _ctx.ST.loops[_ctx.ST.spmd[axes]][1] if axes < len(_ctx.ST.spmd) else 1)
+    nl.num_programs = num_programs
     nl.program_ndim = lambda: len(_ctx.ST.spmd)
     nl.nc = lambda n: n
     nl.spmd_dim = lambda *a: a[0] if a else 1
