@@ -53,6 +53,7 @@ struct NkiArgs {
   std::string rewrite_path;         // plan: the kernel source with the planned allocations
   int lnc = 1;                      // Python kernels: logical cores of the launch (each traced and checked on its own)
   int core = 0;                     // the core being traced
+  double stated_limit = 0;          // the verb's --time-limit as the user gave it (messages)
 };
 
 bool is_python_kernel(const std::string& path) { return std::regex_match(path, std::regex(R"(.*\.py(:[A-Za-z_]\w*)?)")); }
@@ -87,7 +88,7 @@ std::string python_interpreter() {
 // "error" then the payload); the kernel's own prints go to our stderr (its fd 1 and 2 are ours). Past
 // the limit the tracer stops itself naming the kernel line (it is given a deadline a little
 // earlier), else it is killed at the limit.
-Result<std::string> run_tracer(std::vector<std::string> args, const std::string& spec, double seconds) {
+Result<std::string> run_tracer(std::vector<std::string> args, const std::string& spec, double seconds, double stated) {
   const std::string script = tracer_script();
   if (script.empty())
     return bad_input("cannot find the NKI tracer (scratchplan/nki/tracer.py); set SCRATCHPLAN_PYTHONPATH to the "
@@ -100,7 +101,10 @@ Result<std::string> run_tracer(std::vector<std::string> args, const std::string&
   lim << own;
   std::vector<std::string> argv = {python_interpreter(), script};
   argv.insert(argv.end(), args.begin(), args.end());
+  std::ostringstream st;
+  st << stated;
   argv.insert(argv.end(), {"--time-limit", lim.str(), "--result-fd", "3"});
+  if (args.front() == "trace") argv.insert(argv.end(), {"--stated-limit", st.str()});
   int out_pipe[2];
   if (pipe(out_pipe) != 0) return bad_input("cannot start the tracer (pipe)");
   pid_t pid = fork();
@@ -147,7 +151,7 @@ Result<std::string> run_tracer(std::vector<std::string> args, const std::string&
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   std::ostringstream secs;
-  secs << seconds;
+  secs << stated;
   if (expired)
     return bad_input(spec + ": tracing took longer than the time limit of " + secs.str() +
                      " s (a loop that never ends?)");
@@ -188,7 +192,7 @@ std::vector<std::string> tracer_args(const NkiArgs& a, const std::string& verb, 
 }
 
 Result<nki::Kernel> trace_python(const NkiArgs& a, const std::string& spec, const nki::Hardware* hw, double seconds) {
-  auto text = run_tracer(tracer_args(a, "trace", spec), spec, seconds);
+  auto text = run_tracer(tracer_args(a, "trace", spec), spec, seconds, a.stated_limit);
   if (!text) return text.error();
   auto j = parse_json_text(*text, spec);
   if (!j) return internal_error("the NKI tracer wrote malformed JSON: " + j.error().message);
@@ -231,7 +235,7 @@ Result<std::string> rewrite_source(const NkiArgs& a, const nki::PlanResult& p) {
   std::ofstream(planned) << nki::kernel_to_json(p.kernel).dump() << "\n";
   std::vector<std::string> args = tracer_args(a, "rewrite", a.kernel_path);
   args.insert(args.end(), {"--planned", planned.string()});
-  auto src = run_tracer(args, a.kernel_path, a.time_limit);
+  auto src = run_tracer(args, a.kernel_path, a.time_limit, a.time_limit);
   if (!src) return src.error();
   // Same file name in the temporary directory, so the check names the same lines.
   std::smatch m;
@@ -251,7 +255,9 @@ Result<std::string> rewrite_source(const NkiArgs& a, const nki::PlanResult& p) {
 // --lnc N: each logical core is traced on its own (nl.program_id(0) = its id) and checked on its
 // own SBUF and PSUM; the report has a section per core, the picture and timeline show the first
 // core with violations (else core 0).
-int run_check(const NkiArgs& a) {
+int run_check(const NkiArgs& given) {
+  NkiArgs a = given;
+  a.stated_limit = a.check_time_limit;
   OutputSet outputs;
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
   if (Status st = outputs.add("--trace", a.trace_path); !st) return fail(st.error());
@@ -359,7 +365,9 @@ int run_plan_core(const NkiArgs& a) {
 }
 
 // --lnc N: each logical core is traced, planned and validated on its own; the time limit is shared.
-int run_plan(const NkiArgs& a) {
+int run_plan(const NkiArgs& given) {
+  NkiArgs a = given;
+  a.stated_limit = a.time_limit;
   if (a.lnc == 1) return run_plan_core(a);
   if (!is_python_kernel(a.kernel_path))
     return fail(bad_input("--lnc applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path));

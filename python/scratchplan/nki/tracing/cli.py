@@ -32,6 +32,7 @@ def main(argv):
     ap.add_argument("--planned", default=None)
     ap.add_argument("--hardware-json", default=None)
     ap.add_argument("--lnc", type=int, default=1)
+    ap.add_argument("--stated-limit", type=float, default=None)  # the user's --time-limit, for the message
     ap.add_argument("--core", type=int, default=0)
     ap.add_argument("--time-limit", type=float, default=None)
     ap.add_argument("--result-fd", type=int, default=None)
@@ -72,7 +73,7 @@ def main(argv):
         tl = a.time_limit if a.time_limit is None or a.time_limit > 0 else 1e-3
         if a.verb == "trace":
             k = trace_file(a.kernel, a.input, grid=grid, hardware=a.hardware, args=a.arg, time_limit=tl, lnc=a.lnc,
-                           core_id=a.core)
+                           core_id=a.core, stated_limit=a.stated_limit)
             reply("ok", json.dumps(k, separators=(",", ":")) + "\n")
         else:
             with open(a.planned, encoding="utf-8") as f:

@@ -233,7 +233,7 @@ def _input_spec(x, name):
 
 
 def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None, time_limit=TRACE_SECONDS,
-          lnc=1, core_id=0, **kwargs):
+          lnc=1, core_id=0, _stated_limit=None, **kwargs):
     """Traces ``kernel`` (a function defined in a file, a @nki.jit object, or ``"file.py[:func]"``)
     on HBM inputs given as shapes and dtypes (``((1, 128, 4096), "bf16")``, ``"1x128x4096:bf16"``
     or objects with ``.shape``/``.dtype``); other arguments are passed through as Python values.
@@ -284,7 +284,7 @@ def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None
     except Timeout as e:
         line = _kernel_line(e.__traceback__, path)
         raise TraceError(f"{os.path.basename(path)}:{line}: tracing took longer than the time limit of "
-                         f"{time_limit:g} s (a loop that never ends?)") from None
+                         f"{_stated_limit or time_limit:g} s (a loop that never ends?)") from None
 
 
 def _check_shape_text(x, name=None):
@@ -362,7 +362,11 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, 
     # `from .helpers import f` resolves: the folder above the top package goes on the path.
     package, top = _package_of(path)
     saved_path_heads = [os.path.dirname(path) + os.sep, os.getcwd() + os.sep, top + os.sep]
-    sys.path[:0] = [os.path.dirname(path), os.getcwd()] + ([top] if package else [])
+    if package:  # its folder goes last: a module of the package named like a standard one (copy.py) must not shadow it
+        sys.path[:0] = [top, os.getcwd()]
+        sys.path.append(os.path.dirname(path))
+    else:
+        sys.path[:0] = [os.path.dirname(path), os.getcwd()]
     sys.meta_path.insert(0, _AbsentFinder(True))
     sys.meta_path.append(_AbsentFinder(False))
     st = _State(path, cm)
@@ -464,6 +468,11 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, 
                 raise TraceError(f"{label}: recursion too deep while tracing") from None
             except SystemExit as e:
                 raise TraceError(_exited(e, label, path, f"while tracing {fname}")) from None
+            except AssertionError as e:
+                if "out of memory" in str(e).lower():  # the kernel's own allocator (kernel_assert) overflowed
+                    raise TraceError(_located(e, label, path, f"while tracing {fname}").replace(
+                        ": AssertionError: ", ": allocation violation: the kernel's allocator ran out of memory: ", 1)) from None
+                raise TraceError(_located(e, label, path, f"while tracing {fname}")) from None
             except Exception as e:
                 raise TraceError(_located(e, label, path, f"while tracing {fname}")) from None
             # A result never stored anywhere still executes and needs a tile of its own.
@@ -691,7 +700,8 @@ def parse_arg(text):
     return name, _Expr(name, value)
 
 
-def trace_file(spec, inputs, grid=None, hardware=None, args=(), time_limit=TRACE_SECONDS, lnc=1, core_id=0):
+def trace_file(spec, inputs, grid=None, hardware=None, args=(), time_limit=TRACE_SECONDS, lnc=1, core_id=0,
+               stated_limit=None):
     """The CLI's form: ``spec`` is FILE.py[:FUNCTION], ``inputs`` are 'name=AxB:dtype' strings
     and ``args`` 'name=literal' strings, bound to the kernel's parameters by name."""
     kw = {}
@@ -705,4 +715,5 @@ def trace_file(spec, inputs, grid=None, hardware=None, args=(), time_limit=TRACE
         if n in kw:
             raise TraceError(f"--arg {text!r}: {n} given twice")
         kw[n] = v
-    return trace(spec, grid=grid, hardware=hardware, time_limit=time_limit, lnc=lnc, core_id=core_id, **kw)
+    return trace(spec, grid=grid, hardware=hardware, time_limit=time_limit, lnc=lnc, core_id=core_id,
+                 _stated_limit=stated_limit, **kw)
