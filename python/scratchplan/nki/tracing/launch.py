@@ -277,6 +277,9 @@ def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None
     path = os.path.abspath(path)
     wd = _Watchdog(time_limit)
     import contextlib
+    import gc
+    gc_was = gc.isenabled()
+    gc.disable()  # a trace allocates millions of small objects and frees them at the end: cyclic GC passes only cost (-25%)
     try:
         # The kernel's own prints go to stderr, as in the CLI (stdout may carry the caller's results).
         with wd, contextlib.redirect_stdout(sys.stderr):
@@ -285,6 +288,9 @@ def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None
         line = _kernel_line(e.__traceback__, path)
         raise TraceError(f"{os.path.basename(path)}:{line}: tracing took longer than the time limit of "
                          f"{_stated_limit or time_limit:g} s (a loop that never ends?)") from None
+    finally:
+        if gc_was:
+            gc.enable()
 
 
 def _check_shape_text(x, name=None):
