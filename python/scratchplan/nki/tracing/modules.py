@@ -323,7 +323,7 @@ def _build_modules(hw=None):
 
     nl.program_id = program_id
     nl.num_programs = num_programs
-    nl.program_ndim = lambda: len(_ctx.ST.spmd)
+    nl.program_ndim = lambda: len(_ctx.ST.spmd) or (1 if _ctx.ST.lnc > 1 else 0)
     nl.nc = lambda n: n
     nl.spmd_dim = lambda *a: a[0] if a else 1
 

@@ -479,6 +479,22 @@ class View(_Arithmetic):
         self._accumulate(other)
         return _Accumulated(self)
 
+    @property
+    def buffer(self):
+        """The buffer of the tensor viewed (`view.buffer == nl.sbuf`)."""
+        return self.tensor.buffer
+
+    @property
+    def name(self):
+        return self.tensor.name
+
+    def reshape(self, shape):
+        """The viewed memory with another shape; accesses through it touch the whole view."""
+        shape = tuple(int(x) for x in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        if math.prod(shape) != math.prod(self.shape):
+            _fail(f"cannot reshape {list(self.shape)} to {list(shape)}")
+        return _APView(self.tensor, self.dims, self.mask, self.dyn, shape)
+
     def __getattr__(self, name):
         _fail(f"view attribute .{name} is outside the supported NKI subset")
 
