@@ -319,3 +319,19 @@ def test_access_patterns_and_on_chip_reshape(tmp_path):
     cp = next(i for i in instrs(k["body"]) if i["name"] == "tensor_copy")
     assert cp["reads"][0]["tensor"] == "a" and cp["writes"][0]["tensor"] == "b"
     assert nki.check(k).clean
+
+
+def test_plan_writes_the_address_map_against_the_kernels_own(tmp_path):
+    path = write(tmp_path, "k.py", PSUM_REUSE.replace("USE", "nisa.tensor_copy(dst=res, src=p2)"))
+    amap = tmp_path / "addr.json"
+    r = cli("plan", path, "--input", "a=128x128:bf16", "--input", "b=128x512:bf16", "--addresses", str(amap))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(amap.read_text())
+    assert d["format"] == "scratchplan-nki-addresses" and d["planned_cycles"] <= d["own_cycles"]
+    by = {t["tensor"]: t for t in d["tensors"]}
+    assert by["sb"]["own_address"] == [[0, 256]] and by["sb"]["source"] == "k.py:10"
+    assert len(by["sb"]["address"]) == 1 and by["p1"]["buffer"] == "psum"
+    # the planned map is a valid allocation: every address within the hardware and the plan checked clean
+    assert all(0 <= a[1] for t in d["tensors"] for a in t["address"])
+    r = cli("plan", path, "--input", "a=128x128:bf16", "--input", "b=128x512:bf16", "--rewrite", str(tmp_path / "o.py"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr

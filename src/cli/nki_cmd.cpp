@@ -51,6 +51,7 @@ struct NkiArgs {
   std::vector<std::string> kernel_args;  // Python kernels: NAME=EXPR (evaluated in the kernel module) for other parameters
   std::string grid;                 // Python kernels: SPMD grid G0xG1
   std::string rewrite_path;         // plan: the kernel source with the planned allocations
+  std::string addresses_path;       // plan: the planned address map against the kernel's own (JSON)
   int lnc = 1;                      // Python kernels: logical cores of the launch (each traced and checked on its own)
   int core = 0;                     // the core being traced
   double stated_limit = 0;          // the verb's --time-limit as the user gave it (messages)
@@ -252,6 +253,38 @@ Result<std::string> rewrite_source(const NkiArgs& a, const nki::PlanResult& p) {
   return *src;
 }
 
+// The planned address of every SBUF/PSUM tensor next to the kernel's own, in the new API's terms
+// (address = [start_partition, byte]; PSUM bytes count from bank 0), with both simulated cycles.
+Json address_map(const std::string& label, const nki::Kernel& own, const nki::PlanResult& p) {
+  Json out;
+  out["format"] = "scratchplan-nki-addresses";
+  out["version"] = 1;
+  out["kernel"] = label;
+  out["hardware"] = p.kernel.hw.name;
+  out["planned_cycles"] = p.planned.makespan;
+  out["own_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
+  Json ts = Json::array();
+  for (const nki::TensorPlan& tp : p.plans) {
+    const nki::Tensor& t = p.kernel.tensors[static_cast<std::size_t>(tp.tensor)];
+    Json j;
+    j["tensor"] = t.name;
+    j["buffer"] = nki::buffer_name(t.buffer);
+    j["source"] = t.source;
+    j["tiles"] = tp.tiles;
+    auto addrs = [](const std::vector<nki::TilePlacement>& pl) {
+      Json a = Json::array();
+      for (const auto& x : pl) a.push_back({x.start_partition, x.byte_addr});
+      return a;
+    };
+    j["address"] = addrs(nki::evaluate_allocation(p.kernel, t));
+    const auto& ot = own.tensors[static_cast<std::size_t>(tp.tensor)];
+    j["own_address"] = ot.alloc.kind == nki::AllocKind::kAuto ? Json(nullptr) : addrs(nki::evaluate_allocation(own, ot));
+    ts.push_back(j);
+  }
+  out["tensors"] = ts;
+  return out;
+}
+
 // --lnc N: each logical core is traced on its own (nl.program_id(0) = its id) and checked on its
 // own SBUF and PSUM; the report has a section per core, the picture and timeline show the first
 // core with violations (else core 0).
@@ -328,6 +361,7 @@ int run_plan_core(const NkiArgs& a) {
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
   if (Status st = outputs.add("--rewrite", a.rewrite_path); !st) return fail(st.error());
   if (Status st = outputs.add("--trace", a.trace_path); !st) return fail(st.error());
+  if (Status st = outputs.add("--addresses", a.addresses_path); !st) return fail(st.error());
   if (std::error_code ec; !a.rewrite_path.empty() &&
       std::filesystem::equivalent(a.rewrite_path, std::regex_replace(a.kernel_path, std::regex(R"(:[A-Za-z_]\w*$)"), ""), ec))
     return fail(bad_input("--rewrite " + a.rewrite_path + " is the kernel's own source; write the plan to another file"));
@@ -346,6 +380,7 @@ int run_plan_core(const NkiArgs& a) {
   if (!plan) return fail(located(plan.error(), a.kernel_path));
   const nki::PlanResult& p = *plan;
   outputs.set(a.out_path, nki::kernel_to_json(p.kernel).dump(1) + "\n");
+  if (!a.addresses_path.empty()) outputs.set(a.addresses_path, address_map(input_name(a.kernel_path), *k, p).dump(1) + "\n");
   if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::plan_svg(p));
   if (!a.trace_path.empty()) outputs.set(a.trace_path, nki::plan_trace(input_name(a.kernel_path), p));
   if (!a.rewrite_path.empty()) {
@@ -372,7 +407,8 @@ int run_plan(const NkiArgs& given) {
   if (!is_python_kernel(a.kernel_path))
     return fail(bad_input("--lnc applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path));
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"-o", a.out_path}, {"--svg", a.svg_path},
-                                   {"--trace", a.trace_path}, {"--rewrite", a.rewrite_path}})
+                                   {"--trace", a.trace_path}, {"--rewrite", a.rewrite_path},
+                                   {"--addresses", a.addresses_path}})
     if (!path.empty())
       return fail(bad_input(std::string(flag) + " writes one kernel; with --lnc " + std::to_string(a.lnc) +
                             " each logical core is planned on its own (give --lnc 1 to write it)"));
@@ -419,6 +455,9 @@ void register_nki(CLI::App& app, int& exit_code) {
   }
   plan->add_option("-o,--output", args->out_path, "Write the kernel with the planned allocations (- for stdout)");
   plan->add_option("--svg", args->svg_path, "Write engines x time and SBUF partitions x bytes as SVG");
+  plan->add_option("--addresses", args->addresses_path,
+                   "Write the planned address of every SBUF/PSUM tensor ([start_partition, byte] per logical block, "
+                   "with its source line and tile count) next to the kernel's own, and both simulated cycles, as JSON");
   plan->add_option("--rewrite", args->rewrite_path,
                    "Python kernels: write the kernel source with each declaration's buffer= set to the planned "
                    "allocation (checked clean before it is written)");
