@@ -329,7 +329,7 @@ def test_plan_writes_the_address_map_against_the_kernels_own(tmp_path):
     d = json.loads(amap.read_text())
     assert d["format"] == "scratchplan-nki-addresses" and d["planned_cycles"] <= d["own_cycles"]
     by = {t["tensor"]: t for t in d["tensors"]}
-    assert by["sb"]["own_address"] == [[0, 256]] and by["sb"]["source"] == "k.py:10"
+    assert by["sb"]["own_address"] == [[0, 256]] and by["sb"]["source"] == "k.py:11"
     assert len(by["sb"]["address"]) == 1 and by["p1"]["buffer"] == "psum"
     # the planned map is a valid allocation: every address within the hardware and the plan checked clean
     assert all(0 <= a[1] for t in d["tensors"] for a in t["address"])
