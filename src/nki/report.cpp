@@ -200,7 +200,15 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
     const auto& al = t.alloc;
     const bool psum = t.buffer == Buffer::kPsum;
     std::string how;
-    if (tp.kept)
+    // One logical tile (the new API's tensors have no block dims): in its own terms, address=(p, byte).
+    auto address = [&](Partition part, Bytes byte) {
+      return "address=(" + std::to_string(part) + ", " + std::to_string(byte) + ")";
+    };
+    if (t.num_blocks() == 1 && tp.kept && al.kind == AllocKind::kTable && al.table.size() == 1)
+      how = "kept: " + address(al.table[0].first, al.table[0].second);
+    else if (t.num_blocks() == 1 && !tp.kept)
+      how = address(tp.partition, psum ? tp.base * k.hw.psum_bank_bytes : tp.base);
+    else if (tp.kept)
       how = std::string("kept: ") + alloc_kind_name(al.kind) + " (" + std::to_string(tp.tiles) + " physical tiles)";
     else if (al.kind == AllocKind::kModAlloc) {
       auto tuple = [](const std::vector<int64_t>& v) {
