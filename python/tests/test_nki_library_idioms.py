@@ -335,3 +335,32 @@ def test_plan_writes_the_address_map_against_the_kernels_own(tmp_path):
     assert all(0 <= a[1] for t in d["tensors"] for a in t["address"])
     r = cli("plan", path, "--input", "a=128x128:bf16", "--input", "b=128x512:bf16", "--rewrite", str(tmp_path / "o.py"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+
+
+PLACED = """
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    sa = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 0))
+    sb = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 256))
+    res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 1280))
+    nisa.dma_copy(dst=sa, src=a)
+    nisa.dma_copy(dst=sb, src=b)
+    banks = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 2048 * i)) for i in range(ADDRESSED)]
+    free = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)  # placed by the compiler
+    for p in banks + [free]:
+        nisa.nc_matmul(p, sa, sb)
+        nisa.tensor_copy(dst=res, src=p)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+"""
+
+
+def test_unaddressed_psum_next_to_addressed_is_checked_for_capacity(tmp_path):
+    ok = nki.trace(write(tmp_path, "ok.py", PLACED.replace("ADDRESSED", "7")), "128x128:bf16", "128x512:bf16")
+    assert [t["alloc"] for t in ok["tensors"] if t["name"] == "free"] == [{"kind": "auto", "compiler_placed": True}]
+    assert nki.check(ok).clean
+    full = nki.trace(write(tmp_path, "full.py", PLACED.replace("ADDRESSED", "8")), "128x128:bf16", "128x512:bf16")
+    rep = nki.check(full)
+    assert [v["kind"] for v in rep.violations] == ["address_range"], rep.violations
+    assert "leave 0 of the 8 banks free" in rep.violations[0]["message"]

@@ -345,13 +345,13 @@ struct Reader {
 
   void allocation(const JsonCursor& c, Tensor& t, Bytes& factory_next) {
     c.expect_keys({"kind", "base_addr", "base_partition", "base_bank", "num_bank_tiles", "num_free_tiles", "num_par_tiles",
-                   "start_partition", "byte_addr", "total_fdim_size", "tiles", "align", "comment"});
+                   "start_partition", "byte_addr", "total_fdim_size", "tiles", "align", "compiler_placed", "comment"});
     Allocation& a = t.alloc;
     std::string kind = c.has("kind") ? c.at("kind").as_string() : "auto";
     // A key of another kind would be silently ignored: each kind lists the keys it reads.
     const bool psum = t.buffer == Buffer::kPsum;
     const std::map<std::string, std::vector<std::string>> kKindKeys = {
-        {"auto", {}},
+        {"auto", {"compiler_placed"}},
         {"mod_alloc", psum ? std::vector<std::string>{"base_addr", "base_partition", "base_bank", "num_bank_tiles", "num_par_tiles"}
                            : std::vector<std::string>{"base_addr", "base_partition", "num_free_tiles", "num_par_tiles"}},
         {"func", {"start_partition", "byte_addr"}},
@@ -385,6 +385,10 @@ struct Reader {
     };
     if (kind == "auto") {
       a.kind = AllocKind::kAuto;
+      if (c.has("compiler_placed")) {
+        a.compiler_placed = c.at("compiler_placed").as_bool();
+        if (a.compiler_placed && t.buffer != Buffer::kPsum) c.at("compiler_placed").fail("applies to PSUM tensors only");
+      }
     } else if (kind == "mod_alloc") {
       a.kind = AllocKind::kModAlloc;
       a.base_addr = small_int("base_addr", 0);
@@ -742,7 +746,9 @@ Json alloc_to_json(const Tensor& t) {
   Json j;
   j["kind"] = alloc_kind_name(a.kind);
   switch (a.kind) {
-    case AllocKind::kAuto: break;
+    case AllocKind::kAuto:
+      if (a.compiler_placed) j["compiler_placed"] = true;
+      break;
     case AllocKind::kModAlloc:
       j["base_addr"] = a.base_addr;
       j["base_partition"] = a.base_partition;

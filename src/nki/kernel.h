@@ -85,6 +85,7 @@ struct Allocation {
   Bytes factory_size = 0;                  // factory: total_fdim_size reserved
   std::vector<std::pair<Partition, Bytes>> table;  // table: (start_partition, byte_addr) per block
   Bytes align = 0;                         // SBUF byte_addr alignment this use requires (0: hardware's sbuf_min_align)
+  bool compiler_placed = false;            // auto PSUM next to address= tensors (new API): the compiler places it in a free bank
 };
 
 struct Tensor {

@@ -613,6 +613,7 @@ def _to_json(st, hw, label):
     finally:
         _ctx.ST = None
     tensors = []
+    any_addressed = any(t.buffer != "hbm" and t.alloc.kind == "address" for t in st.tensors)
     for t in st.tensors:
         j = {"name": t.name, "buffer": t.buffer}
         if t.buffer == "hbm":
@@ -630,6 +631,8 @@ def _to_json(st, hw, label):
             a = t.alloc
             if a.kind == "auto":
                 j["alloc"] = {"kind": "auto"}
+                if t.buffer == "psum" and st.uses_new_api and any_addressed:
+                    j["alloc"]["compiler_placed"] = True  # the compiler puts it in a bank no address= tensor uses
             elif a.kind == "mod_alloc":
                 j["alloc"] = {"kind": "mod_alloc", **a.kw}
                 if a.buffer == "psum" and not j["alloc"].get("num_free_tiles"):
