@@ -236,7 +236,9 @@ Result<std::string> rewrite_source(const NkiArgs& a, const nki::PlanResult& p) {
   std::ofstream(planned) << nki::kernel_to_json(p.kernel).dump() << "\n";
   std::vector<std::string> args = tracer_args(a, "rewrite", a.kernel_path);
   args.insert(args.end(), {"--planned", planned.string()});
-  auto src = run_tracer(args, a.kernel_path, a.time_limit, a.time_limit);
+  // --rewrite's two traces come on top of --time-limit (its help says so), bounded as nki check is
+  const double bound = std::max(a.time_limit, a.check_time_limit);
+  auto src = run_tracer(args, a.kernel_path, bound, bound);
   if (!src) return src.error();
   // Same file name in the temporary directory, so the check names the same lines.
   std::smatch m;
@@ -244,7 +246,9 @@ Result<std::string> rewrite_source(const NkiArgs& a, const nki::PlanResult& p) {
   const fs::path copy = dir / fs::path(m[1].str()).filename();
   std::ofstream(copy) << *src;
   nki::Hardware hw = p.kernel.hw;
-  auto again = trace_python(a, copy.string() + m[2].str(), &hw, a.time_limit);
+  NkiArgs again_args = a;
+  again_args.stated_limit = bound;
+  auto again = trace_python(again_args, copy.string() + m[2].str(), &hw, bound);
   if (!again) return internal_error("the rewritten kernel does not trace: " + again.error().message);
   auto rep = nki::check_kernel(*again);
   if (!rep) return rep.error();
