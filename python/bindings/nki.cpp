@@ -78,6 +78,10 @@ void bind_nki(py::module_& m) {
     for (const auto& [n, v] : nki::default_cycle_model()) d[py::str(n)] = v;
     return d;
   });
+  m.def("nki_builtin_hardware", [](const std::string& name) {
+    // the C++ description of a built-in core, as JSON text (the tracer's stand-ins read it)
+    return nki::hardware_to_json(take(nki::builtin_hardware(name))).dump();
+  });
   m.def(
       "nki_check",
       [](const Doc& k, std::optional<Doc> hw) {

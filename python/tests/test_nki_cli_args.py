@@ -38,8 +38,8 @@ def cli(*args):
 
 
 @pytest.mark.parametrize("args, msg", [
-    (["--arg", "eps=(1,"], "is not a Python literal"),
-    (["--arg", "eps"], "expected NAME=VALUE"),
+    (["--arg", "eps=(1,"], "is not a Python expression"),
+    (["--arg", "eps"], "expected NAME=EXPR"),
     (["--arg", "nope=1"], "has no parameter 'nope'"),
 ])
 def test_cli_bad_arg_is_exit_2_one_line(tmp_path, args, msg):

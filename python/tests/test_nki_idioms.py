@@ -271,10 +271,10 @@ def nki_float32():
 
 
 @pytest.mark.parametrize("arg, msg", [
-    ("eps", "expected NAME=VALUE"),
-    ("eps=", "is not a Python literal"),
-    ("eps=foo", "is not a Python literal"),
-    ("eps=(1,", "is not a Python literal"),
+    ("eps", "expected NAME=EXPR"),
+    ("eps=", "no expression after '='"),
+    ("eps=foo", "--arg eps=foo: NameError"),
+    ("eps=(1,", "is not a Python expression"),
     ("nope=1", "has no parameter 'nope'"),
 ])
 def test_bad_arg_is_one_line(tmp_path, arg, msg):

@@ -255,6 +255,32 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
   };
   std::vector<Static> statics;
   const bool direct = k.uses_direct_allocation();
+  {
+    // Compiler-placed PSUM tensors (the new API's PSUM without address=) take a bank each that no
+    // addressed PSUM tile uses anywhere in the kernel (a conservative capacity check: lifetimes
+    // are not used to share banks).
+    std::vector<bool> used(static_cast<std::size_t>(std::max(k.hw.psum_banks, 0)), false);
+    int placed = 0;
+    TensorId first_placed = -1;
+    for (int t = 0; t < nt; ++t) {
+      const Tensor& ten = k.tensors[t];
+      if (ten.buffer != Buffer::kPsum) continue;
+      if (ten.alloc.kind == AllocKind::kAuto) {
+        if (ten.alloc.compiler_placed && placed++ == 0) first_placed = t;
+        continue;
+      }
+      for (const TilePlacement& pl : rep.placements[t]) {
+        const Bytes b0 = pl.byte_addr / k.hw.psum_bank_bytes, b1 = (pl.byte_addr + ten.fbytes() - 1) / k.hw.psum_bank_bytes;
+        for (Bytes b = std::max<Bytes>(b0, 0); b <= b1 && b < static_cast<Bytes>(used.size()); ++b) used[b] = true;
+      }
+    }
+    const int free_banks = static_cast<int>(std::count(used.begin(), used.end(), false));
+    if (placed > free_banks)
+      statics.push_back({ViolationKind::kAddressRange, first_placed, -1,
+                         std::to_string(placed) + " PSUM tensors without address= need a bank each, but the addressed "
+                         "PSUM tensors leave " + std::to_string(free_banks) + " of the " +
+                         std::to_string(k.hw.psum_banks) + " banks free"});
+  }
   for (int t = 0; t < nt; ++t) {
     const Tensor& ten = k.tensors[t];
     if (ten.buffer == Buffer::kHbm) {
@@ -264,7 +290,7 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
       continue;
     }
     if (ten.alloc.kind == AllocKind::kAuto) {
-      if (direct)
+      if (direct && !ten.alloc.compiler_placed)
         statics.push_back({ViolationKind::kMixedAllocation, t, -1,
                            "automatically allocated while other tensors use direct allocation; their addresses may collide"});
       continue;
@@ -301,9 +327,13 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
           statics.push_back({ViolationKind::kAddressRange, t, bi,
                              where + ": bytes [" + std::to_string(p.byte_addr) + ", " + std::to_string(p.byte_addr + fb) +
                                  ") are outside the usable SBUF [0, " + std::to_string(k.hw.sbuf_usable()) + ")"});
-        if (p.byte_addr % k.hw.sbuf_min_align != 0)
+        // per use: an address= tensor of the new API states its own alignment (its element size)
+        const Bytes align = ten.alloc.align > 0 ? ten.alloc.align : k.hw.sbuf_min_align;
+        if (p.byte_addr % align != 0)
           statics.push_back({ViolationKind::kMisaligned, t, bi,
-                             where + ": byte_addr is not a multiple of sbuf_min_align " + std::to_string(k.hw.sbuf_min_align)});
+                             where + ": byte_addr is not a multiple of " +
+                                 (ten.alloc.align > 0 ? "the alignment its use requires " : "sbuf_min_align ") +
+                                 std::to_string(align)});
       } else {
         const Bytes bank = k.hw.psum_bank_bytes;
         if (p.byte_addr < 0 || p.byte_addr > k.hw.psum_bytes() - fb)

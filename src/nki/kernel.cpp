@@ -24,7 +24,9 @@ struct DType {
 };
 constexpr DType kDTypes[] = {{"bfloat16", 2}, {"bf16", 2},   {"float16", 2}, {"fp16", 2},   {"float32", 4},
                              {"fp32", 4},     {"float8", 1}, {"fp8", 1},     {"int8", 1},   {"uint8", 1},
-                             {"int16", 2},    {"int32", 4},  {"uint32", 4},  {"tfloat32", 4}};
+                             {"int16", 2},    {"int32", 4},  {"uint32", 4},  {"tfloat32", 4},
+                             // packed formats (four values per element)
+                             {"float4_e2m1fn_x4", 2}, {"float8_e4m3fn_x4", 4}, {"float8_e5m2_x4", 4}};
 
 // ---- affine expressions -------------------------------------------------------------------
 
@@ -343,18 +345,18 @@ struct Reader {
 
   void allocation(const JsonCursor& c, Tensor& t, Bytes& factory_next) {
     c.expect_keys({"kind", "base_addr", "base_partition", "base_bank", "num_bank_tiles", "num_free_tiles", "num_par_tiles",
-                   "start_partition", "byte_addr", "total_fdim_size", "tiles", "comment"});
+                   "start_partition", "byte_addr", "total_fdim_size", "tiles", "align", "compiler_placed", "comment"});
     Allocation& a = t.alloc;
     std::string kind = c.has("kind") ? c.at("kind").as_string() : "auto";
     // A key of another kind would be silently ignored: each kind lists the keys it reads.
     const bool psum = t.buffer == Buffer::kPsum;
     const std::map<std::string, std::vector<std::string>> kKindKeys = {
-        {"auto", {}},
+        {"auto", {"compiler_placed"}},
         {"mod_alloc", psum ? std::vector<std::string>{"base_addr", "base_partition", "base_bank", "num_bank_tiles", "num_par_tiles"}
                            : std::vector<std::string>{"base_addr", "base_partition", "num_free_tiles", "num_par_tiles"}},
         {"func", {"start_partition", "byte_addr"}},
         {"factory", {"total_fdim_size"}},
-        {"table", {"tiles"}}};
+        {"table", {"tiles", "align"}}};
     if (auto kk = kKindKeys.find(kind); kk != kKindKeys.end())
       for (const auto& [key, value] : c.node().items()) {
         if (key == "kind" || key == "comment" || is_extension_key(key)) continue;
@@ -383,6 +385,10 @@ struct Reader {
     };
     if (kind == "auto") {
       a.kind = AllocKind::kAuto;
+      if (c.has("compiler_placed")) {
+        a.compiler_placed = c.at("compiler_placed").as_bool();
+        if (a.compiler_placed && t.buffer != Buffer::kPsum) c.at("compiler_placed").fail("applies to PSUM tensors only");
+      }
     } else if (kind == "mod_alloc") {
       a.kind = AllocKind::kModAlloc;
       a.base_addr = small_int("base_addr", 0);
@@ -431,6 +437,10 @@ struct Reader {
         int64_t p = e.at(0).as_int(), b = e.at(1).as_int();
         if (std::abs(p) > kMaxMagnitude || std::abs(b) > kMaxMagnitude) e.fail("value too large");
         a.table.push_back({p, b});
+      }
+      if (c.has("align")) {
+        a.align = c.at("align").as_int_at_least(1);
+        if (a.align > (1 << 20)) c.at("align").fail("at most 1048576");
       }
     } else {
       c.at("kind").fail("unknown allocation kind \"" + kind + "\" (expected auto, mod_alloc, func, factory or table)");
@@ -611,8 +621,24 @@ std::string iteration_string(const Kernel& k, const Instruction& ins, const std:
 
 Result<Hardware> builtin_hardware(const std::string& name) {
   if (name == "neuroncore-v2" || name == "v2" || name == "trn1" || name == "inf2") return Hardware{};
+  if (name == "trn2" || name == "neuroncore-v3" || name == "v3") {
+    // Trn2 (NeuronCore-v3): 224 KiB per SBUF partition, 16 KiB of it the compiler's
+    // (nl.tile_size.total_available_sbuf_size = 212,992 B; nki-library budgets 224*1024 - 16384 - ...);
+    // PSUM as on v2: 8 banks of 2 KiB per partition.
+    Hardware h;
+    h.name = "trn2";
+    h.sbuf_partition_bytes = 224 * 1024;
+    h.sbuf_reserved_bytes = 16 * 1024;
+    return h;
+  }
+  return bad_input("unknown built-in hardware \"" + name + "\" (built in: trn1 (neuroncore-v2, inf2), trn2 "
+                   "(neuroncore-v3); others via a JSON file)");
+}
 
-  return bad_input("unknown built-in hardware \"" + name + "\" (built in: neuroncore-v2; others via a JSON file)");
+bool is_builtin_hardware_name(const std::string& name) {
+  for (const char* n : {"neuroncore-v2", "v2", "trn1", "inf2", "trn2", "neuroncore-v3", "v3"})
+    if (name == n) return true;
+  return false;
 }
 
 Result<Hardware> hardware_from_json(const JsonCursor& c) {
@@ -669,7 +695,7 @@ Result<Hardware> read_hardware_file(const std::string& path) {
 Result<Kernel> kernel_from_json(const Json& json, const std::string& source, const Hardware* hw_override) {
   try {
     JsonCursor root(json, source);
-    root.expect_keys({"format", "version", "hardware", "tensors", "body", "comment"});
+    root.expect_keys({"format", "version", "hardware", "tensors", "body", "comment", "modelled_generically"});
     root.expect_format("scratchplan-nki-kernel", 1);
     Kernel k;
     k.source = source;
@@ -686,6 +712,11 @@ Result<Kernel> kernel_from_json(const Json& json, const std::string& source, con
       }
     }
     if (hw_override) k.hw = *hw_override;
+    if (root.has("modelled_generically"))
+      for (auto& g : root.at("modelled_generically").elements()) {
+        g.expect_keys({"call", "source"});
+        k.generic_calls.emplace_back(g.at("call").as_string(), g.has("source") ? g.at("source").as_string() : "");
+      }
     Reader r{k, {}, {}};
     Bytes factory_next = 0;
     int64_t total_blocks = 0;
@@ -715,7 +746,9 @@ Json alloc_to_json(const Tensor& t) {
   Json j;
   j["kind"] = alloc_kind_name(a.kind);
   switch (a.kind) {
-    case AllocKind::kAuto: break;
+    case AllocKind::kAuto:
+      if (a.compiler_placed) j["compiler_placed"] = true;
+      break;
     case AllocKind::kModAlloc:
       j["base_addr"] = a.base_addr;
       j["base_partition"] = a.base_partition;
@@ -740,6 +773,7 @@ Json alloc_to_json(const Tensor& t) {
       Json tiles = Json::array();
       for (auto [p, b] : a.table) tiles.push_back({p, b});
       j["tiles"] = tiles;
+      if (a.align > 0) j["align"] = a.align;
       break;
     }
   }
@@ -791,6 +825,22 @@ void body_to_json(const Kernel& k, const std::vector<Node>& nodes, Json& out, st
 
 }  // namespace
 
+Json hardware_to_json(const Hardware& h) {
+  Json hw;
+  hw["name"] = h.name;
+  hw["partitions"] = h.partitions;
+  hw["sbuf_partition_bytes"] = h.sbuf_partition_bytes;
+  hw["sbuf_reserved_bytes"] = h.sbuf_reserved_bytes;
+  hw["sbuf_min_align"] = h.sbuf_min_align;
+  hw["psum_banks"] = h.psum_banks;
+  hw["psum_bank_bytes"] = h.psum_bank_bytes;
+  hw["dma_queues"] = h.dma_queues;
+  Json cm = Json::object();
+  for (auto& [n, v] : h.cycle_model) cm[n] = v;
+  hw["cycle_model"] = cm;
+  return hw;
+}
+
 Json kernel_to_json(const Kernel& k) {
   Json j;
   j["format"] = "scratchplan-nki-kernel";
@@ -808,6 +858,16 @@ Json kernel_to_json(const Kernel& k) {
   for (auto& [n, v] : k.hw.cycle_model) cm[n] = v;
   hw["cycle_model"] = cm;
   j["hardware"] = hw;
+  if (!k.generic_calls.empty()) {
+    Json g = Json::array();
+    for (const auto& [call, src] : k.generic_calls) {
+      Json e;
+      e["call"] = call;
+      if (!src.empty()) e["source"] = src;
+      g.push_back(e);
+    }
+    j["modelled_generically"] = g;
+  }
   Json ts = Json::array();
   for (const Tensor& t : k.tensors) {
     Json tj;

@@ -39,7 +39,12 @@ struct Hardware {
   Bytes psum_bytes() const { return psum_banks * psum_bank_bytes; }
 };
 
+// Built-in cores by name: trn1 (= neuroncore-v2, inf2, the default) and trn2 (= neuroncore-v3). The
+// Python tracer gets these numbers from here (the CLI hands it the description as JSON), so its
+// nl.tile_size and the checker agree.
 Result<Hardware> builtin_hardware(const std::string& name);
+bool is_builtin_hardware_name(const std::string& name);
+Json hardware_to_json(const Hardware& hw);
 Result<Hardware> hardware_from_json(const JsonCursor& c);
 Result<Hardware> read_hardware_file(const std::string& path);
 
@@ -79,6 +84,8 @@ struct Allocation {
   Affine byte_addr_fn;                     // func
   Bytes factory_size = 0;                  // factory: total_fdim_size reserved
   std::vector<std::pair<Partition, Bytes>> table;  // table: (start_partition, byte_addr) per block
+  Bytes align = 0;                         // SBUF byte_addr alignment this use requires (0: hardware's sbuf_min_align)
+  bool compiler_placed = false;            // auto PSUM next to address= tensors (new API): the compiler places it in a free bank
 };
 
 struct Tensor {
@@ -141,6 +148,7 @@ struct Kernel {
   std::vector<Instruction> instrs;
   std::vector<Node> body;             // top level, program order
   int64_t dynamic_instructions = 0;   // instruction executions of the whole nest
+  std::vector<std::pair<std::string, std::string>> generic_calls;  // (call, first "file:line") the tracer modelled generically
   TensorId find_tensor(const std::string& name) const;  // -1 if absent
   bool uses_direct_allocation() const;
 };

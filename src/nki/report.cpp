@@ -28,6 +28,27 @@ struct Group {
   std::vector<std::vector<int64_t>> blocks;  // every block of the group, in order
 };
 
+// Calls outside the tracer's API table, traced conservatively (tiles read, dst written): once each.
+void generic_line(std::ostream& os, const Kernel& k) {
+  if (k.generic_calls.empty()) return;
+  os << "modelled generically (not in the API table: tile arguments read, dst written, cost by bytes):";
+  for (std::size_t i = 0; i < k.generic_calls.size(); ++i)
+    os << (i ? ", " : " ") << k.generic_calls[i].first
+       << (k.generic_calls[i].second.empty() ? "" : " (" + k.generic_calls[i].second + ")");
+  os << "\n";
+}
+
+Json generic_json(const Kernel& k) {
+  Json g = Json::array();
+  for (const auto& [call, src] : k.generic_calls) {
+    Json e;
+    e["call"] = call;
+    e["source"] = src;
+    g.push_back(e);
+  }
+  return g;
+}
+
 std::vector<Group> group_by_block(const std::vector<Violation>& vs) {
   std::vector<Group> groups;
   std::map<std::tuple<int, std::string, std::string, std::string, std::string, std::string>, std::size_t> at;
@@ -104,6 +125,7 @@ Json check_report_to_json(const std::string& kernel_label, const Kernel& k, cons
   out["distinct_violations"] = rep.distinct_violations;
   out["violations"] = violations_json(rep.violations);
   out["grouped"] = groups_json(rep.violations);
+  out["modelled_generically"] = generic_json(k);
   return out;
 }
 
@@ -115,6 +137,7 @@ std::string check_report_text(const std::string& kernel_label, const Kernel& k, 
   for (const auto& t : k.tensors) automatic += t.buffer != Buffer::kHbm && t.alloc.kind == AllocKind::kAuto;
   if (automatic > 0)
     os << automatic << " tensors use automatic allocation: their addresses are the compiler's, not checked\n";
+  generic_line(os, k);
   os << "violations: " << rep.distinct_violations << "\n";
   violation_lines(os, rep.violations, rep.distinct_violations);
   return os.str();
@@ -133,6 +156,7 @@ Json plan_result_to_json(const std::string& kernel_label, const PlanResult& p) {
   out["sbuf_bytes_per_partition"] = p.sbuf_bytes;
   out["psum_banks"] = p.psum_banks;
   out["evaluations"] = p.evaluations;
+  out["modelled_generically"] = generic_json(p.kernel);
   out["timeline"] = p.scheduler == Scheduler::kInOrder ? "in-order" : "dataflow";
   out["input_allocation_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
   out["input_distinct_violations"] = p.input_check.distinct_violations;
@@ -158,6 +182,11 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
   const Kernel& k = p.kernel;
   const double speedup = p.planned.makespan ? static_cast<double>(p.baseline.makespan) / p.planned.makespan : 1.0;
   std::string s = "kernel: " + kernel_label + " (" + k.hw.name + ")\n";
+  {
+    std::ostringstream gs;
+    generic_line(gs, k);
+    s += gs.str();
+  }
   if (!p.input_check.clean()) {
     std::ostringstream os;
     os << "the kernel's own allocation has " << p.input_check.distinct_violations
@@ -171,7 +200,15 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
     const auto& al = t.alloc;
     const bool psum = t.buffer == Buffer::kPsum;
     std::string how;
-    if (tp.kept)
+    // One logical tile (the new API's tensors have no block dims): in its own terms, address=(p, byte).
+    auto address = [&](Partition part, Bytes byte) {
+      return "address=(" + std::to_string(part) + ", " + std::to_string(byte) + ")";
+    };
+    if (t.num_blocks() == 1 && tp.kept && al.kind == AllocKind::kTable && al.table.size() == 1)
+      how = "kept: " + address(al.table[0].first, al.table[0].second);
+    else if (t.num_blocks() == 1 && !tp.kept)
+      how = address(tp.partition, psum ? tp.base * k.hw.psum_bank_bytes : tp.base);
+    else if (tp.kept)
       how = std::string("kept: ") + alloc_kind_name(al.kind) + " (" + std::to_string(tp.tiles) + " physical tiles)";
     else if (al.kind == AllocKind::kModAlloc) {
       auto tuple = [](const std::vector<int64_t>& v) {

@@ -423,10 +423,11 @@ class Fuzzer:
             return self.tmp, None, "dir"
         return self.file(name, text), None, "file"
 
-    def run(self, verb, argv, outputs, limit, stdin=None, check=None, expect=None, verdict_outputs=()):
+    def run(self, verb, argv, outputs, limit, stdin=None, check=None, expect=None, verdict_outputs=(), printed=None):
         """Runs one command and checks the contract; `check(stdout)` validates an accepted run.
         `expect` forces an exit code (2 for a known-bad flag or input); `verdict_outputs` are
-        outputs that an exit 2 verdict (violations found) still writes, like a report."""
+        outputs that an exit 2 verdict (violations found) still writes, like a report. Lines
+        starting with `printed` are a Python kernel's own output (on stderr, not counted)."""
         self.runs += 1
         self.counts[verb] = self.counts.get(verb, 0) + 1
         if "dupkey" in self.mutations and expect is None:
@@ -441,7 +442,9 @@ class Fuzzer:
             self.fail(verb, argv, "hung (killed after %.0f s)" % (budget + 30), "", stdin)
             return None
         wall = time.monotonic() - t0
-        err_lines = p.stderr.splitlines()
+        err_lines = [l for l in p.stderr.splitlines() if printed is None or not l.startswith(printed)]
+        if printed is not None and printed in p.stdout:
+            self.fail(verb, argv, "the kernel's own output reached stdout", p.stderr, stdin)
         if wall > budget:
             self.fail(verb, argv, "took %.2f s, limit %.2f s" % (wall, budget), p.stderr, stdin)
         if expect is not None and p.returncode != expect:
@@ -499,6 +502,9 @@ class Fuzzer:
             return True  # the flag parser (unknown flag, missing argument) names the flag itself
         names = [a for a in argv[1:] if isinstance(a, str) and a not in ("-",) and not a.startswith("-")]
         if any(n in line for n in names if "/" in n) or "<stdin>" in line:
+            return True
+        # the NKI tracer names a Python kernel by its file name and line (kernel.py:12: ...)
+        if any(line.startswith(os.path.basename(n) + ":") for n in names if n.endswith(".py")):
             return True
         return any(a in line for a in argv if isinstance(a, str) and a.startswith("-") and len(a) > 1) or \
             "MLSYS_TIME_LIMIT" in line
@@ -817,6 +823,50 @@ class Fuzzer:
             self.run("nki check", argv, outs, None, stdin=stdin, expect=self.expect_of(kind, False), verdict_outputs=verdict,
                      check=(lambda out: assert_format(out, "scratchplan-nki-check")) if json_out else None)
 
+    def nki_python(self):
+        """A Python kernel of ours that prints (stdout, logging), exits, raises or loops forever, in
+        its body or its module code: a clean kernel that prints is exit 0 with its output on
+        stderr; the others are exit 2 with one line, within --time-limit."""
+        rng = self.rng
+        say = "kernel-says:"
+        pre, body, bad = [], [], False
+        for _ in range(rng.randrange(1, 4)):
+            what = rng.choice(["print", "log", "exit", "raise", "loop", "swallow", "sleep"])
+            where = pre if rng.random() < 0.3 else body
+            ind = "" if where is pre else "    "
+            if what == "print":
+                where.append(ind + "print(%r, %d)" % (say, rng.randrange(100)))
+            elif what == "log":
+                where.append(ind + "logging.getLogger('k').warning(%r)" % say)
+            elif what == "exit":
+                where.append(ind + rng.choice(["sys.exit()", "sys.exit(0)", "sys.exit(3)", "sys.exit('bye')"]))
+                bad = True
+            elif what == "raise":
+                where.append(ind + rng.choice(["raise ValueError('no')", "raise KeyboardInterrupt", "1 // 0"]))
+                bad = True
+            elif what == "loop":
+                where.append(ind + "while True:\n" + ind + "    pass")
+                bad = True
+            elif what == "swallow":
+                where.append(ind + "while True:\n" + ind + "    try:\n" + ind + "        x = [0] * 10\n" + ind +
+                             "    except BaseException:\n" + ind + "        pass")
+                bad = True
+            else:
+                where.append(ind + "time.sleep(100)")
+                bad = True
+        src = ("import logging, sys, time\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+               "logging.basicConfig(stream=sys.stdout, level=logging.INFO, format='%s %%(message)s')\n" % say +
+               "\n".join(pre) + "\n\n@nki.jit\ndef kernel(x):\n" + "\n".join(body) +
+               "\n    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+               "    nl.store(out, value=nl.load(x))\n    return out\n")
+        path = self.file("nk_py.py", src)
+        sub = rng.choice(["check", "plan"])
+        # endless kernels get a short limit; a clean one enough for the interpreter's start on a loaded machine
+        limit = rng.choice(["0.5", "1"]) if bad else "10"
+        argv = [self.cli, "nki", sub, path, "--input", "x=128x64:bf16", "--time-limit", limit]
+        # KeyboardInterrupt is not a kernel error the tracer converts (it ends the tracer): exit 2 either way
+        self.run("nki python", argv, [], float(limit), expect=2 if bad else 0, printed=say)
+
     def bad_outputs(self):
         """Unwritable or conflicting output paths fail at once with exit 2, writing nothing."""
         bad = self.rng.choice([os.path.join(self.tmp, "no_such_dir", "x.json"), self.tmp, "/proc/x.json"])
@@ -868,7 +918,7 @@ class Fuzzer:
     def one(self):
         r = self.rng.random()
         table = [(0.12, self.evaluate), (0.22, self.schedule), (0.27, lambda: self.schedule(tool=True)), (0.42, self.alloc),
-                 (0.48, self.layout), (0.58, self.divide), (0.72, self.plan), (0.83, lambda: self.nki("check")),
+                 (0.48, self.layout), (0.58, self.divide), (0.72, self.plan), (0.815, lambda: self.nki("check")), (0.83, self.nki_python),
                  (0.95, lambda: self.nki("plan")), (0.98, self.bad_outputs), (1.01, self.bad_combos)]
         if self.scale and self.rng.random() < 0.05:
             self.alloc_scale()

@@ -205,6 +205,47 @@ TEST(NkiModel, HardwareFromJsonAndBuiltin) {
   EXPECT_FALSE(builtin_hardware("neuroncore-v9").ok());
 }
 
+TEST(NkiModel, Trn2AndItsDescriptionRoundTrip) {
+  auto t2 = builtin_hardware("trn2");
+  ASSERT_TRUE(t2.ok());
+  EXPECT_EQ(t2->sbuf_usable(), 212992);  // nl.tile_size.total_available_sbuf_size on trn2
+  EXPECT_EQ(t2->psum_bytes(), 16 * 1024);
+  EXPECT_TRUE(is_builtin_hardware_name("trn1") && is_builtin_hardware_name("trn2") && !is_builtin_hardware_name("tpu"));
+  auto back = hardware_from_json(JsonCursor(hardware_to_json(*t2), "hw"));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->sbuf_usable(), 212992);
+  EXPECT_EQ(back->name, "trn2");
+}
+
+TEST(NkiModel, PerUseAlignmentAndGenericCallsRoundTrip) {
+  // A bf16 address= tile at byte 2 states its own alignment (2): clean; without it the
+  // hardware's sbuf_min_align (4) applies.
+  const char* text = R"({"modelled_generically": [{"call": "nisa.frob", "source": "k.py:9"}],
+    "tensors": [{"name": "t", "partitions": 128, "free": [4], "dtype": "bfloat16", "alloc": {"kind": "table", "tiles": [[0, 2]], "align": 2}}],
+    "body": [{"engine": "Vector", "writes": [{"tensor": "t"}]}, {"engine": "Vector", "reads": [{"tensor": "t"}]}]})";
+  auto k = parse(text);
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->tensors[0].alloc.align, 2);
+  ASSERT_EQ(k->generic_calls.size(), 1u);
+  EXPECT_EQ(k->generic_calls[0].first, "nisa.frob");
+  auto rep = check_kernel(*k);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_TRUE(rep->clean());
+  Json j = kernel_to_json(*k);
+  auto again = kernel_from_json(j, "again.json");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(kernel_to_json(*again), j);
+  std::string no_align = text;
+  no_align.replace(no_align.find(", \"align\": 2"), 12, "");
+  auto k4 = parse(no_align);
+  ASSERT_TRUE(k4.ok()) << k4.error().message;
+  auto rep4 = check_kernel(*k4);
+  ASSERT_TRUE(rep4.ok());
+  ASSERT_FALSE(rep4->clean());
+  EXPECT_EQ(rep4->violations[0].kind, ViolationKind::kMisaligned);
+  EXPECT_FALSE(parse(R"({"tensors": [{"name": "t", "partitions": 128, "free": [4], "alloc": {"kind": "table", "tiles": [[0, 0]], "align": 0}}], "body": []})").ok());
+}
+
 }  // namespace
 }  // namespace sp::nki
 

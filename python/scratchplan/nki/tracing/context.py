@@ -20,7 +20,7 @@ except ImportError:
 
 PARTITIONS = 128
 MAX_INSTRUCTIONS = 2_000_000  # recorded (static) instructions; loops traced once do not count trips
-TRACE_SECONDS = 120           # the command line gives up after this long (a kernel that never ends)
+TRACE_SECONDS = 60.0          # default time limit of a trace (Python trace(); `nki check --time-limit`)
 
 # Per-instruction cycle model; the C++ hardware description (src/nki/kernel.cpp,
 # default_cycle_model) carries the same names and values, and a hardware file overrides them.
@@ -43,7 +43,70 @@ class TraceError(_BadInput):
 
 
 class Timeout(TraceError):
-    """The trace ran out of time (never swallowed by a speculative loop)."""
+    """The trace ran out of time (never swallowed by a speculative loop). Raised bare inside the
+    kernel by the watchdog; trace() turns it into the located one-line message."""
+
+
+class _Watchdog:
+    """Raises Timeout in the tracing thread once `seconds` have passed, and again every 50 ms
+    until the trace ends (a kernel's `except Exception` cannot swallow it for good). The main
+    thread uses SIGALRM (it also interrupts sleep); another thread gets an asynchronous
+    exception (delivered between bytecodes)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.timer = None
+        self.saved = None
+        self.fired = False
+
+    def __enter__(self):
+        if self.seconds is None:
+            return self
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            import signal
+
+            def ring(signum, frame):
+                self.fired = True
+                raise Timeout("time limit")
+
+            self.saved = (signal.signal(signal.SIGALRM, ring), signal.getitimer(signal.ITIMER_REAL))
+            signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-3), 0.05)
+        else:
+            import ctypes
+            tid = threading.get_ident()
+            self.done = threading.Event()
+
+            def ring():
+                while not self.done.wait(0.05 if self.fired else self.seconds):
+                    self.fired = True
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(Timeout))
+
+            self.timer = threading.Thread(target=ring, daemon=True)
+            self.timer.start()
+        return self
+
+    def disarm(self):
+        """Stops the clock (the trace's own clean-up must not be interrupted); idempotent."""
+        if self.saved is not None:
+            import signal
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.saved[0])
+            if self.saved[1][0] > 0:
+                signal.setitimer(signal.ITIMER_REAL, *self.saved[1])
+            self.saved = None
+        elif self.timer is not None:
+            import ctypes
+            import threading
+            self.done.set()
+            self.timer.join()
+            self.timer = None
+            if self.fired:  # an exception still pending for this thread is dropped
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.get_ident()), None)
+
+    def __exit__(self, *a):
+        self.disarm()
+        return False
 
 
 class _State:
@@ -52,6 +115,8 @@ class _State:
     def __init__(self, path, cycle_model):
         self.path = path                  # kernel file (absolute)
         self.label = os.path.basename(path)
+        self.root = os.path.dirname(path)  # files under it are the kernel's own code (launch sets the package root)
+        self.root_pkg = False             # the kernel file is inside a package: sources name the package's files
         self.cm = dict(cycle_model)
         self.tensors = []                 # Tensor objects, declaration order
         self.names = set()
@@ -73,6 +138,8 @@ class _State:
         self.lines = None                 # the kernel file's source lines (read once)
         self.name_next = {}               # tensor name -> next suffix to try (unique names in O(1))
         self.stack_alloc = None           # @enable_stack_allocator kernels: the StackAllocator placing auto tensors
+        self.lnc, self.core = 1, 0        # logical cores of the launch and the one being traced (--lnc)
+        self.generic = {}                 # calls outside the API table traced generically -> first "file:line"
         self.speculating = 0              # open Python-range loops running once symbolically (loops._Speculative)
 
 
@@ -105,6 +172,32 @@ def _site():
             return f.f_lineno, col
         f = f.f_back
     return 0, 0
+
+
+_IN_TREE = {}  # code object -> (root, "relative/path.py" or None): the file is part of the kernel's own code
+
+
+def _source(skip_alloc=False):
+    """"file:line" of the innermost frame running the kernel's own code: the kernel file or any
+    file of its package (nki-library's helpers live in other modules of the package), named
+    relative to the package root. Tensors and instructions carry it, so a report names the
+    helper's line, not the entry call. skip_alloc (declarations): frames of allocation helpers
+    (functions named *alloc*, SbufManager.alloc_stack & co.) give way to their caller."""
+    root = ST.root
+    f = sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        mine = _IN_TREE.get(code)
+        if mine is None or mine[0] != root:
+            fn = os.path.abspath(code.co_filename)
+            rel = os.path.relpath(fn, root) if fn.startswith(root + os.sep) else None
+            if fn == ST.path:
+                rel = ST.label
+            mine = _IN_TREE[code] = (root, rel)
+        if mine[1] is not None and not (skip_alloc and "alloc" in code.co_name and f.f_back is not None):
+            return f"{mine[1]}:{f.f_lineno}"
+        f = f.f_back
+    return f"{ST.label}:0"
 
 
 def _where():

@@ -9,7 +9,7 @@ import os
 
 from .context import np
 from . import context as _ctx
-from .context import PARTITIONS, TraceError, _fail, _is_int, _site, _target_name
+from .context import PARTITIONS, TraceError, _fail, _is_int, _site, _source, _target_name
 from .dtypes import _dtype_name
 from .symbolic import Sym
 from .tensors import Tensor, _Alloc, _register, _unique
@@ -33,8 +33,8 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
     if any(s <= 0 for s in shp):
         _fail(f"shape {list(shp)} has a non-positive dimension")
     nm = name or _target_name(line) or api
-    t = Tensor(_unique(nm), shp, dt, alloc, role="internal",
-               source=f"{_ctx.ST.label}:{line}", pdim_at=pdim_at)
+    t = Tensor(_unique(nm), shp, dtype if dtype is not None else dt, alloc, role="internal",
+               source=_source(True) if _ctx.ST.root_pkg else f"{_ctx.ST.label}:{line}", pdim_at=pdim_at)
     if alloc.buffer != "hbm" and alloc.kind == "func":
         t.table = _eval_alloc_func(alloc, t, line)
     _register(t)

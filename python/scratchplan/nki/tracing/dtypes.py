@@ -19,10 +19,11 @@ class NkiDtype:
     """A dtype stand-in: compares and hashes like its numpy dtype (so `np.dtype(x)`, `x == nl.bfloat16`,
     dict keys and `.itemsize` work as with NKI's numpy/ml_dtypes types) and carries the value range
     (`.min`, `.max`) and `.bits` kernels read."""
-    __slots__ = ("name", "itemsize", "dtype", "min", "max", "bits", "kind")
+    __slots__ = ("name", "itemsize", "dtype", "min", "max", "bits", "kind", "label")
 
-    def __init__(self, name, size, np_dtype):
+    def __init__(self, name, size, np_dtype, label=None):
         self.name, self.itemsize, self.dtype, self.bits = name, size, np_dtype, 8 * size
+        self.label = label or name  # str(): NKI's own name, distinct per format (nki-library's sizeinbytes compares it)
         self.kind = np_dtype.kind if np_dtype.kind != "V" else "f"
         if np_dtype.kind in "iu":
             info = np.iinfo(np_dtype)
@@ -31,13 +32,13 @@ class NkiDtype:
             info = np.finfo(np_dtype)
             self.min, self.max = float(info.min), float(info.max)
         else:
-            self.min, self.max = -_RANGES[name], _RANGES[name]
+            self.min, self.max = -_RANGES.get(name, 448.0), _RANGES.get(name, 448.0)
 
     def __eq__(self, other):
         if isinstance(other, NkiDtype):
-            return self.name == other.name
+            return self.label == other.label
         if isinstance(other, str):
-            return _ALIASES.get(other, other) == self.name
+            return other == self.label or _ALIASES.get(other, other) == self.label
         try:
             return self.dtype == other
         except TypeError:
@@ -47,25 +48,31 @@ class NkiDtype:
         return not self == other
 
     def __hash__(self):
-        return hash(self.dtype)
+        return hash(self.dtype) if self.dtype.kind != "V" else hash(self.label)
 
     def __repr__(self):
-        return f"dtype('{self.name}')"
+        return f"dtype('{self.label}')"
 
-    __str__ = lambda self: self.name
+    __str__ = lambda self: self.label
 
 
-def _mk_dtype(name, size, np_name=None):
+def _mk_dtype(name, size, np_name=None, label=None):
     if np is not None:
         npd = np.dtype(np_name) if np_name else np.dtype(f"V{size}")
-        obj = NkiDtype(name, size, npd)
+        obj = NkiDtype(name, size, npd, label)
         if np_name:
             _NAME_OF[npd] = name
     else:
         obj = name
-    _DTYPES[name] = (size, obj)
+    if label is None:
+        _DTYPES[name] = (size, obj)
+    else:
+        _VARIANTS[label] = obj
     _NAME_OF[id(obj)] = name
     return obj
+
+
+_VARIANTS = {}  # NKI's name -> stand-in, for formats the kernel model knows by a shared name (float8_e4m3 -> float8)
 
 
 for _n, _s, _npn in [("float32", 4, "float32"), ("float16", 2, "float16"), ("int8", 1, "int8"), ("uint8", 1, "uint8"),
@@ -73,6 +80,13 @@ for _n, _s, _npn in [("float32", 4, "float32"), ("float16", 2, "float16"), ("int
                      ("tfloat32", 4, None), ("float8", 1, None)]:
     _mk_dtype(_n, _s, _npn)
 _DTYPES["bool_"] = (1, _DTYPES["uint8"][1])
+# Formats the model sizes under a shared name (its memory is all that matters); each keeps its own
+# str(). Packed formats (x4: four values per element) are their own model dtypes.
+for _n, _s, _lbl in [("float8", 1, "float8_e4m3"), ("float8", 1, "float8_e5m2"), ("float8", 1, "float8_e4m3fn"),
+                     ("float8", 1, "float8_e5m2fnuz"), ("float8", 1, "float8_e4m3fnuz"), ("int16", 2, "uint16")]:
+    _mk_dtype(_n, _s, None if _lbl != "uint16" else "uint16", _lbl)
+for _n, _s in [("float4_e2m1fn_x4", 2), ("float8_e4m3fn_x4", 4), ("float8_e5m2_x4", 4)]:
+    _mk_dtype(_n, _s)
 _ALIASES = {"bf16": "bfloat16", "fp32": "float32", "f32": "float32", "fp16": "float16", "f16": "float16",
             "fp8": "float8", "float8_e4m3": "float8", "float8_e5m2": "float8", "float8_e4m3fn": "float8",
             "tf32": "tfloat32", "uint16": "int16", "int64": "int32", "float64": "float32", "bool": "uint8"}

@@ -6,7 +6,7 @@ import math
 
 from .context import np
 from . import context as _ctx
-from .context import MAX_INSTRUCTIONS, _fail, _site, _target_name
+from .context import MAX_INSTRUCTIONS, _fail, _site, _source, _target_name
 from .dtypes import _dtype_name, _itemsize
 from .symbolic import Pred, Sym, _affine_text, _mk, _var_range
 from .tensors import Pending, Tensor, View
@@ -24,7 +24,7 @@ _ENGINE_CLOCK = {"Tensor": "tensor_clock_ghz", "Vector": "vector_clock_ghz", "Sc
 def _new_instr(api, engine, cost_kind):
     line, _ = _site()
     ins = {"name": api.split(".")[-1], "engine": engine, "cost": 1, "reads": [], "writes": [],
-           "source": f"{_ctx.ST.label}:{line}", "_cost": cost_kind}
+           "source": _source() if _ctx.ST.root_pkg else f"{_ctx.ST.label}:{line}", "_cost": cost_kind}
     _ctx.ST.last_pending = None  # a result is stored "right away" only if no instruction came between
     for cons in _ctx.ST.guards:  # inside the branches of symbolic ifs
         for g in cons:
@@ -180,6 +180,8 @@ def _write_into(target, value):
 
 
 def _check_write_fits(target, value):
+    if _ctx.ST.uses_new_api:
+        return  # an explicit dst= is the shape written (the compiler checks the instruction's shapes)
     ts = target.shape
     vs = value.shape
     if math.prod(ts) != math.prod(vs) and math.prod(vs) != 1 and tuple(ts)[: len(vs)] != tuple(vs)[: len(ts)]:

@@ -11,7 +11,7 @@ import sys
 import types
 
 from . import context as _ctx
-from .context import DEFAULT_CYCLE_MODEL, TraceError, _State
+from .context import DEFAULT_CYCLE_MODEL, TRACE_SECONDS, Timeout, TraceError, _State, _Watchdog
 from .dtypes import _ALIASES, _DTYPES, _dtype_name
 from .symbolic import _ST_AR
 from .tensors import Tensor, _Alloc, _register, _unique
@@ -232,13 +232,19 @@ def _input_spec(x, name):
     return None
 
 
-def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None, **kwargs):
+def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None, time_limit=TRACE_SECONDS,
+          lnc=1, core_id=0, _stated_limit=None, **kwargs):
     """Traces ``kernel`` (a function defined in a file, a @nki.jit object, or ``"file.py[:func]"``)
     on HBM inputs given as shapes and dtypes (``((1, 128, 4096), "bf16")``, ``"1x128x4096:bf16"``
     or objects with ``.shape``/``.dtype``); other arguments are passed through as Python values.
     Returns the kernel model (a dict in the JSON format of docs/nki.md). ``grid`` (or
     ``kernel[g]``) launches SPMD instances, traced as one symbolic instance inside a loop per grid
-    dim. ``hardware`` (a dict or a path) sets the hardware and its cycle model."""
+    dim. ``hardware`` (a dict or a path) sets the hardware and its cycle model. ``time_limit``
+    (seconds, default 60; None: unbounded) bounds the whole trace, the kernel's module code
+    included: past it the trace stops with a TraceError naming the line it was running. ``lnc``
+    (logical cores, 1 or 2) and ``core_id``: the launch is traced as that one core sees it
+    (``nl.program_id(0)`` is core_id, ``nl.num_programs()`` is lnc); each core has its own SBUF and
+    PSUM, so each core's trace is checked on its own."""
     path, fname = None, None
     if isinstance(kernel, (str, os.PathLike)):
         s = os.fspath(kernel)
@@ -256,12 +262,72 @@ def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None
         if code is None:
             raise TraceError(f"<kernel>: expected a kernel function or FILE.py[:FUNCTION], got {type(kernel).__name__}")
         path, fname = code.co_filename, func.__name__
-    return _trace_path(os.path.abspath(path), fname, inputs, kwargs, grid, hardware, cycle_model, name)
+    if time_limit is not None:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0 \
+                or time_limit == float("inf"):
+            raise TraceError(f"time_limit: expected a positive number of seconds or None, got {time_limit!r}")
+    if isinstance(lnc, bool) or not isinstance(lnc, int) or not 1 <= lnc <= 8:
+        raise TraceError(f"lnc: expected 1 to 8 logical cores, got {lnc!r}")
+    if isinstance(core_id, bool) or not isinstance(core_id, int) or not 0 <= core_id < lnc:
+        raise TraceError(f"core_id: expected 0 to {lnc - 1}, got {core_id!r}")
+    for x in inputs:
+        _check_shape_text(x)
+    for n, x in kwargs.items():
+        _check_shape_text(x, n)
+    path = os.path.abspath(path)
+    wd = _Watchdog(time_limit)
+    import contextlib
+    import gc
+    gc_was = gc.isenabled()
+    gc.disable()  # a trace allocates millions of small objects and frees them at the end: cyclic GC passes only cost (-25%)
+    try:
+        # The kernel's own prints go to stderr, as in the CLI (stdout may carry the caller's results).
+        with wd, contextlib.redirect_stdout(sys.stderr):
+            return _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, wd, (lnc, core_id))
+    except Timeout as e:
+        line = _kernel_line(e.__traceback__, path)
+        raise TraceError(f"{os.path.basename(path)}:{line}: tracing took longer than the time limit of "
+                         f"{_stated_limit or time_limit:g} s (a loop that never ends?)") from None
+    finally:
+        if gc_was:
+            gc.enable()
+
+
+def _check_shape_text(x, name=None):
+    """A string that starts like a shape ('128x512:bf16', '128xx512') is meant as one: malformed,
+    it is refused as the CLI's --input is, instead of reaching the kernel as a string."""
+    if isinstance(x, str) and re.match(r"\s*[0-9]+\s*(x|:)", x) and _input_spec(x, name or "input") is None:
+        raise TraceError(f"{'argument ' + name if name else 'input'} {x!r}: expected a shape D0xD1x...:DTYPE "
+                         "(e.g. '1x128x4096:bf16') or a (shape, dtype) tuple")
+
+
+def _kernel_line(tb, path):
+    line = 0
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+_BUILTIN_HW = ("trn1", "trn2", "neuroncore-v2", "neuroncore-v3", "inf2", "v2", "v3")
 
 
 def _hardware_doc(hardware):
     if hardware is None:
         return None
+    if isinstance(hardware, str) and hardware in _BUILTIN_HW and not os.path.exists(hardware):
+        try:  # the C++ description (one source for the checker and the stand-ins)
+            from ..._core import nki_builtin_hardware
+        except ImportError:
+            raise TraceError(f"hardware {hardware!r}: built-in names need the scratchplan package; "
+                             "give a hardware JSON file") from None
+        return json.loads(nki_builtin_hardware(hardware))
+    if isinstance(hardware, str) and hardware.lstrip().startswith("{"):  # the CLI's --hardware-json
+        try:
+            return json.loads(hardware)
+        except ValueError as e:
+            raise TraceError(f"--hardware-json: {e}") from None
     if isinstance(hardware, (str, os.PathLike)):
         try:
             with open(hardware, encoding="utf-8") as f:
@@ -280,7 +346,7 @@ def _package_of(path):
     return (".".join(parts), d) if parts else ("", "")
 
 
-def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
+def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, wd, cores=(1, 0)):
     hw = _hardware_doc(hardware)
     cm = dict(DEFAULT_CYCLE_MODEL)
     if isinstance(hw, dict) and isinstance(hw.get("cycle_model"), dict):
@@ -294,7 +360,7 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
         raise TraceError("trace() is not re-entrant")
     label = os.path.basename(path)
     src, code = _load_source(path)
-    mods = _build_modules()
+    mods = _build_modules(hw)
     # Imports resolve like `python FILE` (the kernel's folder) and `python -m` (the current directory).
     saved_path, saved_meta = list(sys.path), list(sys.meta_path)
     saved_mods = set(sys.modules)
@@ -302,12 +368,20 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
     # `from .helpers import f` resolves: the folder above the top package goes on the path.
     package, top = _package_of(path)
     saved_path_heads = [os.path.dirname(path) + os.sep, os.getcwd() + os.sep, top + os.sep]
-    sys.path[:0] = [os.path.dirname(path), os.getcwd()] + ([top] if package else [])
+    if package:  # its folder goes last: a module of the package named like a standard one (copy.py) must not shadow it
+        sys.path[:0] = [top, os.getcwd()]
+        sys.path.append(os.path.dirname(path))
+    else:
+        sys.path[:0] = [os.path.dirname(path), os.getcwd()]
     sys.meta_path.insert(0, _AbsentFinder(True))
     sys.meta_path.append(_AbsentFinder(False))
     st = _State(path, cm)
+    st.lnc, st.core = cores
+    if package:
+        st.root, st.root_pkg = os.path.abspath(top), True
     _ctx.ST = st
     _ST_AR.clear()
+    saved_logging = _sdk_logging()
     try:
         kmod = types.ModuleType("__sp_kernel__")
         with _Installed(mods, kmod):
@@ -321,8 +395,13 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
                 exec(code, g)
             except TraceError:
                 raise
+            except SystemExit as e:
+                raise TraceError(_exited(e, label, path, "while loading the kernel file")) from None
             except Exception as e:
                 raise TraceError(_located(e, label, path, "while loading the kernel file")) from None
+            for n, v in list(kwargs.items()):
+                if isinstance(v, _Expr):
+                    kwargs[n] = v.evaluate(g)
             cands = {k: v for k, v in g.items() if isinstance(v, _Kernel)}
             if any(not v.sub for v in cands.values()):  # sub-kernels (mode="trace") are not entry points
                 cands = {k: v for k, v in cands.items() if not v.sub}
@@ -393,6 +472,13 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
                 raise
             except RecursionError:
                 raise TraceError(f"{label}: recursion too deep while tracing") from None
+            except SystemExit as e:
+                raise TraceError(_exited(e, label, path, f"while tracing {fname}")) from None
+            except AssertionError as e:
+                if "out of memory" in str(e).lower():  # the kernel's own allocator (kernel_assert) overflowed
+                    raise TraceError(_located(e, label, path, f"while tracing {fname}").replace(
+                        ": AssertionError: ", ": allocation violation: the kernel's allocator ran out of memory: ", 1)) from None
+                raise TraceError(_located(e, label, path, f"while tracing {fname}")) from None
             except Exception as e:
                 raise TraceError(_located(e, label, path, f"while tracing {fname}")) from None
             # A result never stored anywhere still executes and needs a tile of its own.
@@ -400,9 +486,12 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name):
                 if p.tensor is None and "_cost" in p.instr:
                     p.materialize()
             for t in _returned_tensors(ret):
+                t = getattr(t, "_alias", t)  # a reshape of the output names the tensor it views
                 if t.buffer == "hbm" and t.role != "input":
                     t.role = "output"
     finally:
+        wd.disarm()
+        _restore_logging(saved_logging)
         _ctx.ST = None
         sys.path[:], sys.meta_path[:] = saved_path, saved_meta
         for m in set(sys.modules) - saved_mods:  # the kernel's helpers and stand-ins go with the trace
@@ -422,6 +511,32 @@ def _returned_tensors(ret):
     if isinstance(ret, (tuple, list)):
         return [t for r in ret for t in _returned_tensors(r)]
     return []
+
+
+def _sdk_logging():
+    """Import-time names the Neuron SDK adds that kernel files rely on: `logging.OFF` (course
+    kernels call `logging.disable(logging.OFF)` at module level). Present for the trace only;
+    the logging state a kernel changes is put back afterwards."""
+    import logging
+    saved = (getattr(logging, "OFF", _NOTHING), logging.root.manager.disable)
+    if saved[0] is _NOTHING:
+        logging.OFF = logging.CRITICAL + 1  # above every standard level: disable(OFF) silences all
+    return saved
+
+
+_NOTHING = object()
+
+
+def _restore_logging(saved):
+    import logging
+    if saved[0] is _NOTHING:
+        logging.__dict__.pop("OFF", None)
+    logging.disable(saved[1])
+
+
+def _exited(e, label, path, what):
+    code = e.code
+    return f"{label}:{_kernel_line(e.__traceback__, path)}: the kernel called sys.exit({'' if code is None else repr(code)}) ({what})"
 
 
 def _located(e, label, path, what):
@@ -498,6 +613,7 @@ def _to_json(st, hw, label):
     finally:
         _ctx.ST = None
     tensors = []
+    any_addressed = any(t.buffer != "hbm" and t.alloc.kind == "address" for t in st.tensors)
     for t in st.tensors:
         j = {"name": t.name, "buffer": t.buffer}
         if t.buffer == "hbm":
@@ -515,6 +631,8 @@ def _to_json(st, hw, label):
             a = t.alloc
             if a.kind == "auto":
                 j["alloc"] = {"kind": "auto"}
+                if t.buffer == "psum" and st.uses_new_api and any_addressed:
+                    j["alloc"]["compiler_placed"] = True  # the compiler puts it in a bank no address= tensor uses
             elif a.kind == "mod_alloc":
                 j["alloc"] = {"kind": "mod_alloc", **a.kw}
                 if a.buffer == "psum" and not j["alloc"].get("num_free_tiles"):
@@ -524,35 +642,75 @@ def _to_json(st, hw, label):
             elif a.kind == "address":
                 n = max(1, math.prod(t.blocks))
                 j["alloc"] = {"kind": "table", "tiles": [[a.kw["p"], a.kw["b"]]] * n}
+                if t.buffer == "sbuf":  # the new API aligns an address= tile to its element size
+                    j["alloc"]["align"] = t.itemsize
         tensors.append(j)
-    k = {"format": "scratchplan-nki-kernel", "version": 1, "comment": f"traced from {label}"}
+    k = {"format": "scratchplan-nki-kernel", "version": 1,
+         "comment": f"traced from {label}" + (f" as logical core {st.core} of {st.lnc}" if st.lnc > 1 else "")}
     if hw is not None:
         k["hardware"] = hw
+    if st.generic:
+        k["modelled_generically"] = [{"call": c, "source": s} for c, s in sorted(st.generic.items())]
     k["tensors"] = tensors
     k["body"] = body
     return k
 
 
+class _Expr:
+    """An --arg value that is not a literal: a Python expression evaluated in the kernel module's
+    namespace once its module code has run (`NormType.RMS_NORM`, `Cfg(bs=1)`, `nl.bfloat16`)."""
+
+    def __init__(self, name, text):
+        self.name, self.text = name, text
+
+    def evaluate(self, g):
+        try:
+            code = compile(self.text, f"--arg {self.name}", "eval")
+        except SyntaxError as e:
+            raise TraceError(f"--arg {self.name}={self.text}: not a Python expression ({e.msg})") from None
+        try:
+            return eval(code, g)
+        except TraceError:
+            raise
+        except Exception as e:
+            msg = str(e).splitlines()[0] if str(e) else ""
+            raise TraceError(f"--arg {self.name}={self.text}: {type(e).__name__}{': ' + msg if msg else ''} "
+                             "(evaluated in the kernel module's namespace)") from None
+
+
 def parse_arg(text):
     """--arg 'eps=1e-6' -> ('eps', 1e-06): a Python literal (int, float, bool, None, tuple, list,
-    string) or a dtype name (`float32`, `nl.bfloat16`), which becomes the stand-in dtype."""
+    string) or a dtype name (`float32`, `nl.bfloat16`) at once; any other expression
+    (`NormType.RMS_NORM`, `Cfg(bs=1, ...)`) is evaluated in the kernel module's namespace after
+    its module code ran."""
     m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=(.*)", text, re.S)
     if not m:
-        raise TraceError(f"--arg {text!r}: expected NAME=VALUE (a Python literal, e.g. eps=1e-6 or shape=(3,4))")
+        raise TraceError(f"--arg {text!r}: expected NAME=EXPR (a Python expression, e.g. eps=1e-6, shape=(3,4), "
+                         "norm=NormType.RMS_NORM)")
     name, value = m.group(1), m.group(2).strip()
+    if not value:
+        raise TraceError(f"--arg {text!r}: no expression after '='")
     dt = re.fullmatch(r"(?:(?:nl|np|numpy|nki\.language)\.)?([A-Za-z_]\w*)", value)
     if dt and value not in ("True", "False", "None"):
         n = _ALIASES.get(dt.group(1), dt.group(1))
         if n in _DTYPES:
             return name, _DTYPES[n][1]
+        from .dtypes import _VARIANTS
+        if dt.group(1) in _VARIANTS:
+            return name, _VARIANTS[dt.group(1)]
     try:
         return name, ast.literal_eval(value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise TraceError(f"--arg {text!r}: {value!r} is not a Python literal (int, float, bool, None, tuple, "
-                         "string in quotes) or a dtype (float32, nl.bfloat16)") from None
+        pass
+    try:
+        compile(value, "--arg", "eval")
+    except SyntaxError as e:
+        raise TraceError(f"--arg {text!r}: {value!r} is not a Python expression ({e.msg})") from None
+    return name, _Expr(name, value)
 
 
-def trace_file(spec, inputs, grid=None, hardware=None, args=()):
+def trace_file(spec, inputs, grid=None, hardware=None, args=(), time_limit=TRACE_SECONDS, lnc=1, core_id=0,
+               stated_limit=None):
     """The CLI's form: ``spec`` is FILE.py[:FUNCTION], ``inputs`` are 'name=AxB:dtype' strings
     and ``args`` 'name=literal' strings, bound to the kernel's parameters by name."""
     kw = {}
@@ -566,4 +724,5 @@ def trace_file(spec, inputs, grid=None, hardware=None, args=()):
         if n in kw:
             raise TraceError(f"--arg {text!r}: {n} given twice")
         kw[n] = v
-    return trace(spec, grid=grid, hardware=hardware, **kw)
+    return trace(spec, grid=grid, hardware=hardware, time_limit=time_limit, lnc=lnc, core_id=core_id,
+                 _stated_limit=stated_limit, **kw)

@@ -8,7 +8,7 @@ import types
 
 from . import context as _ctx
 from .context import PARTITIONS, _fail, _is_int, _site
-from .dtypes import _DTYPES, _dtype_name
+from .dtypes import _DTYPES, _VARIANTS, NkiDtype, _dtype_name
 from .symbolic import Pred, Sym, _ST_AR
 from .tensors import Tensor, View, _Alloc, _DS, _MGrid, _register, _unique
 from .instructions import (_accumulate_into, _alu, _as_view, _dtype_of, _finish_cost, _guard, _is_tile,
@@ -18,12 +18,83 @@ from .loops import _range_of, _static_range
 
 
 class _Module(types.ModuleType):
-    """A stand-in module: unknown attributes are a one-line error naming the call site."""
+    """A stand-in module: a name outside the API table is modelled generically (_Generic)."""
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        _fail(f"{self.__name__.replace('neuronxcc.', '')}.{name} is outside the NKI subset the tracer supports")
+        g = _Generic(f"{self.__name__.replace('neuronxcc.', '')}.{name}")
+        object.__setattr__(self, name, g)
+        return g
+
+
+_SHORT = {"nki.language": "nl", "nki.isa": "nisa", "nki.compiler": "ncc", "nki": "nki"}
+
+
+class _Generic:
+    """A name the API table does not list. As a value (an op= or activation function, an enum
+    member such as nisa.dge_mode.hwdge) it is an opaque constant; called with an explicit
+    destination (dst=, or the new API's first tile argument of an ISA call) it is traced
+    conservatively: every tile argument read, dst written, the engine its engine= names (DMA for
+    dma_* calls, else the Vector engine), cost by bytes, and listed once in the report as
+    "modelled generically". Called on tiles without a destination its effect on memory cannot be
+    known: refused with file:line."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Generic(f"{self._name}.{name}")
+
+    def __repr__(self):
+        return self._name
+
+    def __eq__(self, other):
+        return isinstance(other, _Generic) and other._name == self._name
+
+    def __hash__(self):
+        return hash(self._name)
+
+    def __call__(self, *args, **kw):
+        mod, _, short = self._name.rpartition(".")
+        label = f"{_SHORT.get(mod, mod)}.{short}"
+        dst = kw.pop("dst", None)
+        if dst is None and mod.endswith("isa") and args and _is_tile(args[0]) and _ctx.ST is not None \
+                and _ctx.ST.uses_new_api:
+            dst, args = args[0], args[1:]
+        tiles = [x for x in _flat(list(args) + list(kw.values())) if _is_tile(x)]
+        if dst is None:
+            if tiles:
+                _fail(f"{label} is not in the tracer's API table and writes no explicit dst=, so its effect on "
+                      "memory cannot be known")
+            return _Generic(f"{self._name}(...)")
+        dma = "dma" in short.lower() or getattr(kw.get("engine"), "_engine", None) == "dma"
+        engine = "DMA" if dma else _kw_engine(kw, "Vector")
+        ins, line = _new_instr(short, engine, "dma" if dma else "alu")
+        if _ctx.ST.generic.setdefault(label, ins["source"]) is None:
+            pass
+        _guard(ins, kw.get("mask"))
+        for t in tiles:
+            _read(ins, t, "operand", allow_hbm=True)
+        d = _as_view(dst, f"{label} dst")
+        acc, p, b = d.access(write=True)
+        ins["writes"].append(acc)
+        ins["_isz"] = d.tensor.itemsize
+        _finish_cost(ins, p, b)
+        d.tensor.written = True
+        return None
+
+
+def _flat(xs):
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            yield from _flat(x)
+        else:
+            yield x
 
 
 def _kw_engine(kw, default):
@@ -45,7 +116,10 @@ class _Engine:
 
 def _hidden(api, why):
     """An API that creates a tensor the kernel cannot allocate: recorded as an automatic tensor
-    so that a direct-allocation kernel reports mixed_allocation at this line."""
+    so that a direct-allocation kernel reports mixed_allocation at this line. The new API has no
+    such tensors (every instruction names its dst; activation's bias defaults to a constant)."""
+    if _ctx.ST.uses_new_api:
+        return
     line, _ = _site()
     t = Tensor(_unique(f"hidden_{api}_{line}"), (PARTITIONS, 1), "float32", _Alloc("sbuf", "auto"), implicit=True,
                source=f"{_ctx.ST.label}:{line}")
@@ -120,7 +194,7 @@ def _memset_dst(f):
     return call
 
 
-def _build_modules():
+def _build_modules(hw=None):
     nl = _Module("neuronxcc.nki.language")
     nisa = _Module("neuronxcc.nki.isa")
     ncc = _Module("neuronxcc.nki.compiler")
@@ -132,16 +206,31 @@ def _build_modules():
     for n in ("float32", "float16", "int8", "uint8", "int16", "int32", "uint32", "bfloat16", "tfloat32"):
         setattr(nl, n, _DTYPES[n][1])
     nl.bool_ = _DTYPES["uint8"][1]
-    nl.float8_e4m3 = nl.float8_e5m2 = nl.float8_e4m3fn = _DTYPES["float8"][1]
-    nl.uint16 = _DTYPES["int16"][1]
+    for n, v in _VARIANTS.items():
+        setattr(nl, n, v)
+    for n in ("float4_e2m1fn_x4", "float8_e4m3fn_x4", "float8_e5m2_x4"):
+        setattr(nl, n, _DTYPES[n][1])
+    nl.bool = nl.bool_
     nl.fp32, nl.fp16, nl.bf16, nl.tf32 = (_DTYPES[n][1] for n in ("float32", "float16", "bfloat16", "tfloat32"))
+    # Python-level types of the new API: config objects (dataclass subclasses), dtype and tensor
+    # annotations (`dtype: nki.dtype = nl.bfloat16`, `x: nl.tensor`)
+    nl.NKIObject = NKIObject
+    nl.dtype = nki.dtype = NkiDtype
+    nl.tensor = _AnyType()
+    nl.range = lambda *a: range(*a)  # a plain Python loop (unrolled)
+    nl.dynamic_range = _range_of("dynamic_range", "sequential")
     # buffers
     nl.sbuf, nl.psum, nl.hbm, nl.private_hbm, nl.shared_hbm = _SBUF, _PSUM, _HBM, _HBM, _SHARED_HBM
     nl.par_dim = lambda n: _ParDim(int(n))
-    nl.tile_size = types.SimpleNamespace(pmax=128, psum_fmax=512, gemm_stationary_fmax=128, gemm_moving_fmax=512,
-                                         bn_stats_fmax=512, psum_bank_fmax=512, psum_bank_fmax_bytes=2048,
-                                         psum_num_banks=8, total_available_sbuf_size=180224,
-                                         sbuf_fmax_bytes=180224)
+    # From the hardware description (the CLI hands the tracer the C++ one); without one, trn1's.
+    hw = hw if isinstance(hw, dict) else {}
+    usable = int(hw.get("sbuf_partition_bytes", 196608)) - int(hw.get("sbuf_reserved_bytes", 16384))
+    bank = int(hw.get("psum_bank_bytes", 2048))
+    nl.tile_size = types.SimpleNamespace(pmax=int(hw.get("partitions", 128)), psum_fmax=bank // 4,
+                                         gemm_stationary_fmax=128, gemm_moving_fmax=512,
+                                         bn_stats_fmax=512, psum_bank_fmax=bank // 4, psum_bank_fmax_bytes=bank,
+                                         psum_num_banks=int(hw.get("psum_banks", 8)), total_available_sbuf_size=usable,
+                                         sbuf_fmax_bytes=usable)
 
     def ndarray(shape, dtype, *a, buffer=None, name="", address=None, **kw):
         if a:
@@ -221,12 +310,20 @@ def _build_modules():
     def program_id(axis=0):
         if axis < len(_ctx.ST.spmd):
             return Sym(0, {("L", _ctx.ST.spmd[axis]): 1})
-        return 0
+        # A kernel launched on N logical cores (--lnc N, no grid) is traced once per core: axis 0 is the core.
+        return _ctx.ST.core if axis == 0 and not _ctx.ST.spmd else 0
+
+    def num_programs(axes=None):
+        st = _ctx.ST
+        if not st.spmd:
+            return st.lnc if axes in (None, 0) else 1
+        if axes is None:
+            return math.prod(st.loops[l][1] for l in st.spmd)
+        return st.loops[st.spmd[axes]][1] if axes < len(st.spmd) else 1
 
     nl.program_id = program_id
-    nl.num_programs = lambda axes=None: (math.prod(_ctx.ST.loops[l][1] for l in _ctx.ST.spmd) if axes is None
-                                         else _ctx.ST.loops[_ctx.ST.spmd[axes]][1] if axes < len(_ctx.ST.spmd) else 1)
-    nl.program_ndim = lambda: len(_ctx.ST.spmd)
+    nl.num_programs = num_programs
+    nl.program_ndim = lambda: len(_ctx.ST.spmd) or (1 if _ctx.ST.lnc > 1 else 0)
     nl.nc = lambda n: n
     nl.spmd_dim = lambda *a: a[0] if a else 1
 
@@ -310,11 +407,14 @@ def _build_modules():
         s, _, _ = _read(ins, stationary, "stationary")
         m, _, _ = _read(ins, moving, "moving")
         ss, ms = tuple(s.shape), tuple(m.shape)
+        new = _ctx.ST.uses_new_api
+        if new:  # the new API's tiles may have several free dims: flattened (the compiler checks the limits)
+            ss, ms = (ss[0], math.prod(ss[1:])), (ms[0], math.prod(ms[1:]))
         if len(ss) != 2 or len(ms) != 2:
             _fail(f"nc_matmul expects 2-D tiles, got {list(ss)} and {list(ms)}")
-        if ss[0] != ms[0]:
+        if ss[0] != ms[0] and not new:
             _fail(f"nc_matmul contraction dims differ: stationary {list(ss)}, moving {list(ms)}")
-        if ss[1] > 128 or ms[1] > 512:
+        if not new and (ss[1] > 128 or ms[1] > 512):
             _fail(f"nc_matmul tile too large: stationary free {ss[1]} (max 128), moving free {ms[1]} (max 512)")
         ins["_stat_n"] = ss[1]
         ins["_fp32"] = s.dt == "float32"
@@ -478,7 +578,15 @@ def _build_modules():
         ins, line = _new_instr("memset", _kw_engine({"engine": engine}, "Vector"), "memset")
         return _result(ins, line, "nisa.memset", tuple(shape), _dtype_name(dtype))
 
-    def iota(expr, dtype, *, mask=None, **kw):
+    def iota(expr=None, dtype=None, *, mask=None, **kw):
+        if expr is None and kw.get("pattern") is not None:
+            # new API: iota(dst, pattern=[[step, count], ...], offset=, channel_multiplier=): dst's shape
+            ins, line = _new_instr("iota", "GpSimd", "gpsimd")
+            try:
+                shape = (PARTITIONS,) + tuple(int(c) for _, c in kw["pattern"])
+            except Exception:
+                _fail(f"nisa.iota: pattern= expects [[step, count], ...], got {kw['pattern']!r}")
+            return _result(ins, line, "nisa.iota", shape, _dtype_name(dtype) if dtype is not None else "int32")
         ins, line = _new_instr("iota", "GpSimd", "gpsimd")
         shape = None
         s = Sym.of(expr) if not isinstance(expr, _MGrid) else None
@@ -495,7 +603,10 @@ def _build_modules():
             shape = shape + (1,)
         return _result(ins, line, "nisa.iota", shape, _dtype_name(dtype))
 
-    def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **kw):
+    def affine_select(pred=None, on_true_tile=None, on_false_value=None, *, mask=None, dtype=None, **kw):
+        # new API: the predicate is an affine pattern (pattern=, offset=, channel_multiplier=, cmp_op=)
+        if on_true_tile is None:
+            _fail("nisa.affine_select needs on_true_tile")
         return _alu("nisa.affine_select", on_true_tile, engine="GpSimd", kind="gpsimd", dtype=dtype)
 
     def bn_stats(data, *, mask=None, dtype=None, **kw):
@@ -591,7 +702,8 @@ def _build_modules():
     # New API (API.md §10): every instruction takes dst first (or dst=), writes it and returns nothing.
     for n in ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
               "tensor_reduce", "tensor_copy", "iota", "affine_select", "bn_stats", "bn_aggr", "reciprocal",
-              "tensor_scalar_reduce", "scalar_tensor_tensor", "tensor_tensor_scan", "tensor_partition_reduce"):
+              "tensor_scalar_reduce", "scalar_tensor_tensor", "tensor_tensor_scan", "tensor_partition_reduce",
+              "dma_transpose"):
         setattr(nisa, n, _writes_dst(getattr(nisa, n)))
     nisa.memset = _memset_dst(nisa.memset)
     for n in ("tensor", "vector", "scalar", "gpsimd", "dma", "unknown"):
@@ -599,8 +711,9 @@ def _build_modules():
     nisa.engine = types.SimpleNamespace(tensor=nisa.tensor_engine, vector=nisa.vector_engine,
                                         scalar=nisa.scalar_engine, gpsimd=nisa.gpsimd_engine, dma=nisa.dma_engine,
                                         unknown=nisa.unknown_engine)
-    nisa.nc_version = types.SimpleNamespace(gen2="gen2", gen3="gen3")
-    nisa.get_nc_version = lambda: "gen2"
+    nisa.nc_version = types.SimpleNamespace(gen2="gen2", gen3="gen3", gen4="gen4")
+    gen = "gen3" if str(hw.get("name", "")) in ("trn2", "neuroncore-v3") else "gen2"
+    nisa.get_nc_version = lambda: getattr(nisa.nc_version, gen)
     nisa.reduce_cmd = types.SimpleNamespace(idle=0, reset=1, reduce=2, reset_reduce=3)
     nisa.oob_mode = types.SimpleNamespace(error=0, skip=1)
     nisa.constants = consts
@@ -693,6 +806,32 @@ def _build_modules():
     nt.tensor = _AnyType()
     nt.mutable_tensor = _AnyType()
     return {"": nki, "language": nl, "isa": nisa, "compiler": ncc, "typing": nt, "isa.constants": consts}
+
+
+class NKIObject:
+    """nl.NKIObject: the base of the new API's config objects (`@dataclass class C(nl.NKIObject)`),
+    plain Python values at trace time; one class for every trace, so isinstance() holds across files.
+    NKI does not run a config's constructor as CPython does: a field the call leaves out is None
+    (nki-library constructs MLPTKGConstantsDimensionSizes without `remainderIFused`) and a plain
+    class attribute is a field (SectionParams), so before @dataclass reads the class each
+    annotated field without a default gets None and each public class attribute an annotation."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        ann = cls.__dict__.get("__annotations__")
+        if ann is None:
+            ann = {}
+            cls.__annotations__ = ann
+        for name in list(ann):
+            if name not in cls.__dict__:
+                setattr(cls, name, None)
+        # A plain class attribute (`section_idx = None`) is a field too (SectionParams(section_idx=...)).
+        for name, v in list(cls.__dict__.items()):
+            if not name.startswith("_") and name not in ann and not callable(v) and \
+                    not isinstance(v, (staticmethod, classmethod, property)):
+                ann[name] = "object"
 
 
 class _AnyType:

@@ -6,7 +6,7 @@ import ast
 import os
 import re
 
-from .context import TraceError
+from .context import TRACE_SECONDS, TraceError
 from . import launch as _launch
 from .launch import _imports_new_namespace, trace_file
 
@@ -14,7 +14,7 @@ from .launch import _imports_new_namespace, trace_file
 _DECL_APIS = {"ndarray", "zeros", "ones", "full", "zeros_like", "empty_like"}
 
 
-def rewrite(spec, inputs, planned, grid=None, hardware=None, args=()):
+def rewrite(spec, inputs, planned, grid=None, hardware=None, args=(), time_limit=TRACE_SECONDS):
     """Source text of the kernel file with the buffer= of every SBUF/PSUM declaration replaced by
     the planned allocation in ``planned`` (the kernel JSON of ``nki plan -o``). Only those
     argument texts change; everything else is byte-identical."""
@@ -34,7 +34,7 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None, args=()):
 
     _launch._to_json = capture
     try:
-        trace_file(spec, inputs, grid=grid, hardware=hardware, args=args)
+        trace_file(spec, inputs, grid=grid, hardware=hardware, args=args, time_limit=time_limit)
     finally:
         _launch._to_json = orig_to_json
     tensors = decls.pop()[1]

@@ -23,6 +23,26 @@ class _Alloc:
     def __repr__(self):
         return f"<nki buffer {self.buffer}:{self.kind}>"
 
+    def __eq__(self, other):
+        # `tensor.buffer == nl.sbuf` (a tensor's .buffer is the buffer's name); otherwise identity
+        if isinstance(other, str):
+            return other == self.buffer
+        return self is other
+
+    def __hash__(self):
+        return id(self)
+
+
+def _dtype_object(dtype, canonical):
+    """The stand-in dtype object a tensor reports: the one it was declared with (float8_e4m3 keeps
+    its own name), else the canonical one."""
+    from .dtypes import NkiDtype, _VARIANTS
+    if isinstance(dtype, NkiDtype):
+        return dtype
+    if isinstance(dtype, str) and dtype in _VARIANTS:
+        return _VARIANTS[dtype]
+    return _DTYPES[canonical][1]
+
 
 class _Arithmetic:
     """Python operators on tiles (`a + b`, `-a`, ...) are the ALU instructions of nl.add & co."""
@@ -94,6 +114,7 @@ class Tensor(_Arithmetic):
         self.name = name
         self.shape = tuple(int(s) for s in shape)
         self.dt = _dtype_name(dtype)  # canonical name; .dtype is the stand-in object kernels compare
+        self._dto = _dtype_object(dtype, self.dt)
         self.scope = set(_ctx.ST.loop_scope) if _ctx.ST is not None else set()  # loops open at the declaration
         self.alloc = alloc
         self.buffer = alloc.buffer
@@ -115,7 +136,7 @@ class Tensor(_Arithmetic):
     @property
     def dtype(self):
         """The stand-in dtype object (nl.bfloat16 & co.): compares, hashes and np.dtype()s like NKI's."""
-        return _DTYPES[self.dt][1]
+        return self._dto
 
     @property
     def itemsize(self):
@@ -151,11 +172,13 @@ class Tensor(_Arithmetic):
         return self
 
     def reshape(self, shape):
-        if self.buffer != "hbm":
-            _fail("reshape of an on-chip tensor is outside the supported subset")
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         if math.prod(shape) != math.prod(self.shape):
             _fail(f"cannot reshape {self.shape} to {shape}")
+        if self.buffer != "hbm":
+            # on chip: the same memory seen with another shape; accesses through it touch the whole
+            # tensor (conservative for lifetimes)
+            return _APView(self, [None] * len(self.shape), None, (), shape)
         return self._hbm_alias(shape)
 
     def broadcast_to(self, shape):
@@ -175,9 +198,12 @@ class Tensor(_Arithmetic):
         return self.reshape(shape)
 
     def _hbm_alias(self, shape):
-        t = Tensor(self.name, shape, self.dt, self.alloc, self.role, source=self.source)
+        t = Tensor(self.name, shape, self._dto, self.alloc, self.role, source=self.source)
         t._alias = getattr(self, "_alias", self)
         return t
+
+    def ap(self, pattern=None, offset=0, **kw):
+        return self.view().ap(pattern, offset, **kw)
 
     def __getattr__(self, name):
         if name in ("_alias",):
@@ -205,6 +231,20 @@ class _Dim:
 
 class View(_Arithmetic):
     """A tensor with some dims indexed. `dims[d]` is None (whole dim) or a _Dim."""
+
+    def ap(self, pattern=None, offset=0, indirect_dim=None, scalar_offset=None, vector_offset=None, **kw):
+        """`.ap(pattern=[[stride, count], ...], offset=)`: an explicit access pattern (partition
+        pair first). Its shape is the counts; the memory it touches is modelled as the whole view
+        it is taken of (strides and offsets are not followed: conservative for lifetimes; a
+        run-time offset tile is read as an index)."""
+        if pattern is None:
+            pattern = kw.pop("ap", None)
+        try:
+            shape = tuple(int(c) for _, c in pattern)
+        except Exception:
+            _fail(f".ap(pattern=...) expects [[stride, count], ...], got {pattern!r}")
+        dyn = tuple(self.dyn) + tuple(x for x in (scalar_offset, vector_offset) if _ins._is_tile(x))
+        return _APView(self.tensor, self.dims, self.mask, dyn, shape)
 
     def __init__(self, tensor, dims, mask=None, dyn=()):
         self.tensor = tensor
@@ -439,6 +479,22 @@ class View(_Arithmetic):
         self._accumulate(other)
         return _Accumulated(self)
 
+    @property
+    def buffer(self):
+        """The buffer of the tensor viewed (`view.buffer == nl.sbuf`)."""
+        return self.tensor.buffer
+
+    @property
+    def name(self):
+        return self.tensor.name
+
+    def reshape(self, shape):
+        """The viewed memory with another shape; accesses through it touch the whole view."""
+        shape = tuple(int(x) for x in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        if math.prod(shape) != math.prod(self.shape):
+            _fail(f"cannot reshape {list(self.shape)} to {list(shape)}")
+        return _APView(self.tensor, self.dims, self.mask, self.dyn, shape)
+
     def __getattr__(self, name):
         _fail(f"view attribute .{name} is outside the supported NKI subset")
 
@@ -468,7 +524,7 @@ class Pending(_Arithmetic):
     @property
     def dtype(self):
         """The stand-in dtype object (nl.bfloat16 & co.): compares, hashes and np.dtype()s like NKI's."""
-        return _DTYPES[self.dt][1]
+        return self._dto
 
     @property
     def itemsize(self):
@@ -555,3 +611,19 @@ def _register(t, depth=None):
 
 # Cycle: these modules build on the classes above, so they are imported last.
 from . import instructions as _ins  # noqa: E402
+
+
+class _APView(View):
+    """A view through an explicit access pattern: the pattern's shape over the view's memory."""
+
+    def __init__(self, tensor, dims, mask, dyn, shape):
+        super().__init__(tensor, dims, mask, dyn)
+        self._ap_shape = shape
+
+    @property
+    def shape(self):
+        return self._ap_shape
+
+    def __getitem__(self, key):
+        return self  # indexing a pattern view: the same memory (conservative)
+
