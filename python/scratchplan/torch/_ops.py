@@ -543,8 +543,13 @@ def embedding(cx, node, name) -> bool:
 @register("cat", "stack")
 def cat(cx, node, name) -> bool:
     m = meta(node)
-    tensors = [cx.tensor(a) for a in node.args[0]]
+    # Pieces without elements (an empty right context) add nothing: dropped.
+    tensors = [t for t in (cx.tensor(a) for a in node.args[0]) if 0 not in t.shape]
     dim = arg(node, 1, "dim", 0)
+    if len(tensors) == 1 and name == "cat":
+        cx.bind(node, cx.copy(tensors[0], "copy", name=node.name))
+        cx.set_row("folded", "concat of one piece with elements (the others have none): a copy op", compute=False)
+        return True
     out = cx.fresh(node.name, m)
     cx.opaque("concat", tensors, [out])
     cx.bind(node, out)
