@@ -539,9 +539,10 @@ def _convert(model, example_inputs, dtype, name, trace) -> Tuple[dict, Report]:
             else:
                 c.env[n] = t
         elif n.op == "call_function" and n in dead:
-            c.rows.append(Row(n.name, target_name(n.target), n.meta.get("sp_module", ""), "folded",
-                              "result unused (only read in Python, where the trace was specialized to it): no op",
-                              compute=False))
+            if n.target is not operator.getitem:
+                c.rows.append(Row(n.name, target_name(n.target), n.meta.get("sp_module", ""), "folded",
+                                  "result unused (only read in Python, where the trace was specialized to it): no op",
+                                  compute=False))
         elif n.op == "call_function":
             try:
                 c.run_node(n)
