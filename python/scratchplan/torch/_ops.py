@@ -68,6 +68,7 @@ opaque_reason("cumsum: a prefix scan (each output reads a growing window)", "cum
 # ---------------------------------------------------------------- creation
 
 @register("zeros", "ones", "full", "empty", "arange", "scalar_tensor", "empty_like", "new_zeros", "new_ones",
+          "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
           "new_full", "new_empty", "rand", "randn", "tensor", "linspace", "logspace", "eye", "randint", "randperm",
           "empty_strided", "rand_like", "randn_like", "randint_like", kind="create")
 def create(cx, node, name) -> None:
@@ -702,6 +703,30 @@ def _parallel_vars(iters: List[str], ranges: List[int]):
 def _affine_terms(*terms):
     """{variable: coefficient} of an affine index, skipping the variables of extent 1."""
     return {v: c for v, c in terms if v is not None}
+
+
+@register("index_put", "index_put_")
+def index_put(cx, node, name) -> bool:
+    """``x[mask] = v`` with one boolean mask over x's leading dims and a single value (wav2vec2
+    zeroes the frames past each length so): ``where(mask, v, x)``, one pointwise op. Other index
+    puts write elements chosen by an index tensor: opaque."""
+    x, idx, vals = cx.val(node.args[0]), node.args[1], cx.val(node.args[2])
+    if arg(node, 3, "accumulate", False) or not isinstance(x, Val) or len(idx) != 1 or idx[0] is None:
+        return False
+    mask, mm = cx.val(idx[0]), meta(idx[0])
+    if not isinstance(mask, Val) or mm.dtype != torch.bool or list(mask.shape) != x.shape[:len(mask.shape)]:
+        return False
+    if not isinstance(vals, Val) or math.prod(vals.shape) != 1 or (name.endswith("_") and not x.is_identity()):
+        return False
+    while len(mask.shape) < len(x.shape):  # the mask covers the leading dims: trailing size-1 dims
+        mask = cx.view_insert(mask, len(mask.shape))
+    out = cx.pointwise("where", [mask, vals, x], x.shape, x.pt.dtype, name=node.name)
+    if name.endswith("_"):
+        cx.rebind(x.pt, out.pt)  # later readers of x read the new tensor
+    cx.bind(node, out)
+    cx.set_row("mapped", "x[mask] = v with a boolean mask: where(mask, v, x), pointwise" +
+               (" (in place: writes a new tensor)" if name.endswith("_") else ""))
+    return True
 
 
 @register("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "pixel_shuffle")

@@ -188,3 +188,36 @@ def weight_norm(v: torch.Tensor, g: torch.Tensor, dim: int) -> torch.Tensor:
     dims = [d for d in range(v.dim()) if d != dim % max(v.dim(), 1)] if dim != -1 else list(range(v.dim()))
     norm = v.pow(2).sum(dims, keepdim=True).sqrt() if dims else v.abs()
     return v * (g / norm)
+
+
+def istft(z: torch.Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None,
+          window: Optional[torch.Tensor] = None, center: bool = True, normalized: bool = False,
+          onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> torch.Tensor:
+    """``torch.istft`` by its definition (its ATen kernel reads the window envelope's minimum, a
+    value, and fails on meta tensors): an inverse real FFT per frame, times the window, overlap-
+    added (``F.fold``), divided by the overlap-added squared window (a constant) and trimmed."""
+    if return_complex or onesided is False or not z.is_complex():
+        raise RuntimeError("istft: only the real one-sided inverse (return_complex=False) is traced")
+    hop = hop_length or n_fft // 4
+    win = win_length or n_fft
+    batched = z.dim() == 3
+    if not batched:
+        z = z.unsqueeze(0)
+    frames_n = z.shape[-1]
+    real = torch.float16 if z.dtype == torch.complex32 else torch.float32 if z.dtype == torch.complex64 else torch.float64
+    if window is None:
+        window = torch.ones(win, device=z.device, dtype=real)
+    if win < n_fft:
+        left = (n_fft - win) // 2
+        window = F.pad(window, (left, n_fft - win - left))
+    frames = torch.fft.irfft(z, n=n_fft, dim=-2, norm="ortho" if normalized else "backward") * window[:, None]
+    total = n_fft + hop * (frames_n - 1)
+    y = F.fold(frames, (1, total), (1, n_fft), stride=(1, hop)).reshape(z.shape[0], total)
+    env = F.fold((window * window)[:, None].expand(n_fft, frames_n).unsqueeze(0), (1, total), (1, n_fft),
+                 stride=(1, hop)).reshape(total)
+    start = n_fft // 2 if center else 0
+    end = start + length if length is not None else (total - n_fft // 2 if center else total)
+    y = y[:, start:min(end, total)] / env[start:min(end, total)]
+    if end > total:
+        y = F.pad(y, (0, end - total))
+    return y if batched else y[0]

@@ -156,6 +156,8 @@ class _Rewrites(torch.overrides.TorchFunctionMode):
             return _recurrent.pack_padded(args[0], self._lengths(args[1]), args[2])
         if func is torch._pad_packed_sequence and args[0].device.type == "meta":
             return _recurrent.pad_packed(*args)
+        if func is torch.istft and args[0].device.type == "meta":
+            return _recurrent.istft(*args, **kwargs)
         if func is torch._weight_norm and args[0].device.type == "meta":
             return _recurrent.weight_norm(*args, **kwargs)
         if self.known is not None and func in _values.READS and args and isinstance(args[0], torch.Tensor):

@@ -112,6 +112,8 @@ class Known:
                 v = self.get(x)
                 if v is None and name in _SHAPE_ONLY and i == 0:
                     v = torch.zeros(x.shape, dtype=x.dtype)
+                if v is None and name in ("to", "type_as") and i > 0:
+                    v = torch.empty(0, dtype=x.dtype)  # x.to(other): other's dtype only
                 if v is None or v.numel() > MAX_ELEMENTS:
                     ok = False
                     break
