@@ -79,6 +79,8 @@ def _reason(e: BaseException, source: str) -> str:
         if re.match(r"\s*(if|elif|while|assert)\b", source) or re.search(r"\bif\b.*\belse\b", source):
             return "data-dependent control flow (if on a tensor value)"
         return "reads a tensor's value in Python (.item(), .tolist(), int(t)): data-dependent"
+    if "Cannot copy out of meta tensor" in msg:  # .tolist() / .numpy() of a value not known
+        return "reads a tensor's value in Python (.item(), .tolist(), int(t)): data-dependent"
     m = re.search(r"Could not run '(aten::\w+)(?:\.\w+)?' with arguments from the 'Meta' backend", msg)
     if m:
         op = m.group(1)
