@@ -381,3 +381,26 @@ def test_istft_decomposition_matches_torch(n_fft, hop, win, center, normalized, 
     want = torch.istft(z, n_fft, hop, win, w, center=center, normalized=normalized, length=length)
     got = _recurrent.istft(z, n_fft, hop, win, w, center=center, normalized=normalized, length=length)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_random_values_read_in_python_are_refused_as_such():
+    class Random(nn.Module):
+        def forward(self, x):
+            k = torch.randint(1, 4, (1,), device=x.device)
+            return x[:, :int(k)]
+
+    with pytest.raises(spt.UnsupportedModel, match="reads a random value in Python"):
+        spt.to_program(Random(), (torch.empty(2, 9),))
+
+
+def test_packing_with_unknown_lengths_is_refused_in_one_line():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(4, 5)
+
+        def forward(self, x, lengths):
+            return self.rnn(nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False))[1]
+
+    with pytest.raises(spt.UnsupportedModel, match="pack_padded_sequence: the lengths are not known at trace time"):
+        spt.to_program(M(), (torch.empty(6, 2, 4), torch.empty(2, dtype=torch.long, device="meta")))

@@ -74,6 +74,8 @@ def _reason(e: BaseException, source: str) -> str:
     """A plain reason for a trace failure, never PyTorch's boilerplate."""
     msg = str(e)
     first = msg.strip().splitlines()[0] if msg.strip() else type(e).__name__
+    if first.startswith("scratchplan: "):  # the tracing mode's own reasons
+        return first[len("scratchplan: "):]
     if isinstance(e, torch.fx.proxy.TraceError) or "get value out of a tracing tensor" in msg \
             or "data-dependent" in msg or "cannot be used as inputs to control flow" in msg:
         if re.match(r"\s*(if|elif|while|assert)\b", source) or re.search(r"\bif\b.*\belse\b", source):
@@ -138,7 +140,7 @@ class _Rewrites(torch.overrides.TorchFunctionMode):
     def _lengths(self, lengths: Any) -> List[int]:
         v = self.known.get(lengths) if self.known is not None else (lengths if lengths.device.type != "meta" else None)
         if v is None:
-            raise RuntimeError("pack_padded_sequence: the lengths are not known at trace time (data-dependent); "
+            raise RuntimeError("scratchplan: pack_padded_sequence: the lengths are not known at trace time (data-dependent); "
                                "give the lengths input a value (--input 2:int64=200, or a real tensor in Python)")
         return [int(x) for x in v.tolist()]
 

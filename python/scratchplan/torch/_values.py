@@ -58,6 +58,7 @@ class Known:
         self.vals: Dict[int, Tuple[torch.Tensor, torch.Tensor]] = {}
         self.where = where                  # () -> (module path, model file:line) for the records
         self.specializations: List[str] = []  # one line per value read in Python
+        self.random: Dict[int, torch.Tensor] = {}  # meta tensors whose values derive from a random op
 
     def add(self, meta: torch.Tensor, value: torch.Tensor) -> None:
         self.vals[id(meta)] = (meta, value)
@@ -76,6 +77,9 @@ class Known:
         from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
         value = self.get(args[0])
         if value is None:
+            if self.random.get(id(args[0])) is args[0]:
+                raise RuntimeError("scratchplan: reads a random value in Python (rand, randperm, ...): not known at "
+                                   "trace time (data-dependent)")
             return NotImplemented
         if args[0].device.type != "meta":
             # A CPU tensor (batch sizes of a packed sequence, a constant) has its values; make_fx
@@ -95,6 +99,11 @@ class Known:
         """After ``result = func(*args, **kwargs)`` on meta tensors: when every tensor argument has
         a known value, compute the call on the values and keep the results' values."""
         name = getattr(func, "__name__", "")
+        if name in _RANDOM or (self.random and any(self.random.get(id(x)) is x for x in tree_flatten((args, kwargs))[0]
+                                                   if isinstance(x, torch.Tensor))):
+            for o in tree_flatten(result)[0]:  # random values, and what is computed from them
+                if isinstance(o, torch.Tensor) and o.device.type == "meta":
+                    self.random[id(o)] = o
         if name in _NO_TENSOR or name in _RANDOM:
             if name.endswith("_") and isinstance(args[0] if args else None, torch.Tensor):
                 self.forget(args[0])
