@@ -1,5 +1,5 @@
-"""Recurrent layers unrolled into their cell arithmetic while tracing (docs/torch.md, "Recurrent
-layers").
+"""ATen calls the tracing mode replaces by what they compute (docs/torch.md): recurrent layers
+unrolled into their cell arithmetic, packing with known lengths, weight norm, istft.
 
 ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` run one fused ATen kernel (``aten::lstm`` ...) that has no
 affine form. The trace replaces that call (seen by the tracing ``TorchFunctionMode``) with the
