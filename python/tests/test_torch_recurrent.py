@@ -404,3 +404,40 @@ def test_packing_with_unknown_lengths_is_refused_in_one_line():
 
     with pytest.raises(spt.UnsupportedModel, match="pack_padded_sequence: the lengths are not known at trace time"):
         spt.to_program(M(), (torch.empty(6, 2, 4), torch.empty(2, dtype=torch.long, device="meta")))
+
+
+def test_framing_by_as_strided_is_a_view():
+    # torch.stft frames a padded signal with as_strided: out[f, k] = x[f * hop + k], an affine view.
+    class Frames(nn.Module):
+        def forward(self, x):
+            return torch.as_strided(x * 2, (5, 4), (2, 1), 1) + 1
+
+    program, report, env, want = evaluate(Frames(), (torch.randn(16),))
+    np.testing.assert_allclose(_outputs(program, env)[0], want.numpy(), rtol=1e-6)
+    assert report.mapped_fraction == 1.0 and not report.opaque(), report.text()
+
+
+def test_sequences_padded_and_packed_in_forward():
+    # pad_sequence writes each sequence into a slice of a padded tensor (copy_ into a view): the
+    # copy reads and writes the whole tensor, and later readers read the updated one (a constant
+    # before, which folded the LSTM away). A TransformerEncoder with a padding mask takes its
+    # regular path (its nested-tensor path has no meta kernels).
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(4, 8, batch_first=True)
+            self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1)
+
+        def forward(self, a, b):
+            out, _ = self.lstm(nn.utils.rnn.pack_sequence([a, b]))
+            y, lengths = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+            mask = torch.arange(y.shape[1], device=y.device)[None] >= lengths.to(y.device)[:, None]
+            return self.enc(y, src_key_padding_mask=mask)
+
+    program, report = spt.to_program(M(), (torch.empty(5, 4), torch.empty(3, 4)))
+    assert report.mapped_fraction == 1.0, report.text()
+    copies = [op for op in program["ops"] if op["payload"] == "copy_"]
+    assert len(copies) == 2 and copies[1]["inputs"][0] == copies[0]["outputs"][0]
+    assert sum(op["payload"] == "sigmoid" for op in program["ops"]) == 3 * 5  # 5 steps
+    assert [t["shape"] for t in program["tensors"] if t.get("graph_output")] == [[2, 5, 8]]
+    sp.lx.plan(program, cores=2)

@@ -218,6 +218,11 @@ class Converter(ProgramWriter):
             self.set_row("folded", f"{name}: complex tensors are stored as (real, imag) pairs: the same tensor",
                          compute=False)
             return True
+        if name == "abs" and isinstance(x, Val) and not any(cplx(t) for t in outs):
+            # |z| of (real, imag) pairs: the norm over the pair dim, a mapped reduction.
+            self.bind(node, self.reduce("norm", x, [len(x.shape) - 1], False, self.out_dtype(node), name=node.name))
+            self.set_row("mapped", "abs of a complex tensor: the norm of its (real, imag) pairs, a reduction")
+            return True
         if name in ("view_as_real", "view_as_complex", "alias", "detach", "clone", "contiguous", "lift_fresh"):
             self.bind(node, self.copy(x, "copy", name=node.name))
             self.set_row("folded", f"{name} of a view of a complex tensor: a copy op", compute=False)
@@ -440,6 +445,17 @@ class Converter(ProgramWriter):
             if isinstance(self.env.get(a), (list, tuple)):
                 ins += [x for x in self.env[a] if isinstance(x, Val)]
         ins = [v for v in ins if 0 not in v.shape]  # tensors without elements move no bytes
+        tgt = self.val(node.args[0]) if node.args else None
+        if full.startswith("aten.") and full.split(".")[1].endswith("_") and isinstance(tgt, Val) \
+                and not tgt.is_identity() and 0 not in tgt.shape:
+            # In place on a view (pad_sequence's out[i, :n].copy_(x)): the op reads the whole tensor
+            # and writes the whole updated tensor, which every later reader of it reads.
+            out = Val.whole(self.new_pt(node.name, tgt.pt.shape, tgt.pt.dtype))
+            self.opaque(payload or full.split(".")[1], ins, [out])
+            self.rebind(tgt.pt, out.pt, skip=node)
+            self.bind(node, Val(out.pt, tgt.shape, tgt.terms, tgt.off))
+            self.set_row("opaque", reason, compute=compute)
+            return
         m = meta(node)
         metas = m if isinstance(m, (list, tuple)) else [m]
         outs = []
@@ -457,7 +473,6 @@ class Converter(ProgramWriter):
         self.set_row("opaque", reason, compute=compute)
         # In place on a whole tensor (scatter_ into a zeros mask): later readers of the mutated
         # tensor read the op's output, as for in-place pointwise ops.
-        tgt = self.val(node.args[0]) if node.args else None
         if full.startswith("aten.") and full.split(".")[1].endswith("_") and isinstance(tgt, Val) and tgt.is_identity() and outs[0] is not None:
             self.rebind(tgt.pt, outs[0].pt, skip=node)
 

@@ -63,6 +63,9 @@ opaque_reason("upsample_linear1d: each output mixes 2 inputs with fractional wei
               "upsample_linear1d")
 opaque_reason("grid sampling: data-dependent reads", "grid_sampler_2d")
 opaque_reason("cumsum: a prefix scan (each output reads a growing window)", "cumsum")
+opaque_reason("reflection / replication padding reads mirrored indices (a negative coefficient, which maps do not "
+              "have): a copy with its true traffic", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d",
+              "replication_pad1d", "replication_pad2d", "replication_pad3d", moves_data=True)
 
 
 # ---------------------------------------------------------------- creation
@@ -532,6 +535,22 @@ def as_strided(cx, node, name) -> bool:
         cx.set_row("folded", f"{name} to the tensor's own shape and contiguous strides: the same tensor",
                      compute=False)
         return True
+    # A tensor with one dim of size > 1 (a padded signal) restrided into overlapping frames
+    # (torch.stft's framing, x.unfold): base index off + sum(stride * i), an affine view.
+    big = [j for j, n in enumerate(x.pt.shape) if n > 1]
+    whole = math.prod(x.shape) == math.prod(x.pt.shape) and not any(x.off) and (
+        not big or any(x.terms[big[0]] == {i: 1} and x.shape[i] == x.pt.shape[big[0]] for i in range(len(x.shape))))
+    if name == "as_strided" and whole and len(big) <= 1 and all(st >= 0 for st in stride) and \
+            off + sum(st * (n - 1) for st, n in zip(stride, size)) < math.prod(x.pt.shape):
+        terms = [{} for _ in x.pt.shape]
+        offs = [0] * len(x.pt.shape)
+        if big:
+            terms[big[0]] = {i: st for i, (st, n) in enumerate(zip(stride, size)) if st and n > 1}
+            offs[big[0]] = off
+        cx.bind(node, Val(x.pt, size, terms, offs))
+        cx.set_row("folded", f"{name} of a 1-D signal into frames: the view reads off + sum(stride * i)",
+                   compute=False)
+        return True
     return False
 
 
@@ -666,7 +685,9 @@ def elementwise(cx, node, name) -> bool:
             if not cx.view_update_is_private(node, tgt):
                 if base in ("add", "sub") and len(ins) == 2 and _add_into_view(cx, node, base, tgt, ins[1]):
                     return True
-                cx.do_opaque(node, "in-place op on a view (partial update of a tensor)")
+                # copy_ into a view (pad_sequence writes each sequence into a padded tensor) moves
+                # data and does no arithmetic: like cat, not a compute op.
+                cx.do_opaque(node, "in-place op on a view (partial update of a tensor)", compute=base != "copy")
                 return True
             partial = True
     if name == "copy_":

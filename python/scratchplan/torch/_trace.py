@@ -160,6 +160,10 @@ class _Rewrites(torch.overrides.TorchFunctionMode):
             return _recurrent.pack_padded(args[0], self._lengths(args[1]), args[2])
         if func is torch._pad_packed_sequence and args[0].device.type == "meta":
             return _recurrent.pad_packed(*args)
+        if func is torch._nested_tensor_from_mask_left_aligned and args[0].device.type == "meta":
+            # nn.TransformerEncoder with a padding mask would switch to nested tensors (no meta
+            # kernels); the regular path computes the same values at the positions that count.
+            return False
         if func is torch.istft and args[0].device.type == "meta":
             return _recurrent.istft(*args, **kwargs)
         if func is torch._weight_norm and args[0].device.type == "meta":
