@@ -31,6 +31,7 @@ def _model_file(path: str) -> bool:
 
 
 _short_paths: Dict[str, str] = {}
+_SUFFIX = re.compile(r"_\d+$")
 
 
 def _short(path: str, line: int) -> str:
@@ -239,11 +240,12 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     orig = torch.fx.Graph.create_node
 
     def create_node(self, op, target, args=None, kwargs=None, name=None, type_expr=None):
-        if name is None:
+        if name is None or not _SUFFIX.search(name):
             # FX names the k-th node of a target by trying name_1, name_2, ... until one is free:
-            # quadratic in the nodes per target (1 s of MViT v2's trace). Counting here gives the
+            # quadratic in the nodes per target (1 s of MViT v2's trace; make_fx passes the op's
+            # name, and an unrolled LSTM of 400 steps spent 16 s there). Counting here gives the
             # same names in one try.
-            base = self._target_to_str(target)
+            base = self._target_to_str(target) if name is None else name
             counts = self.__dict__.setdefault("_sp_name_counts", {})
             k = counts.get(base, 0)
             counts[base] = k + 1
