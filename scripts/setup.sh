@@ -11,7 +11,7 @@ PACKAGES=(
   # and the PyTorch front end.
   python3-dev pybind11-dev python3-numpy python3-pytest
   python3-setuptools python3-venv python3-pip python3-wheel
-  python3-torch python3-torchvision python3-distributed
+  python3-torch python3-torchvision python3-torchaudio python3-distributed
   # Picture tests render every SVG (rsvg-convert).
   librsvg2-bin
 )

@@ -119,3 +119,39 @@ def test_detection_heads_before_nms_convert():
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["name"] == "ssdlite320_mobilenet_v3_large.head"
     assert "(100.0% of compute ops mapped)" in out.stderr
+
+
+class MaskedByLength(torch.nn.Module):
+    """Reads the longest length in Python (a conformer's int(lengths.max())) and masks by it."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = torch.nn.Linear(dim, dim)
+
+    def forward(self, x, lengths):
+        T = int(lengths.max())
+        mask = torch.arange(T, device=x.device)[None, :] < lengths[:, None]
+        return self.lin(x[:, :T]) * mask[..., None]
+
+
+def test_inputs_with_values_and_factory_arguments(capsys):
+    # Issue 57: --input 1:int64=12 is a real tensor filled with 12; the trace is specialized where
+    # Python reads it, and the CLI prints the specialization. ATTR(k=v) passes literal arguments.
+    assert main(["test_torch_cli:MaskedByLength(dim=4)", "--input", "1,16,4", "--input", "1:int64=12", "-o", "-"]) == 0
+    cap = capsys.readouterr()
+    program = json.loads(cap.out)
+    assert "specialized: module 'MaskedByLength' at " in cap.err and "test_torch_cli.py:" in cap.err and ": 12" in cap.err
+    out = [t["shape"] for t in program["tensors"] if t.get("graph_output")]
+    assert out == [[1, 12, 4]]
+    def fails(*args):
+        with pytest.raises(SystemExit) as e:
+            main(list(args))
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and err.count("\n") == 1, err
+        return err
+    for bad, why in (("1:float32=3", "integer or bool inputs"), ("1:int64=x", "an integer value")):
+        assert why in fails("test_torch_cli:MaskedByLength", "--input", "1,16,8", "--input", bad)
+    assert "ATTR(name=literal, ...)" in fails("test_torch_cli:MaskedByLength(dim=len)", "--input", "1,16,8", "--input",
+                                              "1:int64=3")
+    # Without a value the lengths are data: refused as data-dependent, as before.
+    assert "data-dependent" in fails("test_torch_cli:MaskedByLength", "--input", "1,16,8", "--input", "1:int64")

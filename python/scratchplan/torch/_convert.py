@@ -133,6 +133,7 @@ class Converter(ProgramWriter):
         """A constant graph input (a tensor made without reading one)."""
         pt = self.new_pt(base, list(m.shape), self.dtype_of(m.dtype), graph_input=True)
         pt.const = True
+        pt.origin = (self.node.name, 0) if self.node is not None else None
         return Val.whole(pt)
 
     # -- dispatch
@@ -149,7 +150,9 @@ class Converter(ProgramWriter):
         self.row = Row(node.name, full, node.meta.get("sp_module", ""), "mapped", "")
         entry = _registry.lookup(full, name)
         kind = entry[1] if entry else "compute"
-        if kind == "view":
+        if self.zero_size(node, name, kind) or self.complex_values(node, name):
+            pass
+        elif kind == "view":
             self.bind(node, entry[0](self, node, name))
             if self.row.decision == "mapped":
                 self.set_row("folded", self.row.reason or "view: folded into the consumers' indexing maps", compute=False)
@@ -162,6 +165,71 @@ class Converter(ProgramWriter):
                            compute=not _registry.moves_data(name))
         self.rows.append(self.row)
         self.row = None
+
+    # -- tensors without elements and complex tensors
+    def zero_size(self, node: Any, name: str, kind: str) -> bool:
+        """A tensor without elements (an empty slice: a streaming model's empty right context) is
+        legal and holds no bytes: an op whose outputs are all empty is dropped (its value is an
+        empty tensor no op reads); an op that reads an empty tensor and writes elements computes
+        them from the other operands (``cat`` drops the piece) or, with none, makes a constant.
+        True when the node was handled here."""
+        m = meta(node)
+        metas = [t for t in (m if isinstance(m, (list, tuple)) else [m]) if isinstance(t, TM)]
+        ins = [v for v in (self.env.get(a) for a in node.all_input_nodes) if isinstance(v, Val)]
+        for a in node.all_input_nodes:
+            v = self.env.get(a)
+            if isinstance(v, (list, tuple)):
+                ins += [x for x in v if isinstance(x, Val)]
+        empty_in = [v for v in ins if 0 in v.shape]
+        if metas and all(0 in t.shape for t in metas):
+            outs = [Val.whole(self.new_pt(node.name, t.shape, self.dtype_of(t.dtype))) if isinstance(t, TM) else None
+                    for t in (m if isinstance(m, (list, tuple)) else [m])]
+            self.bind(node, outs if isinstance(m, (list, tuple)) else outs[0])
+            self.set_row("folded", "zero-size tensor: no elements, no bytes, no op", compute=False)
+            return True
+        if not empty_in or kind == "view" or name in ("cat", "stack"):
+            return False
+        rest = [v for v in ins if 0 not in v.shape]
+        if not rest:
+            outs = [self.const_input(node.name, t) if isinstance(t, TM) else None
+                    for t in (m if isinstance(m, (list, tuple)) else [m])]
+            self.bind(node, outs if isinstance(m, (list, tuple)) else outs[0])
+            self.set_row("folded", "computed from tensors without elements only: a constant graph input",
+                         compute=False)
+            return True
+        self.do_opaque(node, f"{name} reads a tensor without elements: opaque, reading its other operands")
+        return True
+
+    def complex_values(self, node: Any, name: str) -> bool:
+        """Complex tensors (STFT) are stored as (real, imag) pairs, a trailing dim of 2, which is
+        what ``view_as_real`` shows: ``view_as_real`` / ``view_as_complex`` are the same tensor;
+        every other op reading or writing a complex tensor is opaque with its true traffic (the
+        program format has no complex arithmetic). True when the node was handled here."""
+        def cplx(t):
+            return isinstance(t, TM) and t.dtype.is_complex
+        m = meta(node)
+        outs = m if isinstance(m, (list, tuple)) else [m]
+        if not (any(cplx(t) for t in outs) or any(cplx(meta(a)) for a in node.all_input_nodes)):
+            return False
+        x = self.val(node.args[0]) if node.args else None
+        if name in ("view_as_real", "view_as_complex", "alias", "detach", "clone", "contiguous", "lift_fresh") \
+                and isinstance(x, Val) and x.is_identity():
+            self.bind(node, x)
+            self.set_row("folded", f"{name}: complex tensors are stored as (real, imag) pairs: the same tensor",
+                         compute=False)
+            return True
+        if name == "abs" and isinstance(x, Val) and not any(cplx(t) for t in outs):
+            # |z| of (real, imag) pairs: the norm over the pair dim, a mapped reduction.
+            self.bind(node, self.reduce("norm", x, [len(x.shape) - 1], False, self.out_dtype(node), name=node.name))
+            self.set_row("mapped", "abs of a complex tensor: the norm of its (real, imag) pairs, a reduction")
+            return True
+        if name in ("view_as_real", "view_as_complex", "alias", "detach", "clone", "contiguous", "lift_fresh"):
+            self.bind(node, self.copy(x, "copy", name=node.name))
+            self.set_row("folded", f"{name} of a view of a complex tensor: a copy op", compute=False)
+            return True
+        self.do_opaque(node, f"{name} on complex tensors: stored as (real, imag) pairs; the program format has no "
+                       "complex arithmetic, so the op is opaque with its true traffic")
+        return True
 
     # -- views (errors name the node)
     def _view(self, fn, *a):
@@ -338,8 +406,18 @@ class Converter(ProgramWriter):
         by a constant index and, in swin v2, an MLP over a constant coordinate table), so its
         results are constant graph inputs and no op runs. True when folded."""
         ins = [self.env[a] for a in node.all_input_nodes if isinstance(self.env.get(a), Val)]
-        if not ins or name.endswith("_") or not all(v.pt.const or v.pt.weight for v in ins):
+        if not ins or not all(v.pt.const or v.pt.weight for v in ins):
             return False
+        if name.endswith("_"):
+            # In place on a constant with constants (invert_permutation's scatter_ into an empty
+            # tensor): still a constant. In place on a weight is not folded.
+            tgt = self.val(node.args[0]) if node.args else None
+            if not (isinstance(tgt, Val) and all(v.pt.const for v in ins)):
+                return False
+            self.bind(node, tgt)
+            self.set_row("folded", (why + "; " if why else "") + "updates a constant with constants: still a "
+                         "constant", compute=False)
+            return True
         m = meta(node)
         metas = m if isinstance(m, (list, tuple)) else [m]
         outs: List[Optional[Val]] = []
@@ -347,6 +425,7 @@ class Converter(ProgramWriter):
             if isinstance(mm, TM) and 0 not in list(mm.shape):
                 outs.append(self.fresh(node.name if k == 0 else f"{node.name}_{k}", mm))
                 outs[-1].pt.graph_input = outs[-1].pt.const = True
+                outs[-1].pt.origin = (node.name, k)
             else:
                 outs.append(None)
         if not any(o is not None for o in outs):
@@ -362,6 +441,21 @@ class Converter(ProgramWriter):
         if self.fold_constant(node, full.split(".")[1] if full.startswith("aten.") else full, reason):
             return
         ins = [self.env[a] for a in node.all_input_nodes if isinstance(self.env.get(a), Val)]
+        for a in node.all_input_nodes:
+            if isinstance(self.env.get(a), (list, tuple)):
+                ins += [x for x in self.env[a] if isinstance(x, Val)]
+        ins = [v for v in ins if 0 not in v.shape]  # tensors without elements move no bytes
+        tgt = self.val(node.args[0]) if node.args else None
+        if full.startswith("aten.") and full.split(".")[1].endswith("_") and isinstance(tgt, Val) \
+                and not tgt.is_identity() and 0 not in tgt.shape:
+            # In place on a view (pad_sequence's out[i, :n].copy_(x)): the op reads the whole tensor
+            # and writes the whole updated tensor, which every later reader of it reads.
+            out = Val.whole(self.new_pt(node.name, tgt.pt.shape, tgt.pt.dtype))
+            self.opaque(payload or full.split(".")[1], ins, [out])
+            self.rebind(tgt.pt, out.pt, skip=node)
+            self.bind(node, Val(out.pt, tgt.shape, tgt.terms, tgt.off))
+            self.set_row("opaque", reason, compute=compute)
+            return
         m = meta(node)
         metas = m if isinstance(m, (list, tuple)) else [m]
         outs = []
@@ -379,7 +473,6 @@ class Converter(ProgramWriter):
         self.set_row("opaque", reason, compute=compute)
         # In place on a whole tensor (scatter_ into a zeros mask): later readers of the mutated
         # tensor read the op's output, as for in-place pointwise ops.
-        tgt = self.val(node.args[0]) if node.args else None
         if full.startswith("aten.") and full.split(".")[1].endswith("_") and isinstance(tgt, Val) and tgt.is_identity() and outs[0] is not None:
             self.rebind(tgt.pt, outs[0].pt, skip=node)
 
@@ -435,16 +528,16 @@ def _convert(model, example_inputs, dtype, name, trace) -> Tuple[dict, Report]:
     for k, n in enumerate(placeholders):
         m = flat_metas[k] if k < len(flat_metas) else meta(n)
         label = names[k] if k < len(names) else (f"input{k - len(names)}" if nin > 1 else "input")
-        if isinstance(m, (torch.Tensor, TM)) and 0 in list(m.shape):
-            what = f"example input tensor {k - len(names)}" if k >= len(names) else f"parameter '{label}'"
-            raise BadInput(f"to_program: {what}: shape {list(m.shape)} has no elements; the program format needs "
-                           "positive sizes")
         if isinstance(m, (torch.Tensor, TM)):
-            pt = c.new_pt(label, list(m.shape), c.dtype_of(m.dtype), graph_input=True)
+            # A complex input is its (real, imag) pairs; one without elements is no tensor of the
+            # program (nothing reads its bytes), like every zero-size tensor.
+            extra = [2] if m.dtype.is_complex else []
+            pt = c.new_pt(label, list(m.shape) + extra, c.dtype_of(m.dtype), graph_input=True)
             pt.weight = k < len(names)
             c.bind(n, Val.whole(pt))
         else:
             c.env[n] = m
+    dead = _dead_nodes(g)
     for n in g.graph.nodes:
         c.node = n
         if n.op == "placeholder":
@@ -452,10 +545,19 @@ def _convert(model, example_inputs, dtype, name, trace) -> Tuple[dict, Report]:
         elif n.op == "get_attr":
             t = getattr(g, n.target)
             if isinstance(t, torch.Tensor):
-                pt = c.new_pt(str(n.target), list(t.shape), c.dtype_of(t.dtype), graph_input=True)
+                # A tensor the trace captured by value (a CPU tensor made in forward, the sorted
+                # indices of known lengths): a constant.
+                pt = c.new_pt(str(n.target), list(t.shape) + ([2] if t.is_complex() else []), c.dtype_of(t.dtype),
+                              graph_input=True)
+                pt.const = True
                 c.bind(n, Val.whole(pt))
             else:
                 c.env[n] = t
+        elif n.op == "call_function" and n in dead:
+            if n.target is not operator.getitem:
+                c.rows.append(Row(n.name, target_name(n.target), n.meta.get("sp_module", ""), "folded",
+                                  "result unused (only read in Python, where the trace was specialized to it): no op",
+                                  compute=False))
         elif n.op == "call_function":
             try:
                 c.run_node(n)
@@ -471,7 +573,24 @@ def _convert(model, example_inputs, dtype, name, trace) -> Tuple[dict, Report]:
     c.node = None
     program = c.program()
     t2 = time.perf_counter()
-    return program, Report(c.rows, t1 - t0, t2 - t1)
+    report = Report(c.rows, t1 - t0, t2 - t1, getattr(g, "sp_specializations", []))
+    used = {t["name"] for t in program["tensors"]}
+    report.constants = {pt.name: pt.origin for pt in c.pts if pt.const and pt.origin and pt.name in used}
+    return program, report
+
+
+def _dead_nodes(g: Any) -> set:
+    """Nodes whose results nothing reads and that write nothing in place: a value Python read
+    (``int(lengths.max())``, the trace is specialized to it) leaves its op behind without users."""
+    dead: set = set()
+    for n in reversed(list(g.graph.nodes)):
+        if n.op != "call_function" or not all(u in dead for u in n.users):
+            continue
+        name = target_name(n.target)
+        op = name.split(".")[1] if name.startswith("aten.") else name
+        if n.target is operator.getitem or (name.startswith("aten.") and not op.endswith("_") and "out" not in n.kwargs):
+            dead.add(n)
+    return dead
 
 
 def _outputs(c: Converter, n: Any) -> None:
@@ -489,7 +608,7 @@ def _outputs(c: Converter, n: Any) -> None:
     walk(n.args[0])
     c.row = Row(n.name, "output", "", "folded", "graph outputs", compute=False)
     for k, v in enumerate(flat):
-        if not isinstance(v, Val):
+        if not isinstance(v, Val) or 0 in v.shape:  # an output without elements: nothing to write
             continue
         if not v.is_identity() or v.pt.graph_input:
             v = c.copy(v, "copy", name=f"output{k}")

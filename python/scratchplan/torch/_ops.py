@@ -63,11 +63,15 @@ opaque_reason("upsample_linear1d: each output mixes 2 inputs with fractional wei
               "upsample_linear1d")
 opaque_reason("grid sampling: data-dependent reads", "grid_sampler_2d")
 opaque_reason("cumsum: a prefix scan (each output reads a growing window)", "cumsum")
+opaque_reason("reflection / replication padding reads mirrored indices (a negative coefficient, which maps do not "
+              "have): a copy with its true traffic", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d",
+              "replication_pad1d", "replication_pad2d", "replication_pad3d", moves_data=True)
 
 
 # ---------------------------------------------------------------- creation
 
 @register("zeros", "ones", "full", "empty", "arange", "scalar_tensor", "empty_like", "new_zeros", "new_ones",
+          "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
           "new_full", "new_empty", "rand", "randn", "tensor", "linspace", "logspace", "eye", "randint", "randperm",
           "empty_strided", "rand_like", "randn_like", "randint_like", kind="create")
 def create(cx, node, name) -> None:
@@ -531,6 +535,22 @@ def as_strided(cx, node, name) -> bool:
         cx.set_row("folded", f"{name} to the tensor's own shape and contiguous strides: the same tensor",
                      compute=False)
         return True
+    # A tensor with one dim of size > 1 (a padded signal) restrided into overlapping frames
+    # (torch.stft's framing, x.unfold): base index off + sum(stride * i), an affine view.
+    big = [j for j, n in enumerate(x.pt.shape) if n > 1]
+    whole = math.prod(x.shape) == math.prod(x.pt.shape) and not any(x.off) and (
+        not big or any(x.terms[big[0]] == {i: 1} and x.shape[i] == x.pt.shape[big[0]] for i in range(len(x.shape))))
+    if name == "as_strided" and whole and len(big) <= 1 and all(st >= 0 for st in stride) and \
+            off + sum(st * (n - 1) for st, n in zip(stride, size)) < math.prod(x.pt.shape):
+        terms = [{} for _ in x.pt.shape]
+        offs = [0] * len(x.pt.shape)
+        if big:
+            terms[big[0]] = {i: st for i, (st, n) in enumerate(zip(stride, size)) if st and n > 1}
+            offs[big[0]] = off
+        cx.bind(node, Val(x.pt, size, terms, offs))
+        cx.set_row("folded", f"{name} of a 1-D signal into frames: the view reads off + sum(stride * i)",
+                   compute=False)
+        return True
     return False
 
 
@@ -543,8 +563,13 @@ def embedding(cx, node, name) -> bool:
 @register("cat", "stack")
 def cat(cx, node, name) -> bool:
     m = meta(node)
-    tensors = [cx.tensor(a) for a in node.args[0]]
+    # Pieces without elements (an empty right context) add nothing: dropped.
+    tensors = [t for t in (cx.tensor(a) for a in node.args[0]) if 0 not in t.shape]
     dim = arg(node, 1, "dim", 0)
+    if len(tensors) == 1 and name == "cat":
+        cx.bind(node, cx.copy(tensors[0], "copy", name=node.name))
+        cx.set_row("folded", "concat of one piece with elements (the others have none): a copy op", compute=False)
+        return True
     out = cx.fresh(node.name, m)
     cx.opaque("concat", tensors, [out])
     cx.bind(node, out)
@@ -660,7 +685,9 @@ def elementwise(cx, node, name) -> bool:
             if not cx.view_update_is_private(node, tgt):
                 if base in ("add", "sub") and len(ins) == 2 and _add_into_view(cx, node, base, tgt, ins[1]):
                     return True
-                cx.do_opaque(node, "in-place op on a view (partial update of a tensor)")
+                # copy_ into a view (pad_sequence writes each sequence into a padded tensor) moves
+                # data and does no arithmetic: like cat, not a compute op.
+                cx.do_opaque(node, "in-place op on a view (partial update of a tensor)", compute=base != "copy")
                 return True
             partial = True
     if name == "copy_":
@@ -697,6 +724,30 @@ def _parallel_vars(iters: List[str], ranges: List[int]):
 def _affine_terms(*terms):
     """{variable: coefficient} of an affine index, skipping the variables of extent 1."""
     return {v: c for v, c in terms if v is not None}
+
+
+@register("index_put", "index_put_")
+def index_put(cx, node, name) -> bool:
+    """``x[mask] = v`` with one boolean mask over x's leading dims and a single value (wav2vec2
+    zeroes the frames past each length so): ``where(mask, v, x)``, one pointwise op. Other index
+    puts write elements chosen by an index tensor: opaque."""
+    x, idx, vals = cx.val(node.args[0]), node.args[1], cx.val(node.args[2])
+    if arg(node, 3, "accumulate", False) or not isinstance(x, Val) or len(idx) != 1 or idx[0] is None:
+        return False
+    mask, mm = cx.val(idx[0]), meta(idx[0])
+    if not isinstance(mask, Val) or mm.dtype != torch.bool or list(mask.shape) != x.shape[:len(mask.shape)]:
+        return False
+    if not isinstance(vals, Val) or math.prod(vals.shape) != 1 or (name.endswith("_") and not x.is_identity()):
+        return False
+    while len(mask.shape) < len(x.shape):  # the mask covers the leading dims: trailing size-1 dims
+        mask = cx.view_insert(mask, len(mask.shape))
+    out = cx.pointwise("where", [mask, vals, x], x.shape, x.pt.dtype, name=node.name)
+    if name.endswith("_"):
+        cx.rebind(x.pt, out.pt)  # later readers of x read the new tensor
+    cx.bind(node, out)
+    cx.set_row("mapped", "x[mask] = v with a boolean mask: where(mask, v, x), pointwise" +
+               (" (in place: writes a new tensor)" if name.endswith("_") else ""))
+    return True
 
 
 @register("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "pixel_shuffle")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .._common import BadInput
 
@@ -36,10 +36,15 @@ class Row:
 class Report:
     """The op-by-op mapping report of ``to_program``."""
 
-    def __init__(self, rows: List[Row], trace_seconds: float, convert_seconds: float) -> None:
+    def __init__(self, rows: List[Row], trace_seconds: float, convert_seconds: float,
+                 specializations: Optional[List[str]] = None) -> None:
         self.rows = rows
         self.trace_seconds = trace_seconds
         self.convert_seconds = convert_seconds
+        # One line per value read in Python during the trace (the program is specialized to it).
+        self.specializations = list(specializations or [])
+        # Constant graph inputs computed when the model is loaded: tensor -> (FX node, output index).
+        self.constants: Dict[str, tuple] = {}
 
     @property
     def counts(self) -> Dict[str, int]:
@@ -65,6 +70,8 @@ class Report:
         c = self.counts
         lines = [f"{len(self.rows)} ATen ops: {c['mapped']} mapped, {c['folded']} folded, {c['opaque']} opaque; "
                  f"{100 * self.mapped_fraction:.1f}% of {self.compute_ops} compute ops mapped"]
+        for sline in self.specializations:
+            lines.append(f"  specialized: {sline}")
         for r in self.rows:
             lines.append(f"  {r.decision:6} {r.target:40} {r.node:28} {r.module or '-':30} {r.reason}"
                          + (f" -> {', '.join(r.ops)}" if r.ops else ""))

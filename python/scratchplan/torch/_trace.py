@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 
 from .._common import BadInput
-from . import _meta_kernels
+from . import _meta_kernels, _recurrent, _values
 from ._report import UnsupportedModel, refusal
 
 # Frames in these directories are not the model's code (torch, this package, the stdlib).
@@ -31,6 +31,7 @@ def _model_file(path: str) -> bool:
 
 
 _short_paths: Dict[str, str] = {}
+_SUFFIX = re.compile(r"_\d+$")
 
 
 def _short(path: str, line: int) -> str:
@@ -74,10 +75,14 @@ def _reason(e: BaseException, source: str) -> str:
     """A plain reason for a trace failure, never PyTorch's boilerplate."""
     msg = str(e)
     first = msg.strip().splitlines()[0] if msg.strip() else type(e).__name__
+    if first.startswith("scratchplan: "):  # the tracing mode's own reasons
+        return first[len("scratchplan: "):]
     if isinstance(e, torch.fx.proxy.TraceError) or "get value out of a tracing tensor" in msg \
             or "data-dependent" in msg or "cannot be used as inputs to control flow" in msg:
         if re.match(r"\s*(if|elif|while|assert)\b", source) or re.search(r"\bif\b.*\belse\b", source):
             return "data-dependent control flow (if on a tensor value)"
+        return "reads a tensor's value in Python (.item(), .tolist(), int(t)): data-dependent"
+    if "Cannot copy out of meta tensor" in msg:  # .tolist() / .numpy() of a value not known
         return "reads a tensor's value in Python (.item(), .tolist(), int(t)): data-dependent"
     m = re.search(r"Could not run '(aten::\w+)(?:\.\w+)?' with arguments from the 'Meta' backend", msg)
     if m:
@@ -117,23 +122,63 @@ def _repeat_interleave(x, repeats, dim=None, *, output_size=None):
 
 
 class _Rewrites(torch.overrides.TorchFunctionMode):
-    """Calls rewritten while tracing. Always: ``repeat_interleave`` by an int (see above). With
-    ``factories_on_meta``: tensors a forward creates without a device (``torch.zeros(2, 64)``,
-    ``torch.arange(n)``) are made on meta like everything else traced; on the CPU they met meta
-    tensors in the first op and the trace failed (a state initialized in forward, position ids).
-    That is used for a second trace only when the first one failed so (see trace)."""
+    """Calls rewritten while tracing. Always: ``repeat_interleave`` by an int (see above), the
+    recurrent kernels (``aten::lstm`` ...) unrolled into their cell arithmetic, packing with
+    lengths known at trace time, ``_weight_norm`` decomposed (``_recurrent``) and, with ``known``,
+    values known at trace time kept and read (``_values``). With ``factories_on_meta``: tensors a
+    forward creates without a device (``torch.zeros(2, 64)``, ``torch.arange(n)``) are made on
+    meta like everything else traced; on the CPU they met meta tensors in the first op and the
+    trace failed (a state initialized in forward, position ids). That is used for a second trace
+    only when the first one failed so (see trace)."""
 
-    def __init__(self, factories_on_meta: bool = False) -> None:
+    def __init__(self, factories_on_meta: bool = False, known: Optional[_values.Known] = None,
+                 swapped: Optional[Dict[int, torch.Tensor]] = None) -> None:
         super().__init__()
         self.factories_on_meta = factories_on_meta
+        self.known = known
+        self.swapped = swapped or {}  # id(a real parameter) -> the meta tensor traced in its place
+
+    def _lengths(self, lengths: Any) -> List[int]:
+        v = self.known.get(lengths) if self.known is not None else (lengths if lengths.device.type != "meta" else None)
+        if v is None:
+            raise RuntimeError("scratchplan: pack_padded_sequence: the lengths are not known at trace time (data-dependent); "
+                               "give the lengths input a value (--input 2:int64=200, or a real tensor in Python)")
+        return [int(x) for x in v.tolist()]
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func in _REPEAT_INTERLEAVE and len(args) > 1 and isinstance(args[1], int) and args[0].device.type == "meta":
             return _repeat_interleave(*args, **kwargs)
+        if func in _recurrent.RECURRENT and args and args[0].device.type == "meta":
+            args = list(args)
+            packed = isinstance(args[1], torch.Tensor) and args[1].dim() == 1 and args[1].device.type != "meta" \
+                and args[1].dtype == torch.int64
+            w = 3 if packed else 2
+            # nn.RNNBase passes the weights cached when it was built (_flat_weights): the traced ones.
+            args[w] = [self.swapped.get(id(t), t) for t in args[w]]
+            return _recurrent.unroll(_recurrent.RECURRENT[func], args, packed)
+        if func is torch._pack_padded_sequence and args[0].device.type == "meta":
+            return _recurrent.pack_padded(args[0], self._lengths(args[1]), args[2])
+        if func is torch._pad_packed_sequence and args[0].device.type == "meta":
+            return _recurrent.pad_packed(*args)
+        if func is torch._nested_tensor_from_mask_left_aligned and args[0].device.type == "meta":
+            # nn.TransformerEncoder with a padding mask would switch to nested tensors (no meta
+            # kernels); the regular path computes the same values at the positions that count.
+            return False
+        if func is torch.istft and args[0].device.type == "meta":
+            return _recurrent.istft(*args, **kwargs)
+        if func is torch._weight_norm and args[0].device.type == "meta":
+            return _recurrent.weight_norm(*args, **kwargs)
+        if self.known is not None and func in _values.READS and args and isinstance(args[0], torch.Tensor):
+            out = self.known.read(func, args, kwargs)
+            if out is not NotImplemented:
+                return out
         if self.factories_on_meta and func in _FACTORIES and kwargs.get("device") is None:
             kwargs["device"] = "meta"
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if self.known is not None:
+            self.known.propagate(func, args, kwargs, out)
+        return out
 
 
 def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
@@ -158,19 +203,30 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
                            "(in tuples, lists or dicts) and plain values (int, float, bool, str, None)")
     tensor_at = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
     inputs = [leaves[i] for i in tensor_at]
-    # Recurrent modules run one fused kernel over weights cached at construction (_flat_weights),
-    # which the meta-tensor swap below does not reach: name them instead of a device error.
-    for path, mod in model.named_modules():
-        if isinstance(mod, torch.nn.RNNBase):
-            raise UnsupportedModel(f"module '{path or type(model).__name__}' ({type(mod).__name__}): recurrent modules "
-                                   "(RNN, LSTM, GRU) are not supported; unroll the cell (nn.LSTMCell etc.) over time steps")
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
     names = list(state)
     metas = [torch.empty(v.shape, dtype=v.dtype, device="meta") for v in state.values()]
+    # Recurrent modules pass the weights cached when they were built (_flat_weights) to their
+    # kernel, which the swap to meta tensors does not reach: the rewrite maps them back.
+    swapped = {id(v): m for v, m in zip(state.values(), metas)}
     in_metas = [torch.empty(x.shape, dtype=x.dtype, device="meta") for x in inputs]
     paths = _module_paths(model)
     stack: List[str] = []
+    known_box: List[_values.Known] = []
+
+    def where():
+        return (stack[-1] if stack else "") or type(model).__name__, _caller()
+
+    def new_known() -> _values.Known:
+        # Example inputs given as real integer or bool tensors carry their values (lengths);
+        # floating ones are signals: their shape only.
+        k = _values.Known(where)
+        for x, m in zip(inputs, in_metas):
+            if x.device.type != "meta" and not x.is_floating_point() and not x.is_complex() and x.numel() > 0:
+                k.add(m, x.detach().clone())
+        known_box[:] = [k]
+        return k
 
     def pre(mod, args):
         stack.append(paths.get(id(mod), stack[-1] if stack else ""))
@@ -184,11 +240,12 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
     orig = torch.fx.Graph.create_node
 
     def create_node(self, op, target, args=None, kwargs=None, name=None, type_expr=None):
-        if name is None:
+        if name is None or not _SUFFIX.search(name):
             # FX names the k-th node of a target by trying name_1, name_2, ... until one is free:
-            # quadratic in the nodes per target (1 s of MViT v2's trace). Counting here gives the
+            # quadratic in the nodes per target (1 s of MViT v2's trace; make_fx passes the op's
+            # name, and an unrolled LSTM of 400 steps spent 16 s there). Counting here gives the
             # same names in one try.
-            base = self._target_to_str(target)
+            base = self._target_to_str(target) if name is None else name
             counts = self.__dict__.setdefault("_sp_name_counts", {})
             k = counts.get(base, 0)
             counts[base] = k + 1
@@ -204,7 +261,7 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
         args = list(leaves)
         for i, x in zip(tensor_at, flat[len(names):]):
             args[i] = x
-        with _Rewrites(on_meta[0]):
+        with _Rewrites(on_meta[0], new_known(), swapped):
             return stateless.functional_call(model, dict(zip(names, flat[:len(names)])), tuple(tree_unflatten(args, spec)))
 
     torch.fx.Graph.create_node = create_node
@@ -240,6 +297,7 @@ def trace(model: torch.nn.Module, example_inputs: Sequence[Any]):
         h1.remove()
         h2.remove()
         model.train(was_training)
+    g.sp_specializations = list(known_box[0].specializations) if known_box else []
     return g, names, metas + in_metas
 
 

@@ -18,7 +18,7 @@ class ViewError(Exception):
 class PT:
     """A program tensor."""
     __slots__ = ("name", "shape", "dtype", "graph_input", "graph_output", "producer", "reads", "dim_order", "const",
-                 "weight")
+                 "weight", "origin")
 
     def __init__(self, name: str, shape: Sequence[int], dtype: str, graph_input: bool = False) -> None:
         self.name = name
@@ -31,6 +31,7 @@ class PT:
         self.dim_order: Optional[List[int]] = None  # device layout when not the default
         self.const = False  # made in forward from no tensor of the model (torch.zeros, arange): a constant
         self.weight = False  # a parameter or buffer of the model
+        self.origin: Optional[Tuple[str, int]] = None  # (FX node, output index) a constant holds the value of
 
 
 class Val:
@@ -183,8 +184,6 @@ def slice_(v: Val, dim: int, start: int, end: int, step: int) -> Val:
     start = max(0, min(n, start + n if start < 0 else start))
     end = max(start, min(n, end + n if end < 0 else end))
     size = max(0, (end - start + step - 1) // step)
-    if size == 0:
-        raise ViewError("an empty slice has no program tensor")
     terms, off = v.remap(lambda i, c: [(i, c * step, c * start)] if i == dim else [(i, c, 0)])
     shape = list(v.shape)
     shape[dim] = size

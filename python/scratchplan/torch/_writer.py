@@ -54,6 +54,8 @@ class ProgramWriter:
         return name
 
     def dtype_of(self, tdtype: torch.dtype) -> str:
+        if tdtype.is_complex:  # stored as (real, imag) pairs: a trailing dim of 2 (see fresh)
+            tdtype = {torch.complex32: torch.float16}.get(tdtype, torch.float32)
         d = DTYPES.get(tdtype)
         if d is None:
             raise self.error(f"unsupported dtype {str(tdtype).replace('torch.', '')} (programs have fp32, fp16, bf16, "
@@ -64,11 +66,15 @@ class ProgramWriter:
 
     def new_pt(self, base: str, shape: Sequence[int], dtype: str, graph_input: bool = False) -> PT:
         pt = PT(self.uniq(base), shape, dtype, graph_input)
+        if graph_input and self.node is not None:
+            pt.origin = (self.node.name, 0)  # a constant made by this node holds its value
         self.pts.append(pt)
         return pt
 
     def fresh(self, base: str, meta: Any) -> Val:
-        return Val.whole(self.new_pt(base, list(meta.shape), self.dtype_of(meta.dtype)))
+        # A complex tensor is its (real, imag) pairs, as torch.view_as_real shows it: a trailing 2.
+        extra = [2] if meta.dtype.is_complex else []
+        return Val.whole(self.new_pt(base, list(meta.shape) + extra, self.dtype_of(meta.dtype)))
 
     # -- errors
     def error(self, what: str) -> UnsupportedModel:
