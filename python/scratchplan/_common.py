@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import numbers
+import operator
 import os
 from typing import Any, Union
 
@@ -87,3 +89,24 @@ def write_text(text: str, path: "str | os.PathLike[str] | None") -> str:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     return text
+
+
+def exact_int(value: Any, where: str) -> int:
+    """``value`` as an int when it is integer-valued by type: a Python int, a numpy integer, or
+    any integral type (``numbers.Integral``, or an object with ``__index__``, such as sympy's
+    ``Integer``). Refuses bools, floats (even 100.0), strings and anything else with one
+    BadInput naming ``where`` (e.g. "buffer 'a': size"). Never rounds: a size computed with
+    ``/`` must be made an int by the caller, so that a plan never rests on a truncated size."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool8"):
+        raise BadInput(f"{where}: expected an integer, got the boolean {value!r}")
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, (float, complex, str, bytes)):
+        raise BadInput(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
+    try:
+        return operator.index(value)  # numpy integers, sympy Integer, numbers.Integral with __index__
+    except TypeError:
+        pass
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    raise BadInput(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
