@@ -105,7 +105,12 @@ void bind_lx(py::module_& m) {
       .def_readonly("variables", &lx::LadderSolution::variables)
       .def_readonly("constraints", &lx::LadderSolution::constraints)
       .def_readonly("assignments", &lx::LadderSolution::assignments)
-      .def_readonly("seconds", &lx::LadderSolution::seconds);
+      .def_readonly("seconds", &lx::LadderSolution::seconds)
+      .def_property_readonly("served", [](const lx::LadderSolution& s) {
+        std::vector<std::tuple<int, int, int>> out;  // (consumer, parent, copy)
+        for (const auto& v : s.served) out.emplace_back(v.consumer, v.parent, v.copy);
+        return out;
+      });
   // torch-spyre's September joint contract: the objective ladder, or a lowered cost expression
   // (JSON tree, "" = none). The plan is checked by cd_check inside the engine and here again.
   m.def(
@@ -130,7 +135,7 @@ void bind_lx(py::module_& m) {
         o.cost = cost.empty() ? nullptr : &e;
         o.disjoint_groups = disjoint_groups;
         lx::LadderSolution s = run_cancellable([&] { return take(lx::cd_solve_ladder(p, o)); });
-        check(lx::cd_check(p, s.division, s.address));  // independent check before returning
+        check(lx::cd_check(p, s.division, s.address, s.served));  // independent check before returning
         return s;
       },
       py::arg("buffers"), py::arg("capacity"), py::arg("alignment"), py::arg("time_limit"), py::arg("cost"),

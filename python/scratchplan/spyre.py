@@ -32,7 +32,7 @@ from . import _core
 from ._common import BadInput, doc, exact_int, flag
 
 __all__ = ["solve", "solve_core_divisions", "SpyreResult", "CoreDivisionResult", "ContractError", "LayoutSolver",
-           "SolveError", "solved_bindings", "RELAYOUT_PREFIX"]
+           "SolveError", "solved_bindings", "ChosenRelayout", "RELAYOUT_PREFIX"]
 
 RELAYOUT_PREFIX = "__spyre_lx_relayout__:"  # torch-spyre's names of relayout destinations and copies
 
@@ -383,6 +383,15 @@ def _cd_buffer(b: Any, i: int, keys: Dict[str, int], plain: bool = False) -> Dic
         d["boundary"] = bt
     if _is_relayout_copy(b):
         d["relayout_copy"] = True
+        cands = list(_get(b, "candidates") or ())
+        parent = _get(b, "relayout_parent") or (_get(cands[0], "parent") if cands else None)
+        if parent:
+            d["relayout_parent"] = _name(parent)
+            d["relayout_options"] = [
+                [exact_int(_get(c, "source_division"), _where(b, i, f"candidates[{k}].source_division")),
+                 _name(_get(c, "consumer")),
+                 exact_int(_get(c, "consumer_division"), _where(b, i, f"candidates[{k}].consumer_division"))]
+                for k, c in enumerate(cands)]
     return d
 
 
@@ -468,6 +477,23 @@ def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int =
 
 # --------------------------------------------------------------------------------------------
 # torch-spyre's September solver object (NOTES: plan_solver.py / ilp_solver_ortools.py)
+
+class ChosenRelayout:
+    """torch-spyre's ``ChosenRelayout``: the priced candidate a consumer reads its parent through,
+    and the copy's LX address (bytes; the same for every consumer of one copy)."""
+
+    __slots__ = ("candidate", "destination_address")
+
+    def __init__(self, candidate: Any, destination_address: int) -> None:
+        self.candidate, self.destination_address = candidate, destination_address
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, ChosenRelayout) and other.candidate == self.candidate
+                and other.destination_address == self.destination_address)
+
+    def __repr__(self) -> str:
+        return f"ChosenRelayout({self.candidate!r}, destination_address={self.destination_address})"
+
 
 class SolveError(Exception):
     """No plan: torch-spyre's ``SolveError`` (its allocator then falls back to greedy)."""
@@ -600,7 +626,7 @@ class LayoutSolver:
     ``lx_view`` and ``lx_relayout_plans`` are never read or altered."""
 
     supports_paired_buffers = True  # paired_with groups are placed all or nothing, members never share bytes
-    decides_lx_relayouts = False    # relayout copies are accepted and kept out (see docs/python.md)
+    decides_lx_relayouts = True     # with a cost expression, LX-to-LX relayout copies may be chosen
 
     def __init__(self, buffers: Iterable[Any], size: Any, alignment: Any = 128, *, time_limit: float = 30.0,
                  warn_on_cost_expr: bool = True) -> None:
@@ -723,4 +749,11 @@ class LayoutSolver:
                 _set(b, "chosen_division", int(s.division[i]))
                 if joint or hasattr(b, "chosen_relayouts") or isinstance(b, dict):
                     _set(b, "chosen_relayouts", {})
+        for consumer, parent, copy in s.served:
+            c, p, x = bufs[consumer], bufs[parent], bufs[copy]
+            pname, cname = str(_get(p, "name")), str(_get(c, "name"))
+            sd, cd = int(s.division[parent]), int(s.division[consumer])
+            cand = next(k for k in _get(x, "candidates") if _get(k, "source_division") == sd and
+                        _name(_get(k, "consumer")) == cname and _get(k, "consumer_division") == cd)
+            _get(c, "chosen_relayouts")[pname] = ChosenRelayout(cand, int(s.address[copy]))
         return bufs

@@ -618,7 +618,7 @@ def test_relayout_copy_is_kept_out_and_chosen_relayouts_set():
     c = cdb("c", 128, [1, 2], parents=["src"], cd_parent_matches={"src": [(0, 0)]})
     s, _ = joint([src, copy, c], 1 << 20)
     assert copy.address is None and src.address is not None and c.chosen_relayouts == {}
-    assert Spyre.LayoutSolver.decides_lx_relayouts is False and Spyre.LayoutSolver.supports_paired_buffers is True
+    assert Spyre.LayoutSolver.decides_lx_relayouts is True and Spyre.LayoutSolver.supports_paired_buffers is True
 
 
 def test_paired_group_all_or_nothing_and_disjoint():
@@ -761,3 +761,107 @@ def test_matches_exact_reference_cost_expression(seed):
     check_plan(bufs, capacity)
     assert achieved(bufs, cost)[0] == pytest.approx(reference(bufs, capacity, cost)[0])
     assert s.last_solve_stats["objective_used"] is True
+
+
+# --------------------------------------------------------------------------------------------
+# Relayout decisions (NOTES 1.14.9): a copy serves a consumer whose division does not match its
+# parent's, instead of sending the parent to HBM, when the cost expression says it is cheaper
+
+@dataclass(frozen=True)
+class RelayoutCandidate:
+    parent: str
+    consumer: str
+    source_division: int
+    consumer_division: int
+    group: int
+    source_view: Any = None
+    destination_view: Any = None
+    cost_ns: float = 0.0
+    source_footprint: int = 0
+    destination_footprint: int = 0
+
+
+class RelayoutCharge(sympy.Function):
+    """is_lx * p[division], 0 past the table; folds once is_lx is 0 or both are numbers."""
+
+    @classmethod
+    def eval(cls, is_lx, division, *prices):
+        if is_lx == 0:
+            return sympy.Integer(0)
+        if is_lx.is_Number and division.is_Number:
+            k = int(division)
+            return is_lx * prices[k] if 0 <= k < len(prices) else sympy.Integer(0)
+        return None
+
+
+def relayout_case(prices, w_src, penalty, cap=1 << 20, size=128):
+    """S (menu [x:2, y:2]) -> C (menu [x:2, y:2]) with only the pair (0, 0) listed; a copy X of S
+    priced per source division serves C at (d, 1) for each priced d."""
+    menu = [CoreDivision({"x": 2}), CoreDivision({"y": 2})]
+    S = cdb("S", size, [0, 1], menu)
+    C = cdb("C", size, [1, 2], menu, parents=["S"], cd_parent_matches={"S": [(0, 0)]})
+    cands = tuple(RelayoutCandidate("S", "C", d, 1, 0, cost_ns=p) for d, p in enumerate(prices) if p is not None)
+    C.cd_parent_relayouts = {"S": list(cands)}
+    X = RelayoutCopyBuffer(f"{Spyre.RELAYOUT_PREFIX}copy:S:g0", size, [1], core_divisions=[CoreDivision({"relayout_copy": 2})],
+                           relayout_parent="S", group=0, candidates=cands)
+    table = [p if p is not None else 0 for p in prices]
+    cost = (w_src * (1 - S.sym_is_lx) + penalty * sympy.KroneckerDelta(C.sym_division, 0)
+            + RelayoutCharge(X.sym_is_lx, S.sym_division, *table))
+    return [S, C, X], cost, cap
+
+
+def relayout_reference(prices, w_src, penalty, cap, size=128):
+    fp = size // 2
+    best = None
+    for dS, dC, lS, lC, lX in itertools.product(range(2), range(2), range(2), range(2), range(2)):
+        opt = prices[dS] is not None and dC == 1
+        if lX and not (lS and opt):
+            continue
+        if lS and not ((dS, dC) == (0, 0) or lX):
+            continue
+        if fp * (lS + lC + lX) > cap:
+            continue
+        v = w_src * (1 - lS) + penalty * (dC == 0) + (prices[dS] if lX and prices[dS] is not None else 0)
+        best = v if best is None else min(best, v)
+    return best
+
+
+def test_relayout_chosen_when_cheaper_than_hbm():
+    bufs, cost, cap = relayout_case([100, None], w_src=500, penalty=1000)
+    s, _ = joint(bufs, cap, cost_expr=cost)
+    S, C, X = bufs
+    assert S.address is not None and X.address is not None and C.chosen_division == 1 and S.chosen_division == 0
+    ch = C.chosen_relayouts["S"]
+    assert ch.destination_address == X.address and ch.candidate is X.candidates[0]
+    assert float(cost.xreplace(Spyre.solved_bindings(bufs))) == 100.0
+    assert "S" not in s.spill_reasons and s.last_solve_stats["status"] == "OPTIMAL"
+
+
+def test_hbm_chosen_when_cheaper_than_the_relayout():
+    bufs, cost, cap = relayout_case([800, None], w_src=500, penalty=1000)
+    joint(bufs, cap, cost_expr=cost)
+    S, C, X = bufs
+    assert S.address is None and X.address is None and C.chosen_relayouts == {}
+    assert float(cost.xreplace(Spyre.solved_bindings(bufs))) == 500.0
+
+
+def test_ladder_never_fires_a_relayout():
+    bufs, _, cap = relayout_case([1, 1], w_src=500, penalty=1000)
+    s, _ = joint(bufs, cap)
+    assert bufs[2].address is None and bufs[1].chosen_relayouts == {}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_relayout_matches_exact_reference(seed):
+    rng = random.Random(seed)
+    prices = [rng.choice([None, rng.randint(0, 900)]) for _ in range(2)]
+    w_src, penalty = rng.randint(0, 900), rng.randint(0, 900)
+    cap = rng.choice([64, 128, 192, 1 << 20])
+    bufs, cost, cap = relayout_case(prices, w_src, penalty, cap)
+    joint(bufs, cap, 1, cost_expr=cost)
+    assert float(cost.xreplace(Spyre.solved_bindings(bufs))) == relayout_reference(prices, w_src, penalty, cap)
+    S, C, X = bufs
+    if X.address is not None:  # the coupling, as the allocator reads it
+        assert S.address is not None and C.chosen_relayouts["S"].destination_address == X.address
+    else:
+        assert C.chosen_relayouts == {}

@@ -265,7 +265,8 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
     static const std::vector<std::string> kKeys = {
         "name", "size", "uses", "first_use_is_read", "in_place_parents", "residency_reason", "parents", "core_divisions",
         "cd_parent_matches", "lifetime_end_override", "lifetime_start_override", "paired_with", "start", "end", "boundary",
-        "placement", "boundary_cost", "spill_write_cost", "plain", "relayout_copy"};
+        "placement", "boundary_cost", "spill_write_cost", "plain", "relayout_copy", "relayout_parent",
+        "relayout_options"};
     static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
                                                            "tiling"};
     // A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
@@ -324,6 +325,27 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
       }
       x.plain = b.has("plain") && b.at("plain").as_bool();
       x.relayout_copy = b.has("relayout_copy") && b.at("relayout_copy").as_bool();
+      if (b.has("relayout_parent")) {
+        if (!x.relayout_copy) b.at("relayout_parent").fail("only a relayout copy has a relayout_parent");
+        x.relayout_source = ref(b.at("relayout_parent"));
+      }
+      if (b.has("relayout_options")) {
+        if (x.relayout_source < 0) b.at("relayout_options").fail("relayout options need a relayout_parent");
+        auto menu_size = [&](int k) {
+          return static_cast<int64_t>(list[k].has("core_divisions") ? list[k].at("core_divisions").array_size() : 1);
+        };
+        for (const auto& o : b.at("relayout_options").elements()) {
+          if (o.array_size() != 3) o.fail("expected [source division, consumer, consumer division]");
+          CdBuffer::RelayoutOption r;
+          int64_t sd = o.at(0).as_int_at_least(0), cd = o.at(2).as_int_at_least(0);
+          r.consumer = ref(o.at(1));
+          if (sd >= menu_size(x.relayout_source)) o.at(0).fail("source division index out of range");
+          if (cd >= menu_size(r.consumer)) o.at(2).fail("consumer division index out of range");
+          r.source_division = static_cast<int>(sd);
+          r.consumer_division = static_cast<int>(cd);
+          x.relayout_options.push_back(r);
+        }
+      }
       if (b.has("parents"))
         for (const auto& q : b.at("parents").elements()) x.parents.push_back(ref(q));
       const std::size_t ndiv = b.at("core_divisions").array_size();
@@ -409,7 +431,8 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
   }
 }
 
-Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address) {
+Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
+                const std::vector<CdServed>& served) {
   const int n = static_cast<int>(p.buffers.size());
   if (static_cast<int>(division.size()) != n || static_cast<int>(address.size()) != n)
     return internal_error("co-opt solution has the wrong length");
@@ -444,17 +467,39 @@ Status cd_check(const CdProblem& p, const std::vector<int>& division, const std:
   for (int b = 0; b < n; ++b) {
     const CdBuffer& x = p.buffers[b];
     if (address[b] < 0) continue;
-    if (!x.residency_reason.empty() || x.size < 0 || x.uses.empty() || x.relayout_copy)
+    if (!x.residency_reason.empty() || x.size < 0 || x.uses.empty())
       return internal_error(x.name + " is resident despite a forced spill");
+    if (x.relayout_copy) {
+      bool serves = false;
+      for (const CdServed& v : served) serves = serves || v.copy == b;
+      if (!serves) return internal_error(x.name + ": a resident relayout copy that serves no consumer");
+    }
     if (address[b] % p.alignment) return internal_error(x.name + " is not aligned");
     if (fp[b] > p.capacity || address[b] > p.capacity - fp[b]) return internal_error(x.name + " exceeds the capacity");
     for (int ch : children[b]) {
       bool ok = false;
+      for (const CdServed& v : served) ok = ok || (v.consumer == ch && v.parent == b);
       for (const auto& [q, list] : p.buffers[ch].matches)
         if (q == b)
           for (auto [pd, cd] : list) ok = ok || (pd == division[b] && cd == division[ch]);
       if (!ok) return internal_error(x.name + " is resident but child " + p.buffers[ch].name + " slices it differently");
     }
+  }
+  // Relayouts: each served edge goes through a resident copy of that parent, under a listed option.
+  std::set<std::pair<int, int>> edges;
+  for (const CdServed& v : served) {
+    if (v.copy < 0 || v.copy >= n || v.consumer < 0 || v.consumer >= n || v.parent < 0 || v.parent >= n)
+      return internal_error("relayout refers to a buffer out of range");
+    const CdBuffer& x = p.buffers[v.copy];
+    if (!x.relayout_copy || x.relayout_source != v.parent) return internal_error(x.name + " is not a relayout copy of that parent");
+    if (address[v.copy] < 0 || address[v.parent] < 0) return internal_error(x.name + ": serves while it or its source is in HBM");
+    bool listed = false;
+    for (const auto& o : x.relayout_options)
+      listed = listed || (o.consumer == v.consumer && o.source_division == division[v.parent] &&
+                          o.consumer_division == division[v.consumer]);
+    if (!listed) return internal_error(x.name + ": serves " + p.buffers[v.consumer].name + " under an unpriced pair");
+    if (!edges.emplace(v.consumer, v.parent).second)
+      return internal_error(p.buffers[v.consumer].name + " reads one parent through two relayout copies");
   }
   // Co-live residents are address-disjoint, except a declared in-place child at its parent's base
   // that starts on the parent's last tick and is no larger: they share only that tick, inside the

@@ -39,7 +39,19 @@ struct CdBuffer {
   std::vector<std::pair<int, std::vector<std::pair<int, int>>>> matches;  // parent -> (parent div, this div)
   int boundary = -1;                     // torch-spyre BufferType: 0 Intermediate, 1 Input, 2 Output; -1 = none given
   bool plain = false;                    // placement-only buffer (no candidates): no gate, no ladder terms
-  bool relayout_copy = false;            // a RelayoutCopyBuffer: pinned out (an unpriced shuffle would look free)
+  bool relayout_copy = false;            // a RelayoutCopyBuffer (LX destination of one relayout group)
+  int relayout_source = -1;              // copy: the buffer it relayouts (its relayout_parent)
+  struct RelayoutOption {
+    int source_division;                 // the source's division this price holds for
+    int consumer;                        // buffer index of a consumer the copy can serve
+    int consumer_division;               // the consumer's division it serves
+  };
+  std::vector<RelayoutOption> relayout_options;  // copy: its priced candidates
+};
+
+// A consumer reading a parent through a resident relayout copy.
+struct CdServed {
+  int consumer, parent, copy;  // buffer indices
 };
 
 struct CdProblem {
@@ -72,7 +84,11 @@ int64_t cd_hbm_bytes(const CdProblem& p, const std::vector<char>& resident);
 // capacity, and no overlap of co-live residents except a declared in-place child (no larger than
 // its parent, starting at the parent's last tick) at its parent's exact base address: on that
 // hand-off tick the parent's whole footprint stays live (torch-spyre's rule).
-Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address);
+// With `served`, a resident relayout copy is legal when its source is resident under a priced
+// division and it serves at least one consumer through a listed option; a served edge relaxes the
+// source's gate; a consumer reads each parent through at most one copy. Without it, copies stay out.
+Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
+                const std::vector<CdServed>& served = {});
 // Anytime search from the seed division; the result passed cd_check and is never worse than the seed.
 Result<CdSolution> cd_solve(const CdProblem& p, double time_limit);
 
@@ -121,6 +137,7 @@ struct LadderSolution {
   int64_t constraints = 0;          // model size: co-live pairs + edges + in-place edges + group links
   int64_t assignments = 0;          // division assignments scored
   double seconds = 0;               // wall time
+  std::vector<CdServed> served;     // relayouts chosen (cost expression only: the ladder keeps copies out)
 };
 
 // torch-spyre's stage-1 weight: (read_count - [first_use_is_read] + [is_intermediate]) x ceil(size/alignment).

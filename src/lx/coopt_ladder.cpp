@@ -26,7 +26,9 @@ struct Ctx {
   std::vector<std::vector<int>> children;  // buffers listing b in `parents`
   std::vector<int64_t> weight;             // stage-1 spill cost per buffer
   Deadline* dl;
-  bool proven = true;  // every placement used was proven optimal / exactly feasible
+  bool proven = true;     // every placement used was proven optimal / exactly feasible
+  bool relayouts = false;  // copies may be chosen (cost expression); sources' gates are checked per resident set
+  std::vector<char> has_copy;  // b is the relayout_parent of some copy
 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -44,7 +46,8 @@ std::string exclusion(const Ctx& c, const std::vector<int>& div, int b) {
   if (!x.residency_reason.empty()) return x.residency_reason;
   if (x.size < 0) return "unsized";
   if (x.uses.empty()) return "no consumer reads it from LX";
-  if (x.relayout_copy) return "relayout copy not priced (pinned out by the objective ladder)";
+  if (x.relayout_copy && !c.relayouts) return "relayout copy not priced (pinned out by the objective ladder)";
+  if (x.relayout_copy && x.relayout_source < 0) return "relayout copy without a relayout_parent";
   const int64_t m = min_footprint(x);
   if (m > c.p->capacity)
     return "min footprint " + std::to_string(m) + " B > LX capacity " + std::to_string(c.p->capacity) + " B";
@@ -52,6 +55,7 @@ std::string exclusion(const Ctx& c, const std::vector<int>& div, int b) {
   if (fp > c.p->capacity)
     return "capacity: per-core footprint " + std::to_string(fp) + " B under division " + std::to_string(div[b]) +
            " exceeds LX capacity " + std::to_string(c.p->capacity) + " B";
+  if (c.relayouts && c.has_copy[b]) return {};  // gate checked with the resident copies (relayout_valid)
   for (int ch : x.plain ? std::vector<int>{} : c.children[b]) {
     bool ok = false;
     for (const auto& [q, list] : c.p->buffers[ch].matches)
@@ -272,6 +276,40 @@ double eval(const CdExpr& e, const CdProblem& p, const std::vector<int>& div, co
 // NaN (an unmatched Piecewise) ranks last.
 double rank(double v) { return std::isnan(v) ? std::numeric_limits<double>::infinity() : v; }
 
+// The relayout coupling under a resident set `lx`: each resident copy has its source resident under
+// a priced division and serves at least one consumer through a listed option (a consumer reads a
+// parent through at most one copy); each resident source's child edges match or are served.
+bool relayout_valid(const Ctx& c, const std::vector<int>& div, const std::vector<char>& lx, std::vector<CdServed>& out) {
+  const CdProblem& p = *c.p;
+  const int n = static_cast<int>(p.buffers.size());
+  out.clear();
+  std::set<std::pair<int, int>> edges;
+  for (int x = 0; x < n; ++x) {
+    const CdBuffer& cp = p.buffers[x];
+    if (!cp.relayout_copy || !lx[x]) continue;
+    const int src = cp.relayout_source;
+    if (src < 0 || !lx[src]) return false;
+    int count = 0;
+    for (const auto& o : cp.relayout_options)
+      if (o.source_division == div[src] && o.consumer_division == div[o.consumer] && edges.emplace(o.consumer, src).second) {
+        out.push_back({o.consumer, src, x});
+        ++count;
+      }
+    if (count == 0) return false;
+  }
+  for (int b = 0; b < n; ++b) {
+    if (!lx[b] || !c.has_copy[b] || p.buffers[b].plain) continue;
+    for (int ch : c.children[b]) {
+      bool ok = edges.count({ch, b}) > 0;
+      for (const auto& [q, list] : p.buffers[ch].matches)
+        if (q == b)
+          for (auto [pd, cd] : list) ok = ok || (pd == div[b] && cd == div[ch]);
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
 struct Best {
   std::vector<int> div;
   std::vector<int64_t> address;
@@ -280,6 +318,7 @@ struct Best {
   Static st;
   double value = std::numeric_limits<double>::infinity();
   bool found = false;
+  std::vector<CdServed> served;
 };
 
 // The objective ladder.
@@ -456,8 +495,11 @@ void solve_expression(Ctx& c, Best& best, int64_t& scored) {
       for (std::size_t u = 0; u < units[ch.d].size(); ++u)
         if (ch.mask >> u & 1)
           for (int b : units[ch.d][u]) lx[b] = 1;
+      std::vector<CdServed> served;
+      if (c.relayouts && !relayout_valid(c, divs[ch.d], lx, served)) continue;
       std::vector<int64_t> address;
       if (!fits(divs[ch.d], lx, address)) continue;
+      best.served = served;
       best.found = true;
       best.div = divs[ch.d];
       best.address = address;
@@ -467,8 +509,9 @@ void solve_expression(Ctx& c, Best& best, int64_t& scored) {
     }
     if (best.found || c.dl->expired()) return;
   }
-  // Local search from the ladder's plan: flip one buffer's residency or division.
+  // Local search from the ladder's plan: flip one buffer's residency or division (copies stay out).
   c.proven = false;
+  c.relayouts = false;
   solve_ladder(c, best, scored);
   if (!best.found) return;
   std::vector<char> lx(n);
@@ -643,9 +686,14 @@ Result<LadderSolution> cd_solve_ladder(const CdProblem& p, const LadderOptions& 
   Deadline dl(o.time_limit > 0 ? o.time_limit : -1.0);
   const int n = static_cast<int>(p.buffers.size());
   Ctx c{&p, &o, std::vector<std::vector<int>>(n), std::vector<int64_t>(n), &dl, true};
+  c.has_copy.assign(n, 0);
   for (int b = 0; b < n; ++b) {
     for (int q : p.buffers[b].parents) c.children[q].push_back(b);
     c.weight[b] = ladder_spill_cost(p.buffers[b], p.alignment);
+    if (p.buffers[b].relayout_copy && p.buffers[b].relayout_source >= 0) {
+      c.has_copy[p.buffers[b].relayout_source] = 1;
+      c.relayouts = o.cost != nullptr;  // the ladder pins copies out: an unpriced shuffle would look free
+    }
   }
   LadderSolution s;
   // Model size, counted the way a CP model of this problem would be: a residency and an offset
@@ -683,9 +731,10 @@ Result<LadderSolution> cd_solve_ladder(const CdProblem& p, const LadderOptions& 
     s.cuts = st.cuts, s.cores = -st.neg_cores, s.split_sq = st.split_sq, s.tiles = st.tiles;
     if (o.cost) s.objective = eval(*o.cost, p, s.division, lx);
   }
+  s.served = best.served;
   s.optimal = c.proven;
   s.seconds = dl.elapsed_seconds();
-  if (Status st = cd_check(p, s.division, s.address); !st) return st.error();
+  if (Status st = cd_check(p, s.division, s.address, s.served); !st) return st.error();
   return s;
 }
 
