@@ -865,3 +865,11 @@ def test_relayout_matches_exact_reference(seed):
         assert S.address is not None and C.chosen_relayouts["S"].destination_address == X.address
     else:
         assert C.chosen_relayouts == {}
+
+
+def test_cost_expression_uses_the_in_place_hand_off():
+    """Parent and child fill the capacity alone; both fit only through the hand-off at one address."""
+    P = cdb("P", 128, [0, 1])
+    C = cdb("C", 128, [1, 2], in_place_parents=["P"])
+    s, _ = joint([P, C], 128, cost_expr=-P.sym_is_lx - C.sym_is_lx)
+    assert P.address == C.address == 0 and s.last_solve_stats["status"] == "OPTIMAL"

@@ -429,6 +429,22 @@ void solve_expression(Ctx& c, Best& best, int64_t& scored) {
   const int n = static_cast<int>(p.buffers.size());
   const CdExpr& f = *c.o->cost;
   auto fits = [&](const std::vector<int>& div, const std::vector<char>& lx, std::vector<int64_t>& address) {
+    // A necessary condition first: at no tick do the resident footprints exceed the capacity.
+    std::vector<std::pair<int64_t, int64_t>> events;  // (tick, +/- footprint), ends before starts
+    for (int b = 0; b < n; ++b)
+      if (lx[b]) {
+        const int64_t f = cd_footprint(p.buffers[b], div[b]);
+        int64_t start = p.buffers[b].start;  // an in-place child lies inside its parent on the hand-off tick
+        for (int q : p.buffers[b].in_place_parents)
+          if (lx[q] && p.buffers[q].end == start + 1) start = p.buffers[b].start + 1;
+        if (start >= p.buffers[b].end) continue;
+        events.emplace_back(start, f);
+        events.emplace_back(p.buffers[b].end, -f);
+      }
+    std::sort(events.begin(), events.end());
+    int64_t load = 0;
+    for (auto [t, d] : events)
+      if ((load += d) > p.capacity) return false;  // a relaxation: never refuses a set that fits
     Placed pl = place(c, div, lx, std::min(0.5, c.dl->remaining_seconds() / 4), false);
     ++scored;
     for (int b = 0; b < n; ++b)
