@@ -310,6 +310,10 @@ def _tiling(cd: Any, where: str) -> List[List[Any]]:
         raise ContractError(f"{where}.tiling: expected a TileSpec (axes of TileAxis) or a list, got {type(t).__name__}")
     out = []
     for k, ax in enumerate(axes or ()):
+        if isinstance(ax, (list, tuple)):  # the dict form: [host_dim, count, is_reduction]
+            if len(ax) != 3:
+                raise ContractError(f"{where}.tiling[{k}]: expected [host_dim, count, is_reduction]")
+            ax = {"host_dim": ax[0], "count": ax[1], "is_reduction": ax[2]}
         count = exact_int(_get(ax, "count"), f"{where}.tiling.axes[{k}].count")
         if count < 1:
             raise ContractError(f"{where}.tiling.axes[{k}].count: expected a positive integer, got {count}")

@@ -873,3 +873,42 @@ def test_cost_expression_uses_the_in_place_hand_off():
     C = cdb("C", 128, [1, 2], in_place_parents=["P"])
     s, _ = joint([P, C], 128, cost_expr=-P.sym_is_lx - C.sym_is_lx)
     assert P.address == C.address == 0 and s.last_solve_stats["status"] == "OPTIMAL"
+
+
+def test_property_one_non_integer_field_is_always_refused():
+    """Issue 53: random buffer lists with one field replaced by a float, a string, a bool or a numpy
+    float, through every spyre entry point: always ContractError, never a plan (time-budgeted)."""
+    import time
+    rng = random.Random(53)
+    bad = [lambda v: v + 0.5, lambda v: float(v), lambda v: str(v), lambda v: True, lambda v: np.float64(v)]
+    entries = ["solve", "cd", "solver", "placement"]
+    end, runs = time.monotonic() + 1.0, 0
+    while time.monotonic() < end or runs < len(entries):
+        n = rng.randint(1, 6)
+        bufs = [cdb(f"b{i}", rng.choice([64, 128, 200]), sorted(rng.sample(range(8), 2)),
+                    [CoreDivision({"x": rng.choice([1, 2])}), CoreDivision()]) for i in range(n)]
+        victim = rng.choice(bufs)
+        field_ = rng.choice(["size", "uses", "lifetime_end_override", "split"])
+        f = rng.choice(bad)
+        if field_ == "size":
+            victim.size = f(victim.size)
+        elif field_ == "uses":
+            victim.uses = [victim.uses[0], f(victim.uses[1])]
+        elif field_ == "lifetime_end_override":
+            victim.lifetime_end_override = f(victim.uses[-1] + 2)
+        else:
+            victim.core_divisions[0] = CoreDivision({"x": f(2)})
+        entry = entries[runs % len(entries)]
+        if field_ == "split" and entry == "solve":
+            entry = "cd"  # plain placement reads no divisions
+        with pytest.raises(ContractError):
+            if entry == "solve":
+                Spyre.solve(bufs, 1000, alignment=1)
+            elif entry == "cd":
+                Spyre.solve_core_divisions(bufs, 1000, alignment=1)
+            elif entry == "solver":
+                joint(bufs, 1000, 1)
+            else:
+                Spyre.LayoutSolver(bufs, 1000, 1).plan_layout()
+        assert all(b.address is None for b in bufs), (entry, field_)
+        runs += 1
