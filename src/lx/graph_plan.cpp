@@ -107,6 +107,9 @@ Graph insert_rings(const Graph& g, const std::vector<RingCandidate>& cands, cons
   out.tensors = g.tensors;
   std::vector<std::vector<int>> before(g.ops.size());  // kept candidates whose ring op goes before op i
   std::map<std::pair<int, std::string>, int> moved;    // (tensor, slicing) -> ring tensor
+  std::vector<const GOperand*> written(g.tensors.size(), nullptr);  // each value's write operand
+  for (const GOp& op : g.ops)
+    for (const GOperand& w : op.writes) written[w.tensor] = &w;
   for (std::size_t k = 0; k < cands.size(); ++k) {
     if (!keep[k]) continue;
     const RingCandidate& c = cands[k];
@@ -120,10 +123,7 @@ Graph insert_rings(const Graph& g, const std::vector<RingCandidate>& cands, cons
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
     for (int k : before[i]) {
       const RingCandidate& c = cands[k];
-      const GOperand* src = nullptr;
-      for (const GOp& op : g.ops)
-        for (const GOperand& w : op.writes)
-          if (w.tensor == c.tensor) src = &w;
+      const GOperand* src = written[c.tensor];
       const GOperand* dst = nullptr;
       for (const GOperand& r : g.ops[i].reads)
         if (r.tensor == c.tensor && r.slicing == c.slicing) dst = &r;
@@ -210,8 +210,11 @@ Result<Plan> plan_with_rings(const Graph& g, const Hardware& hw, const Options& 
   }
   auto cur = plan_mask(keep, left(dl) / (n + 1));
   if (!cur) return cur;
-  for (int k = 0; k < n && !dl.expired(); ++k) {
+  // Each remaining ring on its own, at most kRingDropTests of them (each test is a full plan).
+  constexpr int kRingDropTests = 16;
+  for (int k = 0, tests = 0; k < n && tests < kRingDropTests && !dl.expired(); ++k) {
     if (!keep[k]) continue;
+    ++tests;
     keep[k] = 0;
     auto p = plan_mask(keep, left(dl) / (n - k + 1));
     if (!p) return p;
