@@ -170,5 +170,36 @@ TEST(LxRing, MatchesTheExactReferenceOnSmallGraphs) {
   EXPECT_GT(chosen_none, 0);
 }
 
+TEST(LxRing, ManyCandidatesArePrunedOneByOne) {
+  // 7 hand-offs alternating rows/cols (6 candidates, beyond the exact subset search): large values
+  // on a fast ring all move LX-to-LX; on a slow ring none does.
+  Builder b;
+  int prev = b.tensor("x", 1 << 22, true, false);
+  for (int i = 0; i < 7; ++i) {
+    const int t = b.tensor("t" + std::to_string(i), 1 << 22, false, i == 6);
+    b.op("op" + std::to_string(i), 8, prev, i % 2 ? "rows" : "cols", t, i % 2 ? "rows" : "cols");
+    prev = t;
+  }
+  b.g.name = "ring_many";
+  Hardware fast;
+  fast.ring_bytes_per_s = 1e12;
+  EXPECT_EQ(ring_candidates(b.g, lx_capacity(fast)).size(), 6u);
+  auto p = plan_graph(b.g, fast, options());
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  Options off = options();
+  off.ring_transfers = false;
+  auto q = plan_graph(b.g, fast, off);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(rings(*p), 6);
+  EXPECT_LT(p->totals.time_s, q->totals.time_s);
+  EXPECT_TRUE(check_plan(*p).ok());
+  Hardware slow;
+  slow.ring_bytes_per_s = 1e6;
+  auto r = plan_graph(b.g, slow, options());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(rings(*r), 0);
+  EXPECT_DOUBLE_EQ(r->totals.time_s, q->totals.time_s);
+}
+
 }  // namespace
 }  // namespace sp::lx
