@@ -734,7 +734,17 @@ class LayoutSolver:
                               "ladder", RuntimeWarning, stacklevel=3)
                 cost = ""
         limit = self.time_limit if self.time_limit > 0 else 0.0
-        s = _core.lx_cd_ladder(doc(items, "buffers"), self.limit, self.alignment, limit, cost, True)
+        try:
+            s = _core.lx_cd_ladder(doc(items, "buffers"), self.limit, self.alignment, limit, cost, True)
+        except BadInput as e:
+            if "no division choice satisfies" not in str(e):
+                raise
+            # Infeasible model (the tiled pair tables exclude every choice): torch-spyre's SolveError,
+            # with the failing status recorded first.
+            self.last_solve_stats = {"status": "INFEASIBLE", "solve_s": 0.0, "variables": 0, "constraints": 0,
+                                     "limit_s": float(self.time_limit) if self.time_limit > 0 else None,
+                                     "objective_used": bool(cost)}
+            raise SolveError(f"scratchplan returned INFEASIBLE without a plan: {e}") from None
         self.last_solve_stats = {
             "status": "OPTIMAL" if s.optimal else "FEASIBLE",
             "solve_s": round(s.seconds, 3),

@@ -912,3 +912,22 @@ def test_property_one_non_integer_field_is_always_refused():
                 Spyre.LayoutSolver(bufs, 1000, 1).plan_layout()
         assert all(b.address is None for b in bufs), (entry, field_)
         runs += 1
+
+
+def test_infeasible_pair_table_raises_solve_error_with_the_status_recorded():
+    a = cdb("a", 64, [0, 1], [CoreDivision(tiling=SPEC)])
+    b = cdb("b", 64, [1, 2], [CoreDivision(tiling=SPEC)], parents=["a"], cd_parent_matches={"a": []})
+    s = Spyre.LayoutSolver([a, b, sink("b", 2)], 1 << 20, 1)
+    with pytest.raises(Spyre.SolveError):
+        s.plan_layout_and_core_divisions()
+    assert s.last_solve_stats["status"] == "INFEASIBLE" and not issubclass(Spyre.SolveError, sp.BadInput)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_deterministic(seed):
+    runs = []
+    for _ in range(2):
+        bufs, capacity = random_program(random.Random(seed))
+        joint(bufs, capacity, 1)
+        runs.append([(b.chosen_division, b.address) for b in bufs])
+    assert runs[0] == runs[1]
