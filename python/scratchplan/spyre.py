@@ -18,9 +18,17 @@ The contract is torch-spyre's (docs/python.md, "torch-spyre contract"):
 - ``paired_with`` makes an atomic group: all members resident or all in HBM;
 - a buffer with a ``residency_reason`` is never placed, and every spilled buffer gets one;
 - a list that breaks the contract raises ``ContractError`` (both a ``BadInput`` and an
-  ``AssertionError``, as torch-spyre asserts), naming the rule torch-spyre checks first.
-The planning itself is the alloc engine's (exact where it can prove optimality, never worse than
-its greedy); only the field checks and conversions live here.
+  ``AssertionError``, as torch-spyre asserts), naming the rule torch-spyre checks first;
+- sizes, uses, overrides, split factors and indices are integer-valued by type (``exact_int``);
+- ``lx_view`` and ``lx_relayout_plans`` pass through untouched.
+
+``LayoutSolver`` is torch-spyre's September solver object (``plan_layout``,
+``plan_layout_and_core_divisions(cost_expr=None)``, ``last_solve_stats``, the helpers
+``excluded`` / ``record_exclusions`` / ``partition``), with ``solved_bindings``: the objective
+ladder (residency, loop-group cuts, cores, balance, tile count), a sympy cost expression lowered
+onto the engine, coarse tilings, relayout copies.
+The planning itself is the C++ engines' (alloc, and src/lx's joint engines); only the field
+checks and conversions live here.
 """
 from __future__ import annotations
 
