@@ -97,7 +97,7 @@ def exact_int(value: Any, where: str) -> int:
     ``Integer``). Refuses bools, floats (even 100.0), strings and anything else with one
     BadInput naming ``where`` (e.g. "buffer 'a': size"). Never rounds: a size computed with
     ``/`` must be made an int by the caller, so that a plan never rests on a truncated size."""
-    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool8"):
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_", "bool8"):
         raise BadInput(f"{where}: expected an integer, got the boolean {value!r}")
     if isinstance(value, int):
         return int(value)

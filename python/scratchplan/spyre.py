@@ -99,7 +99,7 @@ def _bool_field(b: Any, i: int, field: str) -> bool:
     v = _get(b, field, False)
     if v is None:
         return False
-    if isinstance(v, bool) or type(v).__name__ in ("bool_", "bool8"):
+    if isinstance(v, bool) or type(v).__name__ in ("bool", "bool_", "bool8"):
         return bool(v)
     raise ContractError(f"{_where(b, i, field)}: expected a bool, got {type(v).__name__} {v!r}")
 
