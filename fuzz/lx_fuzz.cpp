@@ -19,12 +19,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.time_limit = 0.01;
   if (j.is_array()) {
     auto p = sp::lx::cd_problem_from_json(j, "fuzz.json", 4096);
-    if (p && p->buffers.size() <= 64) (void)sp::lx::cd_solve(*p, 0.01);
+    if (p && p->buffers.size() <= 64) {
+      (void)sp::lx::cd_solve(*p, 0.01);
+      sp::lx::LadderOptions lo;  // the September engine (objective ladder, cut stage, relayout copies)
+      lo.time_limit = 0.01;
+      (void)sp::lx::cd_solve_ladder(*p, lo);
+    }
     return 0;
   }
   if (j.is_object() && j.contains("buffers_to_plan")) {
     auto g = sp::lx::graph_from_pattern(j, "fuzz.json");
-    if (g && g->ops.size() <= 64) (void)sp::lx::plan_graph(*g, sp::lx::Hardware{}, o);
+    if (g && g->ops.size() <= 64) {
+      (void)sp::lx::plan_graph(*g, sp::lx::Hardware{}, o);
+      sp::lx::Hardware ring;  // with a ring: ring transfers for mismatched slicings
+      ring.ring_bytes_per_s = 1e11;
+      (void)sp::lx::plan_graph(*g, ring, o);
+    }
     return 0;
   }
   if (j.is_object() && j.contains("format")) {

@@ -9,7 +9,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   # The Python package (python/) and its tests, the offline pip install (setuptools backend),
   # and the PyTorch front end.
-  python3-dev pybind11-dev python3-numpy python3-pytest
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-sympy
   python3-setuptools python3-venv python3-pip python3-wheel
   python3-torch python3-torchvision python3-torchaudio python3-distributed
   # Picture tests render every SVG (rsvg-convert).

@@ -91,6 +91,56 @@ void bind_lx(py::module_& m) {
       },
       py::arg("buffers"), py::arg("capacity"), py::arg("alignment"), py::arg("time_limit"));
 
+  py::class_<lx::LadderSolution>(m, "LadderSolution")
+      .def_readonly("division", &lx::LadderSolution::division)
+      .def_readonly("address", &lx::LadderSolution::address)
+      .def_readonly("reason", &lx::LadderSolution::reason)
+      .def_readonly("residency_cost", &lx::LadderSolution::residency_cost)
+      .def_readonly("cuts", &lx::LadderSolution::cuts)
+      .def_readonly("cores", &lx::LadderSolution::cores)
+      .def_readonly("split_sq", &lx::LadderSolution::split_sq)
+      .def_readonly("tiles", &lx::LadderSolution::tiles)
+      .def_readonly("objective", &lx::LadderSolution::objective)
+      .def_readonly("optimal", &lx::LadderSolution::optimal)
+      .def_readonly("variables", &lx::LadderSolution::variables)
+      .def_readonly("constraints", &lx::LadderSolution::constraints)
+      .def_readonly("assignments", &lx::LadderSolution::assignments)
+      .def_readonly("seconds", &lx::LadderSolution::seconds)
+      .def_property_readonly("served", [](const lx::LadderSolution& s) {
+        std::vector<std::tuple<int, int, int>> out;  // (consumer, parent, copy)
+        for (const auto& v : s.served) out.emplace_back(v.consumer, v.parent, v.copy);
+        return out;
+      });
+  // torch-spyre's September joint contract: the objective ladder, or a lowered cost expression
+  // (JSON tree, "" = none). The plan is checked by cd_check inside the engine and here again.
+  m.def(
+      "lx_cd_ladder",
+      [](const Doc& buffers, int64_t capacity, int64_t alignment, double time_limit, const std::string& cost,
+         bool disjoint_groups) {
+        if (capacity < 0) throw BadInputError("capacity must be >= 0");
+        if (alignment < 1) throw BadInputError("alignment must be >= 1");
+        if (time_limit < 0) throw BadInputError("time_limit must be >= 0");
+        lx::CdProblem p;
+        lx::CdExpr e;
+        {
+          py::gil_scoped_release nogil;
+          Json j = take(load_json(buffers));
+          p = take(lx::cd_problem_from_json(j, buffers.name(), capacity, alignment));
+          if (!cost.empty())
+            e = take(lx::cd_expr_from_json(take(parse_json_text(cost, "<cost_expr>")), "<cost_expr>",
+                                            static_cast<int>(p.buffers.size())));
+        }
+        lx::LadderOptions o;
+        o.time_limit = time_limit;
+        o.cost = cost.empty() ? nullptr : &e;
+        o.disjoint_groups = disjoint_groups;
+        lx::LadderSolution s = run_cancellable([&] { return take(lx::cd_solve_ladder(p, o)); });
+        check(lx::cd_check(p, s.division, s.address, s.served));  // independent check before returning
+        return s;
+      },
+      py::arg("buffers"), py::arg("capacity"), py::arg("alignment"), py::arg("time_limit"), py::arg("cost"),
+      py::arg("disjoint_groups"));
+
   py::class_<lx::Plan>(m, "LxPlan")
       .def_property_readonly("name", [](const lx::Plan& p) { return p.graph.name; })
       .def_property_readonly("capacity", [](const lx::Plan& p) { return p.capacity; })

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import numbers
 import operator
 import os
 from typing import Any, Union
@@ -32,16 +33,22 @@ def doc(x: Any, what: str) -> "_core.Doc":
 
 
 def exact_int(value: Any, where: str) -> int:
-    """``value`` as an int when it is an integer: a Python ``int``, a numpy integer, or any type
-    that declares itself integral through ``__index__`` (sympy's ``Integer``). Anything else is
-    refused, never rounded: a float (even 100.0, as ``alloc.pack`` and the JSON readers refuse
-    it), a string, a bool. Raises BadInput ``<where>: expected an integer, got ...``."""
-    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool8"):
+    """``value`` as an int when it is an integer by type: a Python ``int``, a numpy integer, or
+    any integral type (``__index__`` or ``numbers.Integral``: sympy's ``Integer``, which
+    torch-spyre passes). Anything else is refused, never rounded: a float (even 100.0: a size
+    computed with ``/`` must be made an int by the caller), a string, a bool. Raises BadInput
+    ``<where>: expected an integer, got ...``."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_", "bool8"):
         raise BadInput(f"{where}: expected an integer, got the bool {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        pass
+    if isinstance(value, int):
+        return int(value)
+    if not isinstance(value, (float, complex, str, bytes)):
+        try:
+            return operator.index(value)  # numpy integers, sympy Integer
+        except TypeError:
+            pass
+        if isinstance(value, numbers.Integral):
+            return int(value)
     kind = "the string" if isinstance(value, (str, bytes)) else f"a {type(value).__name__}"
     raise BadInput(f"{where}: expected an integer, got {kind} {value!r}")
 

@@ -18,18 +18,31 @@ The contract is torch-spyre's (docs/python.md, "torch-spyre contract"):
 - ``paired_with`` makes an atomic group: all members resident or all in HBM;
 - a buffer with a ``residency_reason`` is never placed, and every spilled buffer gets one;
 - a list that breaks the contract raises ``ContractError`` (both a ``BadInput`` and an
-  ``AssertionError``, as torch-spyre asserts), naming the rule torch-spyre checks first.
-The planning itself is the alloc engine's (exact where it can prove optimality, never worse than
-its greedy); only the field checks and conversions live here.
+  ``AssertionError``, as torch-spyre asserts), naming the rule torch-spyre checks first;
+- sizes, uses, overrides, split factors and indices are integer-valued by type (``exact_int``);
+- ``lx_view`` and ``lx_relayout_plans`` pass through untouched.
+
+``LayoutSolver`` is torch-spyre's September solver object (``plan_layout``,
+``plan_layout_and_core_divisions(cost_expr=None)``, ``last_solve_stats``, the helpers
+``excluded`` / ``record_exclusions`` / ``partition``), with ``solved_bindings``: the objective
+ladder (residency, loop-group cuts, cores, balance, tile count), a sympy cost expression lowered
+onto the engine, coarse tilings, relayout copies.
+The planning itself is the C++ engines' (alloc, and src/lx's joint engines); only the field
+checks and conversions live here.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+import json
+import warnings
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import _core
-from ._common import BadInput, doc, flag
+from ._common import BadInput, doc, exact_int, flag
 
-__all__ = ["solve", "solve_core_divisions", "SpyreResult", "CoreDivisionResult", "ContractError"]
+__all__ = ["solve", "solve_core_divisions", "SpyreResult", "CoreDivisionResult", "ContractError", "LayoutSolver",
+           "SolveError", "solved_bindings", "ChosenRelayout", "RELAYOUT_PREFIX"]
+
+RELAYOUT_PREFIX = "__spyre_lx_relayout__:"  # torch-spyre's names of relayout destinations and copies
 
 
 class ContractError(BadInput, AssertionError):
@@ -59,21 +72,36 @@ def _name(x: Any) -> str:
     return x if isinstance(x, str) else str(_get(x, "name"))
 
 
+def _where(b: Any, i: int, field: str) -> str:
+    n = _get(b, "name")
+    return f"buffers[{i}]" + (f" ('{n}')" if n is not None else "") + f": {field}"
+
+
 def _uses(b: Any, i: int) -> List[int]:
+    u = _get(b, "uses")
+    if u is None:
+        return []
+    if isinstance(u, (str, bytes, dict)):
+        raise ContractError(f"{_where(b, i, 'uses')}: expected a list of integers, got {type(u).__name__}")
     try:
-        return [int(u) for u in (_get(b, "uses") or [])]
-    except (TypeError, ValueError, OverflowError) as e:
-        raise ContractError(f"buffers[{i}] ({_get(b, 'name')}): expected integer uses: {e}") from None
+        items = list(u)
+    except TypeError:
+        raise ContractError(f"{_where(b, i, 'uses')}: expected a list of integers, got {type(u).__name__}") from None
+    return [exact_int(x, f"{_where(b, i, 'uses')}[{k}]") for k, x in enumerate(items)]
 
 
 def _int_field(b: Any, i: int, field: str) -> Optional[int]:
     v = _get(b, field)
+    return None if v is None else exact_int(v, _where(b, i, field))
+
+
+def _bool_field(b: Any, i: int, field: str) -> bool:
+    v = _get(b, field, False)
     if v is None:
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError, OverflowError):
-        raise ContractError(f"buffers[{i}] ({_get(b, 'name')}): {field}: expected an integer, got {v!r}") from None
+        return False
+    if isinstance(v, bool) or type(v).__name__ in ("bool", "bool_", "bool8"):
+        return bool(v)
+    raise ContractError(f"{_where(b, i, field)}: expected a bool, got {type(v).__name__} {v!r}")
 
 
 def _size(b: Any, i: int) -> int:
@@ -131,21 +159,13 @@ def _check_contract(bufs: List[Any], joint: bool) -> None:
         for p in _get(b, "paired_with") or []:
             if _name(p) not in names:
                 raise ContractError(f"buffer '{n}': paired_with '{_name(p)}' is not in the buffer list")
-        if _get(b, "lx_relayout_plans"):
-            raise ContractError(f"buffer '{n}': lx_relayout_plans is not supported by scratchplan's solvers "
-                                "(plan without LX relayouts, or leave the field empty)")
-        if _get(b, "lx_view") is not None:
-            raise ContractError(f"buffer '{n}': lx_view is not supported by scratchplan's solvers "
-                                "(views of LX buffers are not modelled; leave it None)")
+        # lx_view and lx_relayout_plans belong to the allocator: accepted and never read or
+        # altered (torch-spyre commits them from the buffers we return).
         if joint:
             menu = _get(b, "core_divisions", _MISSING)
             if menu is _MISSING or menu is None or len(menu) == 0:
                 raise ContractError(f"buffer '{n}': a CoreDivisionBuffer needs core_divisions (at least one "
                                     "CoreDivision; index 0 is the committed one)")
-            for k, cd in enumerate(menu):
-                if _get(cd, "tiling"):
-                    raise ContractError(f"buffer '{n}': core_divisions[{k}]: coarse tiling is not supported by "
-                                        "scratchplan's solvers (give divisions without tiling)")
 
 
 def _common_fields(b: Any, i: int) -> Dict[str, Any]:
@@ -153,7 +173,7 @@ def _common_fields(b: Any, i: int) -> Dict[str, Any]:
     d: Dict[str, Any] = {"name": str(_get(b, "name"))}
     uses = _uses(b, i)
     d["uses"] = uses
-    d["first_use_is_read"] = bool(_get(b, "first_use_is_read", False))
+    d["first_use_is_read"] = _bool_field(b, i, "first_use_is_read")
     for f in ("lifetime_end_override", "lifetime_start_override"):
         v = _int_field(b, i, f)
         if v is not None and uses:
@@ -250,8 +270,8 @@ def solve(buffers: Iterable[Any], capacity: int, alignment: int = 128, time_limi
     whose ``residency_reason`` is None gets the solver's reason (one that did not fit says
     "capacity"), so that a reason is present iff address is None. A list that breaks torch-spyre's
     contract raises ContractError."""
-    capacity = flag("--capacity", "bytes", capacity)
-    alignment = flag("alignment", "count", alignment, 1, 2 ** 62)
+    capacity = flag("--capacity", "bytes", exact_int(capacity, "capacity"))
+    alignment = flag("alignment", "count", exact_int(alignment, "alignment"), 1, 2 ** 62)
     time_limit = flag("--time-limit", "seconds", time_limit)
     bufs = list(buffers)
     _check_contract(bufs, joint=False)
@@ -269,37 +289,121 @@ def solve(buffers: Iterable[Any], capacity: int, alignment: int = 128, time_limi
     return SpyreResult(r)
 
 
-def _splits(cd: Any, keys: Dict[str, int]) -> Dict[str, Dict[str, int]]:
-    """A CoreDivision as {output_splits, reduction_splits} keyed by integer ids (strides stay
-    themselves; symbols get fresh ids: only their identity matters)."""
-
-    def key(k: Any) -> str:
-        s = str(k)
-        if s.isdigit():
-            return s
-        if s not in keys:
-            keys[s] = _SYMBOL_IDS + len(keys)  # above any stride: never collides with one
-        return str(keys[s])
-
-    out = _get(cd, "output_splits")
-    red = _get(cd, "reduction_splits")
-    if out is not None or red is not None:
-        return {"output_splits": {key(k): int(v) for k, v in (out or {}).items()},
-                "reduction_splits": {key(k): int(v) for k, v in (red or {}).items()}}
-    splits = _get(cd, "splits") or {}
-    red_syms = {str(s) for s in (_get(cd, "reduction_syms") or ())}
-    return {"output_splits": {key(k): int(v) for k, v in splits.items()},
-            "reduction_splits": {key(k): int(v) for k, v in splits.items() if str(k) in red_syms}}
+def _key(k: Any, keys: Dict[str, int]) -> str:
+    """A split key as the engine's integer id: a stride stays itself; a symbol or name gets a
+    fresh id above any stride (only its identity matters)."""
+    s = str(k)
+    if s.isdigit():
+        return s
+    if s not in keys:
+        keys[s] = _SYMBOL_IDS + len(keys)
+    return str(keys[s])
 
 
-def _cd_buffer(b: Any, i: int, keys: Dict[str, int]) -> Dict[str, Any]:
-    """One CoreDivisionBuffer in the capture format lx_cd_solve reads."""
+def _factors(m: Any, where: str, keys: Dict[str, int]) -> Dict[str, int]:
+    if not hasattr(m, "items"):
+        raise ContractError(f"{where}: expected a mapping of split factors, got {type(m).__name__}")
+    return {_key(k, keys): exact_int(v, f"{where}[{k!r}]") for k, v in m.items()}
+
+
+def _tiling(cd: Any, where: str) -> List[List[Any]]:
+    """A CoreDivision's coarse tiling as [[count, is_reduction], ...] outermost first. torch-spyre's
+    ``TileSpec()`` (no axes), a missing tiling and None are untiled: a spec is never judged by
+    truthiness (an empty frozen dataclass is truthy)."""
+    t = _get(cd, "tiling")
+    if t is None:
+        return []
+    axes = t if isinstance(t, (list, tuple)) else _get(t, "axes", _MISSING)
+    if axes is _MISSING:
+        raise ContractError(f"{where}.tiling: expected a TileSpec (axes of TileAxis) or a list, got {type(t).__name__}")
+    out = []
+    for k, ax in enumerate(axes or ()):
+        if isinstance(ax, (list, tuple)):  # the dict form: [host_dim, count, is_reduction]
+            if len(ax) != 3:
+                raise ContractError(f"{where}.tiling[{k}]: expected [host_dim, count, is_reduction]")
+            ax = {"host_dim": ax[0], "count": ax[1], "is_reduction": ax[2]}
+        count = exact_int(_get(ax, "count"), f"{where}.tiling.axes[{k}].count")
+        if count < 1:
+            raise ContractError(f"{where}.tiling.axes[{k}].count: expected a positive integer, got {count}")
+        red = _get(ax, "is_reduction", False)
+        if not isinstance(red, bool):
+            raise ContractError(f"{where}.tiling.axes[{k}].is_reduction: expected a bool, got {red!r}")
+        out.append([count, red])
+    return out
+
+
+def _splits(cd: Any, keys: Dict[str, int], where: str = "core_divisions") -> Dict[str, Any]:
+    """A CoreDivision as {output_splits, reduction_splits, tiling} keyed by integer ids. September:
+    ``splits`` + ``reduction_syms``; August (dicts): ``output_splits`` / ``reduction_splits``."""
+    splits = _get(cd, "splits")
+    if splits is not None:
+        red_syms = {str(x) for x in (_get(cd, "reduction_syms") or ())}
+        f = _factors(splits, f"{where}.splits", keys)
+        red = {_key(k, keys) for k in splits if str(k) in red_syms}
+        d = {"output_splits": {k: v for k, v in f.items() if k not in red},
+             "reduction_splits": {k: v for k, v in f.items() if k in red}}
+    else:
+        d = {"output_splits": _factors(_get(cd, "output_splits") or {}, f"{where}.output_splits", keys),
+             "reduction_splits": _factors(_get(cd, "reduction_splits") or {}, f"{where}.reduction_splits", keys)}
+    tiling = _tiling(cd, where)
+    if tiling:
+        d["tiling"] = tiling
+    return d
+
+
+_BOUNDARY = {"Intermediate": 0, "Input": 1, "Output": 2}
+
+
+def _boundary(b: Any, i: int) -> Optional[int]:
+    v = _get(b, "boundary")
+    if v is None:
+        return None
+    name = getattr(v, "name", None)  # torch-spyre's BufferType enum
+    if name in _BOUNDARY:
+        return _BOUNDARY[name]
+    if isinstance(v, str) and v in _BOUNDARY:
+        return _BOUNDARY[v]
+    k = exact_int(getattr(v, "value", v), _where(b, i, "boundary"))
+    if not 0 <= k <= 2:
+        raise ContractError(f"{_where(b, i, 'boundary')}: expected a BufferType (Intermediate 0, Input 1, Output 2)")
+    return k
+
+
+def _is_relayout_copy(b: Any) -> bool:
+    return type(b).__name__ == "RelayoutCopyBuffer" or str(_get(b, "name", "")).startswith(RELAYOUT_PREFIX + "copy:")
+
+
+def _cd_buffer(b: Any, i: int, keys: Dict[str, int], plain: bool = False) -> Dict[str, Any]:
+    """One CoreDivisionBuffer in the capture format lx_cd_solve reads (``plain``: a placement-only
+    buffer, given the whole-tensor division)."""
     d = _common_fields(b, i)
     d["size"] = _size(b, i)
+    if plain:
+        d["core_divisions"] = [{"output_splits": {}, "reduction_splits": {}}]
+        d["plain"] = True
+        return d
     d["parents"] = [_name(p) for p in (_get(b, "parents") or [])]
-    d["core_divisions"] = [_splits(cd, keys) for cd in _get(b, "core_divisions")]
+    d["core_divisions"] = [_splits(cd, keys, f"{_where(b, i, 'core_divisions')}[{k}]")
+                           for k, cd in enumerate(_get(b, "core_divisions"))]
     matches = _get(b, "cd_parent_matches") or {}
-    d["cd_parent_matches"] = {_name(p): [[int(x), int(y)] for x, y in pairs] for p, pairs in matches.items()}
+    d["cd_parent_matches"] = {
+        _name(p): [[exact_int(x, _where(b, i, f"cd_parent_matches[{_name(p)!r}]")),
+                    exact_int(y, _where(b, i, f"cd_parent_matches[{_name(p)!r}]"))] for x, y in pairs]
+        for p, pairs in matches.items()}
+    bt = _boundary(b, i)
+    if bt is not None:
+        d["boundary"] = bt
+    if _is_relayout_copy(b):
+        d["relayout_copy"] = True
+        cands = list(_get(b, "candidates") or ())
+        parent = _get(b, "relayout_parent") or (_get(cands[0], "parent") if cands else None)
+        if parent:
+            d["relayout_parent"] = _name(parent)
+            d["relayout_options"] = [
+                [exact_int(_get(c, "source_division"), _where(b, i, f"candidates[{k}].source_division")),
+                 _name(_get(c, "consumer")),
+                 exact_int(_get(c, "consumer_division"), _where(b, i, f"candidates[{k}].consumer_division"))]
+                for k, c in enumerate(cands)]
     return d
 
 
@@ -359,8 +463,8 @@ def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int =
     a buffer left in HBM without a ``residency_reason`` gets one ("capacity: ..." when it did not
     fit, "core div mismatch" when a consumer slices it differently). The same checks as
     ``solve`` (ContractError), and every buffer needs ``core_divisions``."""
-    capacity = flag("--capacity", "bytes", capacity)
-    alignment = flag("alignment", "count", alignment, 1, 2 ** 62)
+    capacity = flag("--capacity", "bytes", exact_int(capacity, "capacity"))
+    alignment = flag("alignment", "count", exact_int(alignment, "alignment"), 1, 2 ** 62)
     time_limit = flag("--time-limit", "seconds", time_limit)
     bufs = list(buffers)
     _check_contract(bufs, joint=True)
@@ -381,3 +485,297 @@ def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int =
         if a < 0 and set_reasons and not _get(b, "residency_reason"):
             _set(b, "residency_reason", s.reason[i] or f"no room on scratchpad (capacity {capacity})")
     return CoreDivisionResult(s)
+
+
+# --------------------------------------------------------------------------------------------
+# torch-spyre's September solver object (NOTES: plan_solver.py / ilp_solver_ortools.py)
+
+class ChosenRelayout:
+    """torch-spyre's ``ChosenRelayout``: the priced candidate a consumer reads its parent through,
+    and the copy's LX address (bytes; the same for every consumer of one copy)."""
+
+    __slots__ = ("candidate", "destination_address")
+
+    def __init__(self, candidate: Any, destination_address: int) -> None:
+        self.candidate, self.destination_address = candidate, destination_address
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, ChosenRelayout) and other.candidate == self.candidate
+                and other.destination_address == self.destination_address)
+
+    def __repr__(self) -> str:
+        return f"ChosenRelayout({self.candidate!r}, destination_address={self.destination_address})"
+
+
+class SolveError(Exception):
+    """No plan: torch-spyre's ``SolveError`` (its allocator then falls back to greedy)."""
+
+
+class _NotLowerable(NotImplementedError):
+    """A cost expression node the engine cannot evaluate (torch-spyre: "cannot linearize")."""
+
+
+def _sym(name: str, **assumptions: Any) -> Any:
+    import sympy
+    return sympy.Symbol(name, integer=True, **assumptions)
+
+
+def _buffer_symbols(b: Any, keys_in_order: List[Any]) -> Tuple[Any, Dict[Any, Any], Any]:
+    """(is_lx, {split key: symbol}, division) of a buffer: its own properties when it has them
+    (torch-spyre's ``sym_is_lx``, ``sym_core_divs``, ``sym_division``: the symbols' assumptions are
+    part of their identity), else built with the same names and assumptions."""
+    n = str(_get(b, "name"))
+    is_lx = getattr(b, "sym_is_lx", None)
+    if is_lx is None:
+        is_lx = _sym(f"is_lx_{n}", nonnegative=True)
+    divs = getattr(b, "sym_core_divs", None)
+    if divs is None:
+        divs = {k: _sym(f"split_{n}_{k}", positive=True) for k in keys_in_order}
+    division = getattr(b, "sym_division", None)
+    if division is None:
+        division = _sym(f"division_{n}", nonnegative=True)
+    return is_lx, dict(divs), division
+
+
+def _split_keys(b: Any) -> List[Any]:
+    """Distinct split keys across all candidates, in first-seen order."""
+    seen: Dict[str, Any] = {}
+    for cd in _get(b, "core_divisions") or ():
+        m = _get(cd, "splits")
+        if m is None:
+            m = dict(_get(cd, "output_splits") or {})
+            m.update(_get(cd, "reduction_splits") or {})
+        for k in m:
+            seen.setdefault(str(k), k)
+    return list(seen.values())
+
+
+def _has_candidates(b: Any) -> bool:
+    return bool(_get(b, "core_divisions") or ())
+
+
+def _lower(expr: Any, leaves: Dict[Any, Any]) -> Any:
+    """A sympy expression as the engine's expression tree (JSON). Raises _NotLowerable on a node
+    or symbol the engine does not know: the same set of nodes torch-spyre's CP-SAT printer takes,
+    evaluated exactly instead of linearized."""
+    import sympy
+    from sympy.logic.boolalg import BooleanFalse, BooleanTrue
+
+    ops = {sympy.Add: "add", sympy.Mul: "mul", sympy.Pow: "pow", sympy.Min: "min", sympy.Max: "max",
+           sympy.Abs: "abs", sympy.log: "log", sympy.exp: "exp", sympy.floor: "floor", sympy.ceiling: "ceiling",
+           sympy.KroneckerDelta: "delta", sympy.StrictLessThan: "lt", sympy.LessThan: "le",
+           sympy.StrictGreaterThan: "gt", sympy.GreaterThan: "ge", sympy.Equality: "eq", sympy.Unequality: "ne",
+           sympy.And: "and", sympy.Or: "or", sympy.Not: "not"}
+
+    def go(e: Any, depth: int) -> Any:
+        if depth > 180:
+            raise _NotLowerable("expression nested too deeply")
+        if isinstance(e, BooleanTrue):
+            return 1
+        if isinstance(e, BooleanFalse):
+            return 0
+        if e.is_Number:
+            v = float(e)
+            if v != v or v in (float("inf"), float("-inf")):
+                raise _NotLowerable(f"non-finite constant {e}")
+            return v
+        if e.is_Symbol:
+            if e not in leaves:
+                raise _NotLowerable(f"unbound symbol {e}")
+            return leaves[e]
+        if type(e).__name__ == "RelayoutCharge":
+            return ["charge"] + [go(a, depth + 1) for a in e.args]
+        if isinstance(e, sympy.Piecewise):
+            out: List[Any] = ["piecewise"]
+            for v, c in e.args:
+                out += [go(v, depth + 1), go(c, depth + 1)]
+            return out
+        for cls, name in ops.items():
+            if isinstance(e, cls):
+                if name == "log" and len(e.args) != 1:
+                    raise _NotLowerable("log with a base")
+                return [name] + [go(a, depth + 1) for a in e.args]
+        raise _NotLowerable(f"cannot linearize {type(e).__name__}: {e}")
+
+    return go(sympy.sympify(expr), 0)
+
+
+def solved_bindings(buffers: Iterable[Any]) -> Dict[Any, int]:
+    """torch-spyre's ``solved_bindings``: ``is_lx`` -> residency (0/1) for every buffer; for a
+    buffer with candidates and an int ``chosen_division`` in range, each split symbol -> the chosen
+    candidate's factor (1 for a key it does not split) and ``division`` -> the index."""
+    out: Dict[Any, int] = {}
+    for b in buffers:
+        keys = _split_keys(b)
+        is_lx, divs, division = _buffer_symbols(b, keys)
+        out[is_lx] = 0 if _get(b, "address") is None else 1
+        menu = list(_get(b, "core_divisions") or ())
+        k = _get(b, "chosen_division")
+        if not menu or type(k) is not int or not 0 <= k < len(menu):
+            continue
+        cd = menu[k]
+        m = _get(cd, "splits")
+        if m is None:
+            m = dict(_get(cd, "output_splits") or {})
+            m.update(_get(cd, "reduction_splits") or {})
+        by_str = {str(x): v for x, v in m.items()}
+        for key, sym in divs.items():
+            out[sym] = int(by_str.get(str(key), 1))
+        out[division] = k
+    return out
+
+
+class LayoutSolver:
+    """torch-spyre's layout-solver object (the interface of its ``CpSatLayoutSolver``), planned by
+    scratchplan's engine: ``LayoutSolver(buffers, size, alignment=128)`` then ``plan_layout()``
+    (placement; buffers that carry candidates still choose a division) or
+    ``plan_layout_and_core_divisions(cost_expr=None)`` (joint). Without a cost expression the
+    objective ladder of torch-spyre's CP-SAT model is minimized (residency, loop-group cuts,
+    cores, balance, tile count); with one, the expression alone. Exact (every choice enumerated,
+    ``last_solve_stats["status"] == "OPTIMAL"``) while the choice space is small, local search
+    beyond ("FEASIBLE"). The caller's buffer objects come back in input order with ``address``
+    (bytes or None), and joint buffers with ``chosen_division`` (int) and ``chosen_relayouts``.
+    ``lx_view`` and ``lx_relayout_plans`` are never read or altered."""
+
+    supports_paired_buffers = True  # paired_with groups are placed all or nothing, members never share bytes
+    decides_lx_relayouts = True     # with a cost expression, LX-to-LX relayout copies may be chosen
+
+    def __init__(self, buffers: Iterable[Any], size: Any, alignment: Any = 128, *, time_limit: float = 30.0,
+                 warn_on_cost_expr: bool = True) -> None:
+        self.buffers = list(buffers)
+        self.limit = _contract(lambda: flag("--capacity", "bytes", exact_int(size, "size")))()
+        self.alignment = _contract(lambda: flag("alignment", "count", exact_int(alignment, "alignment"), 1,
+                                                2 ** 62))()
+        self.time_limit = _contract(lambda: flag("--time-limit", "seconds", time_limit))()
+        self.warn_on_cost_expr = warn_on_cost_expr
+        self.spill_reasons: Dict[str, str] = {}
+        self.last_solve_stats: Dict[str, Any] = {}
+
+    @classmethod
+    def replans_after_tiling(cls) -> bool:
+        return True  # tilings are chosen here: the allocator re-plans over the tiled graph, as for CP-SAT
+
+    # -- torch-spyre's MemoryPlanSolver helpers (exact semantics, NOTES §1.14.11) --
+    def _min_footprint(self, b: Any) -> int:
+        size = exact_int(_get(b, "size"), f"buffer '{_get(b, 'name')}': size")
+        menu = list(_get(b, "core_divisions") or ())
+        if not menu:
+            return size
+        best = None
+        for cd in menu:
+            sp = _splits(cd, {})
+            part = 1
+            for k, v in sp["output_splits"].items():
+                part *= 1 if k in sp["reduction_splits"] else v
+            for c, red in sp.get("tiling", []):
+                part *= 1 if red else c
+            fp = -(-size // part)
+            best = fp if best is None else min(best, fp)
+        return best
+
+    def excluded(self, buf: Any) -> Optional[str]:
+        """``residency_reason`` if set; else the capacity text when the minimum footprint exceeds
+        the limit (bytes, no alignment rounding); else None."""
+        r = _get(buf, "residency_reason")
+        if r is not None:
+            return r
+        m = self._min_footprint(buf)
+        if m > self.limit:
+            return f"min footprint {m} B > LX capacity {self.limit} B"
+        return None
+
+    def record_exclusions(self) -> Dict[str, str]:
+        """Replaces ``spill_reasons`` with the barred buffers' reasons and returns it."""
+        self.spill_reasons = {str(_get(b, "name")): r for b in self.buffers if (r := self.excluded(b)) is not None}
+        return self.spill_reasons
+
+    def partition(self) -> Tuple[List[Any], List[Any]]:
+        """(placeable, excluded), both in input order."""
+        ex = self.record_exclusions()
+        return ([b for b in self.buffers if str(_get(b, "name")) not in ex],
+                [b for b in self.buffers if str(_get(b, "name")) in ex])
+
+    # -- solving --
+    def plan_layout(self) -> List[Any]:
+        return _contract(self._solve)(joint=False, cost_expr=None)
+
+    def plan_layout_and_core_divisions(self, cost_expr: Any = None) -> List[Any]:
+        return _contract(self._solve)(joint=True, cost_expr=cost_expr)
+
+    def _solve(self, joint: bool, cost_expr: Any) -> List[Any]:
+        bufs = self.buffers
+        if not bufs:
+            return bufs
+        _check_contract(bufs, joint=joint)
+        for b in bufs:
+            a = _get(b, "address")
+            if a is not None:
+                raise ContractError(f"buffer '{_get(b, 'name')}' already has an address ({a!r}): "
+                                    "plan fresh buffers (torch-spyre asserts this too)")
+        keys: Dict[str, int] = {}
+        items = []
+        for i, b in enumerate(bufs):
+            try:
+                items.append(_cd_buffer(b, i, keys, plain=not _has_candidates(b)))
+            except (TypeError, ValueError, OverflowError, AttributeError) as e:
+                if isinstance(e, BadInput):
+                    raise
+                raise ContractError(f"buffers[{i}]: expected a CoreDivisionBuffer's fields: {e}") from None
+        cost = ""
+        if cost_expr is not None:
+            leaves: Dict[Any, Any] = {}
+            for i, b in enumerate(bufs):
+                ks = _split_keys(b)
+                is_lx, divs, division = _buffer_symbols(b, ks)
+                leaves[is_lx] = ["is_lx", i]
+                if _has_candidates(b):
+                    leaves[division] = ["division", i]
+                    for k, sym in divs.items():
+                        leaves[sym] = ["split", i, int(_key(k, keys))]
+            try:
+                cost = json.dumps(_lower(cost_expr, leaves))
+            except (RuntimeError, TypeError, ValueError) as e:
+                if not self.warn_on_cost_expr:
+                    raise
+                self.last_solve_stats = {"status": "NOT_LINEARIZABLE", "error": str(e), "objective_used": False}
+                warnings.warn(f"scratchplan.spyre: cannot linearize cost_expr ({e}); falling back to the objective "
+                              "ladder", RuntimeWarning, stacklevel=3)
+                cost = ""
+        limit = self.time_limit if self.time_limit > 0 else 0.0
+        try:
+            s = _core.lx_cd_ladder(doc(items, "buffers"), self.limit, self.alignment, limit, cost, True)
+        except BadInput as e:
+            if "no division choice satisfies" not in str(e):
+                raise
+            # Infeasible model (the tiled pair tables exclude every choice): torch-spyre's SolveError,
+            # with the failing status recorded first.
+            self.last_solve_stats = {"status": "INFEASIBLE", "solve_s": 0.0, "variables": 0, "constraints": 0,
+                                     "limit_s": float(self.time_limit) if self.time_limit > 0 else None,
+                                     "objective_used": bool(cost)}
+            raise SolveError(f"scratchplan returned INFEASIBLE without a plan: {e}") from None
+        self.last_solve_stats = {
+            "status": "OPTIMAL" if s.optimal else "FEASIBLE",
+            "solve_s": round(s.seconds, 3),
+            "variables": int(s.variables),
+            "constraints": int(s.constraints),
+            "limit_s": float(self.time_limit) if self.time_limit > 0 else None,
+            "objective_used": bool(cost),
+        }
+        self.spill_reasons = {}
+        for i, b in enumerate(bufs):
+            a = s.address[i]
+            _set(b, "address", None if a < 0 else int(a))
+            if a < 0:
+                self.spill_reasons[str(_get(b, "name"))] = s.reason[i]
+            if _has_candidates(b):
+                _set(b, "chosen_division", int(s.division[i]))
+                if joint or hasattr(b, "chosen_relayouts") or isinstance(b, dict):
+                    _set(b, "chosen_relayouts", {})
+        for consumer, parent, copy in s.served:
+            c, p, x = bufs[consumer], bufs[parent], bufs[copy]
+            pname, cname = str(_get(p, "name")), str(_get(c, "name"))
+            sd, cd = int(s.division[parent]), int(s.division[consumer])
+            cand = next(k for k in _get(x, "candidates") if _get(k, "source_division") == sd and
+                        _name(_get(k, "consumer")) == cname and _get(k, "consumer_division") == cd)
+            _get(c, "chosen_relayouts")[pname] = ChosenRelayout(cand, int(s.address[copy]))
+        return bufs

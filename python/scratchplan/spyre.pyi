@@ -1,4 +1,4 @@
-from typing import Any, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ._common import BadInput
 
@@ -37,3 +37,34 @@ def solve(buffers: Iterable[Any], capacity: int, alignment: int = ..., time_limi
           set_reasons: bool = ...) -> SpyreResult: ...
 def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int = ...,
                          time_limit: float = ..., set_reasons: bool = ...) -> CoreDivisionResult: ...
+
+RELAYOUT_PREFIX: str
+
+class SolveError(Exception): ...
+
+class ChosenRelayout:
+    candidate: Any
+    destination_address: int
+    def __init__(self, candidate: Any, destination_address: int) -> None: ...
+
+class LayoutSolver:
+    supports_paired_buffers: bool
+    decides_lx_relayouts: bool
+    buffers: List[Any]
+    limit: int
+    alignment: int
+    time_limit: float
+    warn_on_cost_expr: bool
+    spill_reasons: Dict[str, str]
+    last_solve_stats: Dict[str, Any]
+    def __init__(self, buffers: Iterable[Any], size: Any, alignment: Any = ..., *, time_limit: float = ...,
+                 warn_on_cost_expr: bool = ...) -> None: ...
+    @classmethod
+    def replans_after_tiling(cls) -> bool: ...
+    def excluded(self, buf: Any) -> Optional[str]: ...
+    def record_exclusions(self) -> Dict[str, str]: ...
+    def partition(self) -> Tuple[List[Any], List[Any]]: ...
+    def plan_layout(self) -> List[Any]: ...
+    def plan_layout_and_core_divisions(self, cost_expr: Any = ...) -> List[Any]: ...
+
+def solved_bindings(buffers: Iterable[Any]) -> Dict[Any, int]: ...

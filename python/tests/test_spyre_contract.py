@@ -14,7 +14,7 @@ from the contract, not from our implementation:
   a sibling child in the parent's remainder, or two children at the base are all illegal;
 - contract violations raise ``sp.spyre.ContractError`` (a BadInput and an AssertionError) from
   both entry points alike; spilled buffers carry a reason; newer fields (``paired_with``,
-  ``lifetime_start_override``, ``lx_relayout_plans``, ``lx_view``) are honoured or refused.
+  ``lifetime_start_override``) are honoured; ``lx_relayout_plans`` and ``lx_view`` pass through untouched.
 
 Every plan is judged by the independent pairwise checker below (``violations``), which shares
 no code with the package. Random in-place chains with third buffers on the hand-off ticks and
@@ -404,8 +404,11 @@ BAD_INPUTS = {
     "end_override_too_early": ([spec("short_end", 10, [0, 3], lifetime_end_override=2)], "short_end"),
     "unknown_parent": ([spec("C", 10, [0, 3], in_place_parents=["ghost"])], "ghost"),
     "start_override_late": ([spec("late_start", 10, [2, 4], lifetime_start_override=3)], "late_start"),
-    "relayout_plans": ([spec("A", 10, [0, 1], lx_relayout_plans=["relayout"])], "not supported"),
-    "lx_view": ([spec("A", 10, [0, 1], lx_view="view")], "not supported"),
+    # Issue 53: integer-valued fields only (lx_view / lx_relayout_plans are accepted since September).
+    "float_size": ([spec("a", 100.7, [0, 5]), spec("b", 100, [0, 5])], "('a'): size"),
+    "string_size": ([spec("a", "100", [0, 5])], "('a'): size"),
+    "bool_size": ([spec("a", True, [0, 5])], "('a'): size"),
+    "float_uses": ([spec("a", 10, [0.5, 5.7])], "('a'): uses"),
 }
 
 
@@ -490,11 +493,12 @@ def test_lifetime_start_override_moves_the_start(entry):
     assert [b.address for b in bufs] == [0, 0]
 
 
-@pytest.mark.parametrize("field,value", [("lx_relayout_plans", []), ("lx_view", None)])
+@pytest.mark.parametrize("field,value", [("lx_relayout_plans", []), ("lx_view", None),
+                                         ("lx_relayout_plans", ["plan"]), ("lx_view", "view")])
 @pytest.mark.parametrize("entry", ["solve", "cd"])
-def test_empty_relayout_fields_are_accepted(entry, field, value):
+def test_relayout_fields_are_accepted_and_untouched(entry, field, value):
     bufs, _ = solve_entry(entry, [spec("A", 10, [0, 1], **{field: value})], 128, 128)
-    assert bufs[0].address == 0
+    assert bufs[0].address == 0 and getattr(bufs[0], field) == value  # passed back untouched
 
 
 def test_chosen_division_is_an_integer_index():

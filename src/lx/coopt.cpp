@@ -225,7 +225,8 @@ int64_t lower_bound(const CdProblem& p) {
 
 int64_t cd_footprint(const CdBuffer& b, int d) {
   if (b.size < 0) return 0;
-  int64_t part = std::max<int64_t>(1, b.divisions.empty() ? 1 : b.divisions[d].output_partition);
+  int64_t part = b.divisions.empty() ? 1 : b.divisions[d].output_partition * b.divisions[d].output_tile_count;
+  part = std::max<int64_t>(1, part);
   return (b.size + part - 1) / part;
 }
 
@@ -264,7 +265,8 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
     static const std::vector<std::string> kKeys = {
         "name", "size", "uses", "first_use_is_read", "in_place_parents", "residency_reason", "parents", "core_divisions",
         "cd_parent_matches", "lifetime_end_override", "lifetime_start_override", "paired_with", "start", "end", "boundary",
-        "placement", "boundary_cost", "spill_write_cost"};
+        "placement", "boundary_cost", "spill_write_cost", "plain", "relayout_copy", "relayout_parent",
+        "relayout_options"};
     static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
                                                            "tiling"};
     // A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
@@ -308,25 +310,75 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
       if (b.has("in_place_parents"))
         for (const auto& q : b.at("in_place_parents").elements()) x.in_place_parents.push_back(ref(q));
       if (b.has("residency_reason")) x.residency_reason = b.at("residency_reason").as_string();
+      if (b.has("boundary")) {
+        JsonCursor bc = b.at("boundary");
+        static const std::vector<std::string> kTypes = {"Intermediate", "Input", "Output"};
+        if (bc.node().is_string()) {
+          auto it = std::find(kTypes.begin(), kTypes.end(), bc.as_string());
+          if (it == kTypes.end()) bc.fail("expected Intermediate, Input or Output");
+          x.boundary = static_cast<int>(it - kTypes.begin());
+        } else {
+          int64_t v = bc.as_int_at_least(0);
+          if (v > 2) bc.fail("expected a BufferType 0..2 (Intermediate, Input, Output)");
+          x.boundary = static_cast<int>(v);
+        }
+      }
+      x.plain = b.has("plain") && b.at("plain").as_bool();
+      x.relayout_copy = b.has("relayout_copy") && b.at("relayout_copy").as_bool();
+      if (b.has("relayout_parent")) {
+        if (!x.relayout_copy) b.at("relayout_parent").fail("only a relayout copy has a relayout_parent");
+        x.relayout_source = ref(b.at("relayout_parent"));
+      }
+      if (b.has("relayout_options")) {
+        if (x.relayout_source < 0) b.at("relayout_options").fail("relayout options need a relayout_parent");
+        auto menu_size = [&](int k) {
+          return static_cast<int64_t>(list[k].has("core_divisions") ? list[k].at("core_divisions").array_size() : 1);
+        };
+        for (const auto& o : b.at("relayout_options").elements()) {
+          if (o.array_size() != 3) o.fail("expected [source division, consumer, consumer division]");
+          CdBuffer::RelayoutOption r;
+          int64_t sd = o.at(0).as_int_at_least(0), cd = o.at(2).as_int_at_least(0);
+          r.consumer = ref(o.at(1));
+          if (sd >= menu_size(x.relayout_source)) o.at(0).fail("source division index out of range");
+          if (cd >= menu_size(r.consumer)) o.at(2).fail("consumer division index out of range");
+          r.source_division = static_cast<int>(sd);
+          r.consumer_division = static_cast<int>(cd);
+          x.relayout_options.push_back(r);
+        }
+      }
       if (b.has("parents"))
         for (const auto& q : b.at("parents").elements()) x.parents.push_back(ref(q));
       const std::size_t ndiv = b.at("core_divisions").array_size();
       if (ndiv == 0) b.at("core_divisions").fail("expected at least one core division (index 0 is the committed one)");
       for (const auto& d : b.at("core_divisions").elements()) {
         d.expect_keys(kDivisionKeys);
-        // Tiling changes footprints, cuts and lifetimes; it is not modelled, so it is refused.
-        if (d.has("tiling") && d.at("tiling").array_size() > 0)
-          d.at("tiling").fail("coarse tiling of a core division is not supported (give an empty tiling)");
         CdDivision cd;
+        // Coarse tiling: [[count, is_reduction], ...] outermost first (empty = untiled).
+        if (d.has("tiling"))
+          for (const auto& lv : d.at("tiling").elements()) {
+            if (lv.array_size() != 2) lv.fail("expected [count, is_reduction]");
+            int64_t count = lv.at(0).as_int_at_least(1);
+            if (count > 1024) lv.at(0).fail("expected a tile count 1..1024, got " + std::to_string(count));
+            cd.tile_levels.push_back(count);
+            cd.tile_count = std::min<int64_t>(cd.tile_count * count, int64_t{1} << 40);
+            if (!lv.at(1).as_bool()) cd.output_tile_count = std::min<int64_t>(cd.output_tile_count * count, int64_t{1} << 40);
+          }
+        std::map<int64_t, int64_t> all;  // every split entry once: cores_used and the balance term
         std::set<int64_t> red;
         for (auto [dim, f] : splits(d.at("reduction_splits"))) {
           cd.reduction_splits.emplace_back(dim, f);
           red.insert(dim);
+          all[dim] = f;
         }
         for (auto [dim, f] : splits(d.at("output_splits"))) {
           cd.output_splits.emplace_back(dim, f);
           // Many factors could overflow; the product is capped (it only divides sizes).
           if (!red.count(dim)) cd.output_partition = std::min<int64_t>(cd.output_partition * f, int64_t{1} << 40);
+          all.emplace(dim, f);
+        }
+        for (auto [dim, f] : all) {
+          cd.cores = std::min<int64_t>(cd.cores * f, int64_t{1} << 40);
+          cd.split_sq += f * f;
         }
         x.divisions.push_back(std::move(cd));
       }
@@ -379,7 +431,8 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
   }
 }
 
-Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address) {
+Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
+                const std::vector<CdServed>& served) {
   const int n = static_cast<int>(p.buffers.size());
   if (static_cast<int>(division.size()) != n || static_cast<int>(address.size()) != n)
     return internal_error("co-opt solution has the wrong length");
@@ -398,6 +451,7 @@ Status cd_check(const CdProblem& p, const std::vector<int>& division, const std:
     for (auto [st, f] : x.divisions[division[b]].reduction_splits) red.insert(st);
     for (auto [st, f] : x.divisions[division[b]].output_splits)
       if (!red.count(st)) part = std::min<int64_t>(part * f, int64_t{1} << 40);
+    part *= x.divisions[division[b]].output_tile_count;  // coarse tiling: one output tile resident at a time
     fp[b] = x.size < 0 ? 0 : (x.size + part - 1) / part;
   }
   // Atomic groups: all members resident or none.
@@ -415,15 +469,37 @@ Status cd_check(const CdProblem& p, const std::vector<int>& division, const std:
     if (address[b] < 0) continue;
     if (!x.residency_reason.empty() || x.size < 0 || x.uses.empty())
       return internal_error(x.name + " is resident despite a forced spill");
+    if (x.relayout_copy) {
+      bool serves = false;
+      for (const CdServed& v : served) serves = serves || v.copy == b;
+      if (!serves) return internal_error(x.name + ": a resident relayout copy that serves no consumer");
+    }
     if (address[b] % p.alignment) return internal_error(x.name + " is not aligned");
     if (fp[b] > p.capacity || address[b] > p.capacity - fp[b]) return internal_error(x.name + " exceeds the capacity");
     for (int ch : children[b]) {
       bool ok = false;
+      for (const CdServed& v : served) ok = ok || (v.consumer == ch && v.parent == b);
       for (const auto& [q, list] : p.buffers[ch].matches)
         if (q == b)
           for (auto [pd, cd] : list) ok = ok || (pd == division[b] && cd == division[ch]);
       if (!ok) return internal_error(x.name + " is resident but child " + p.buffers[ch].name + " slices it differently");
     }
+  }
+  // Relayouts: each served edge goes through a resident copy of that parent, under a listed option.
+  std::set<std::pair<int, int>> edges;
+  for (const CdServed& v : served) {
+    if (v.copy < 0 || v.copy >= n || v.consumer < 0 || v.consumer >= n || v.parent < 0 || v.parent >= n)
+      return internal_error("relayout refers to a buffer out of range");
+    const CdBuffer& x = p.buffers[v.copy];
+    if (!x.relayout_copy || x.relayout_source != v.parent) return internal_error(x.name + " is not a relayout copy of that parent");
+    if (address[v.copy] < 0 || address[v.parent] < 0) return internal_error(x.name + ": serves while it or its source is in HBM");
+    bool listed = false;
+    for (const auto& o : x.relayout_options)
+      listed = listed || (o.consumer == v.consumer && o.source_division == division[v.parent] &&
+                          o.consumer_division == division[v.consumer]);
+    if (!listed) return internal_error(x.name + ": serves " + p.buffers[v.consumer].name + " under an unpriced pair");
+    if (!edges.emplace(v.consumer, v.parent).second)
+      return internal_error(p.buffers[v.consumer].name + " reads one parent through two relayout copies");
   }
   // Co-live residents are address-disjoint, except a declared in-place child at its parent's base
   // that starts on the parent's last tick and is no larger: they share only that tick, inside the

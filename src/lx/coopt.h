@@ -18,6 +18,11 @@ struct CdDivision {
   std::vector<std::pair<int64_t, int64_t>> output_splits;     // (stride, factor)
   std::vector<std::pair<int64_t, int64_t>> reduction_splits;  // (stride, factor)
   int64_t output_partition = 1;  // product of output factors (a stride also split as reduction does not count)
+  int64_t cores = 1;             // cores_used: product of all factors (output and reduction, each key once)
+  int64_t split_sq = 0;          // balance term: sum over all split entries of factor^2 (an explicit 1 adds 1)
+  std::vector<int64_t> tile_levels;  // coarse tiling: trip count per level, outermost first (empty = untiled)
+  int64_t output_tile_count = 1;     // product of the non-reduction tile counts (divides the footprint)
+  int64_t tile_count = 1;            // product of all tile counts
 };
 
 struct CdBuffer {
@@ -32,6 +37,21 @@ struct CdBuffer {
   std::vector<int> parents;              // buffer indices
   std::vector<CdDivision> divisions;     // menu; 0 = seed
   std::vector<std::pair<int, std::vector<std::pair<int, int>>>> matches;  // parent -> (parent div, this div)
+  int boundary = -1;                     // torch-spyre BufferType: 0 Intermediate, 1 Input, 2 Output; -1 = none given
+  bool plain = false;                    // placement-only buffer (no candidates): no gate, no ladder terms
+  bool relayout_copy = false;            // a RelayoutCopyBuffer (LX destination of one relayout group)
+  int relayout_source = -1;              // copy: the buffer it relayouts (its relayout_parent)
+  struct RelayoutOption {
+    int source_division;                 // the source's division this price holds for
+    int consumer;                        // buffer index of a consumer the copy can serve
+    int consumer_division;               // the consumer's division it serves
+  };
+  std::vector<RelayoutOption> relayout_options;  // copy: its priced candidates
+};
+
+// A consumer reading a parent through a resident relayout copy.
+struct CdServed {
+  int consumer, parent, copy;  // buffer indices
 };
 
 struct CdProblem {
@@ -64,8 +84,71 @@ int64_t cd_hbm_bytes(const CdProblem& p, const std::vector<char>& resident);
 // capacity, and no overlap of co-live residents except a declared in-place child (no larger than
 // its parent, starting at the parent's last tick) at its parent's exact base address: on that
 // hand-off tick the parent's whole footprint stays live (torch-spyre's rule).
-Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address);
+// With `served`, a resident relayout copy is legal when its source is resident under a priced
+// division and it serves at least one consumer through a listed option; a served edge relaxes the
+// source's gate; a consumer reads each parent through at most one copy. Without it, copies stay out.
+Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
+                const std::vector<CdServed>& served = {});
 // Anytime search from the seed division; the result passed cd_check and is never worse than the seed.
 Result<CdSolution> cd_solve(const CdProblem& p, double time_limit);
+
+// ---- torch-spyre's September joint contract (docs/lx.md, "The September contract") ----
+
+// A cost expression over the solver's symbols (torch-spyre's sympy objective, lowered by the
+// Python front end into this tree). Evaluated exactly, in doubles.
+struct CdExpr {
+  enum class Op {
+    kConst, kIsLx, kSplit, kDivision,         // leaves: value / buffer's residency, split factor of `key`, index
+    kAdd, kMul, kPow, kMin, kMax, kAbs,       // arithmetic
+    kLog, kExp, kFloor, kCeil,                // natural log, exp, floor, ceiling
+    kDelta, kCharge, kPiecewise,              // KroneckerDelta(a, b); RelayoutCharge(is_lx, div, p0..pn); (v, cond)...
+    kLt, kLe, kGt, kGe, kEq, kNe, kAnd, kOr, kNot,  // relations and logic (1 or 0)
+  };
+  Op op = Op::kConst;
+  double value = 0;           // kConst
+  int buffer = -1;            // kIsLx, kSplit, kDivision
+  int64_t key = 0;            // kSplit: the split key's id
+  std::vector<CdExpr> args;   // operands (kPiecewise: value, condition, value, condition, ...)
+};
+// Reads the JSON form: a number, or [op, args...] with op one of "const", "is_lx" <buffer index>,
+// "split" <buffer index> <key>, "division" <buffer index>, "add", "mul", "pow", "min", "max",
+// "abs", "log", "exp", "floor", "ceiling", "delta", "charge", "piecewise", "lt", "le", "gt",
+// "ge", "eq", "ne", "and", "or", "not".
+Result<CdExpr> cd_expr_from_json(const Json& j, const std::string& source, int buffers);
+
+struct LadderOptions {
+  double time_limit = 30;          // seconds (0 = no limit; the search is then bounded by its size caps)
+  const CdExpr* cost = nullptr;    // minimize this alone (no ladder) when given
+  bool disjoint_groups = false;    // members of a paired_with group never share bytes (relayout source/destinations)
+};
+
+struct LadderSolution {
+  std::vector<int> division;        // per buffer: chosen candidate index
+  std::vector<int64_t> address;     // per buffer: bytes, -1 = HBM
+  std::vector<std::string> reason;  // per buffer: why in HBM ("" when resident)
+  int64_t residency_cost = 0;       // stage 1: sum of spill_cost of spilled buffers (alignment units)
+  int64_t cuts = 0;                 // stage 2: loop-group cuts
+  int64_t cores = 0;                // stage 3: sum of cores_used (maximized)
+  int64_t split_sq = 0;             // stage 4: sum of split^2
+  int64_t tiles = 0;                // stage 5: sum of tile_count
+  double objective = 0;             // the cost expression's value (when one was given)
+  bool optimal = false;             // every choice enumerated and every placement proven
+  int64_t variables = 0;            // model size: residency + offset per buffer + one per candidate
+  int64_t constraints = 0;          // model size: co-live pairs + edges + in-place edges + group links
+  int64_t assignments = 0;          // division assignments scored
+  double seconds = 0;               // wall time
+  std::vector<CdServed> served;     // relayouts chosen (cost expression only: the ladder keeps copies out)
+};
+
+// torch-spyre's stage-1 weight: (read_count - [first_use_is_read] + [is_intermediate]) x ceil(size/alignment).
+int64_t ladder_spill_cost(const CdBuffer& b, int64_t alignment);
+// Per-core footprint: ceil(size / (output_partition x output_tile_count)).
+int64_t ladder_footprint(const CdBuffer& b, int d);
+// Loop-group cuts of an assignment (1.14.2), or -1 when a shared nest uses a pair its table does not list.
+int64_t ladder_cuts(const CdProblem& p, const std::vector<int>& division);
+// Exact (enumerates every division choice and, for a cost expression, every residency set, while
+// small; local search beyond) minimization of the lexicographic ladder (residency, cuts, -cores,
+// split^2, tile count) or of the cost expression. The result passed cd_check.
+Result<LadderSolution> cd_solve_ladder(const CdProblem& p, const LadderOptions& o);
 
 }  // namespace sp::lx

@@ -1,5 +1,7 @@
 // plan_graph: clone insertion and pruning around the placement, then op reordering.
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "core/deadline.h"
 #include "lx/lx.h"
@@ -67,9 +69,160 @@ Graph insert_clones(const Graph& g, const std::vector<char>& keep, Bytes capacit
   return out;
 }
 
+std::vector<RingCandidate> ring_candidates(const Graph& g, Bytes capacity) {
+  // A value written once by an op that can write LX, read by ops that can read it, some of them
+  // under another slicing than the write's. Graph inputs (no producer on chip) and values
+  // redefined later are left as they are.
+  const std::size_t nt = g.tensors.size();
+  std::vector<int> writer(nt, -1), writes(nt, 0);
+  std::vector<const GOperand*> wop(nt, nullptr);
+  for (std::size_t i = 0; i < g.ops.size(); ++i)
+    for (const GOperand& w : g.ops[i].writes) {
+      ++writes[w.tensor];
+      writer[w.tensor] = static_cast<int>(i);
+      wop[w.tensor] = &w;
+    }
+  std::vector<RingCandidate> out;
+  std::vector<std::vector<std::string>> seen(nt);
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const GOp& c = g.ops[i];
+    if (!c.lx_capable) continue;
+    for (const GOperand& r : c.reads) {
+      const int t = r.tensor;
+      if (writes[t] != 1 || writer[t] < 0 || writer[t] >= static_cast<int>(i)) continue;
+      const GOp& d = g.ops[writer[t]];
+      if (!d.lx_capable || d.reduction_split || d.kind == "combine" || g.tensors[t].partial_of >= 0) continue;
+      if (r.slicing == wop[t]->slicing || wop[t]->per_core > capacity || r.per_core > capacity) continue;
+      if (std::find(seen[t].begin(), seen[t].end(), r.slicing) != seen[t].end()) continue;
+      seen[t].push_back(r.slicing);
+      out.push_back({t, r.slicing, static_cast<int>(i)});
+    }
+  }
+  return out;
+}
+
+Graph insert_rings(const Graph& g, const std::vector<RingCandidate>& cands, const std::vector<char>& keep) {
+  Graph out;
+  out.name = g.name;
+  out.tensors = g.tensors;
+  std::vector<std::vector<int>> before(g.ops.size());  // kept candidates whose ring op goes before op i
+  std::map<std::pair<int, std::string>, int> moved;    // (tensor, slicing) -> ring tensor
+  std::vector<const GOperand*> written(g.tensors.size(), nullptr);  // each value's write operand
+  for (const GOp& op : g.ops)
+    for (const GOperand& w : op.writes) written[w.tensor] = &w;
+  for (std::size_t k = 0; k < cands.size(); ++k) {
+    if (!keep[k]) continue;
+    const RingCandidate& c = cands[k];
+    GTensor x = g.tensors[c.tensor];
+    x.name = g.tensors[c.tensor].name + ".ring" + std::to_string(k);
+    x.graph_input = x.graph_output = false;
+    out.tensors.push_back(x);
+    moved[{c.tensor, c.slicing}] = static_cast<int>(out.tensors.size()) - 1;
+    before[c.first_reader].push_back(static_cast<int>(k));
+  }
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    for (int k : before[i]) {
+      const RingCandidate& c = cands[k];
+      const GOperand* src = written[c.tensor];
+      const GOperand* dst = nullptr;
+      for (const GOperand& r : g.ops[i].reads)
+        if (r.tensor == c.tensor && r.slicing == c.slicing) dst = &r;
+      GOp op;
+      op.name = "ring_" + g.tensors[c.tensor].name + "_" + std::to_string(k);
+      op.kind = "ring";
+      op.reads.push_back(*src);  // read on LX as its producer wrote it
+      op.writes.push_back(GOperand{moved[{c.tensor, c.slicing}], c.slicing, dst->per_core});
+      op.cores = g.ops[i].cores;
+      op.splits = g.ops[i].splits;
+      op.ring_bytes = dst->per_core;  // every core receives its whole new slice (an upper bound)
+      out.ops.push_back(std::move(op));
+    }
+    GOp op = g.ops[i];
+    for (GOperand& r : op.reads) {
+      auto it = moved.find({r.tensor, r.slicing});
+      if (it != moved.end()) r.tensor = it->second;
+    }
+    out.ops.push_back(std::move(op));
+  }
+  return out;
+}
+
 namespace {
 
 Bytes hbm_of(const Plan& p) { return p.totals.hbm_read + p.totals.hbm_write; }
+
+// The planner's order: estimated time, then HBM bytes.
+bool faster(const Plan& a, const Plan& b) {
+  if (a.totals.time_s < b.totals.time_s * (1 - 1e-9)) return true;
+  if (a.totals.time_s > b.totals.time_s * (1 + 1e-9)) return false;
+  return hbm_of(a) < hbm_of(b);
+}
+
+Result<Plan> plan_with_clones(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast);
+
+// Ring transfers: every subset of the candidates while there are at most kExactRings (each
+// planned in full), else all of them, then those whose two ends are not both on LX dropped, then
+// each remaining one dropped when the plan without it is no slower; the plan without any ring is
+// always a candidate, so a ring is kept only when it makes the plan faster (or, as fast, lighter
+// on HBM) than sending the value through HBM.
+constexpr int kExactRings = 4;
+
+Result<Plan> plan_with_rings(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
+  std::vector<RingCandidate> cands;
+  if (!fast && o.lx && o.ring_transfers && hw.ring_bytes_per_s > 0) cands = ring_candidates(g, lx_capacity(hw));
+  if (cands.empty()) return plan_with_clones(g, hw, o, seconds, fast);
+  Deadline dl(seconds);
+  const int n = static_cast<int>(cands.size());
+  auto plan_mask = [&](const std::vector<char>& keep, double s) -> Result<Plan> {
+    auto p = plan_with_clones(insert_rings(g, cands, keep), hw, o, s, false);
+    if (p) {
+      p->ring_transfers = static_cast<int>(std::count(keep.begin(), keep.end(), 1));
+      if (p->ring_transfers)
+        p->notes.push_back("ring transfers: " + std::to_string(p->ring_transfers) + " of " + std::to_string(n) +
+                           " mismatched slicings moved LX-to-LX instead of through HBM");
+    }
+    return p;
+  };
+  auto best = plan_mask(std::vector<char>(n, 0), left(dl) / (n <= kExactRings ? (1 << n) : n + 3));
+  if (!best) return best;
+  if (n <= kExactRings) {
+    for (int m = 1; m < (1 << n); ++m) {
+      std::vector<char> keep(n);
+      for (int k = 0; k < n; ++k) keep[k] = m >> k & 1;
+      auto p = plan_mask(keep, left(dl) / ((1 << n) - m));
+      if (!p) return p;
+      if (faster(*p, *best)) best = std::move(p);
+    }
+    return best;
+  }
+  std::vector<char> keep(n, 1);
+  auto all = plan_mask(keep, left(dl) / (n + 2));
+  if (!all) return all;
+  // Drop the rings whose source or copy did not get LX (they move the value through HBM anyway).
+  for (const PlanValue& v : all->values) {
+    if (v.def < 0 || all->graph.ops[v.def].kind != "ring") continue;
+    const std::string& name = all->graph.tensors[v.tensor].name;
+    const int k = std::stoi(name.substr(name.rfind(".ring") + 5));
+    bool src_lx = false;
+    for (const PlanValue& u : all->values)
+      if (u.tensor == cands[k].tensor && !u.lx.empty()) src_lx = true;
+    if (v.lx.empty() || !src_lx) keep[k] = 0;
+  }
+  auto cur = plan_mask(keep, left(dl) / (n + 1));
+  if (!cur) return cur;
+  // Each remaining ring on its own, at most kRingDropTests of them (each test is a full plan).
+  constexpr int kRingDropTests = 16;
+  for (int k = 0, tests = 0; k < n && tests < kRingDropTests && !dl.expired(); ++k) {
+    if (!keep[k]) continue;
+    ++tests;
+    keep[k] = 0;
+    auto p = plan_mask(keep, left(dl) / (n - k + 1));
+    if (!p) return p;
+    if (!faster(*cur, *p)) cur = std::move(p);
+    else keep[k] = 1;
+  }
+  return faster(*cur, *best) ? cur : best;
+}
 
 // Plans with clone pruning: a clone whose copy did not get LX is removed and the graph replanned.
 Result<Plan> plan_with_clones(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
@@ -127,7 +280,7 @@ Graph move_op(const Graph& g, int from, int to) {
 Result<Plan> plan_graph_impl(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
   Deadline dl(seconds);
   if (!o.lx || !o.reorder || fast || g.ops.size() > 200)
-    return plan_with_clones(g, hw, o, left(dl), fast);
+    return plan_with_rings(g, hw, o, left(dl), fast);
   // Reordering: hill-climb over single-op moves to the ends of each op's legal window, scored
   // by a fast heuristic placement; the final plan is kept only if the full planner agrees.
   auto base_fast = plan_with_clones(g, hw, o, 0.0, true);
@@ -163,9 +316,9 @@ Result<Plan> plan_graph_impl(const Graph& g, const Hardware& hw, const Options& 
       }
     }
   }
-  auto plain = plan_with_clones(g, hw, o, moves ? left(dl) / 2 : left(dl), false);
+  auto plain = plan_with_rings(g, hw, o, moves ? left(dl) / 2 : left(dl), false);
   if (!plain || moves == 0) return plain;
-  auto reordered = plan_with_clones(cur, hw, o, left(dl), false);
+  auto reordered = plan_with_rings(cur, hw, o, left(dl), false);
   if (!reordered) return reordered;
   if (hbm_of(*reordered) < hbm_of(*plain)) {
     reordered->reorders = moves;

@@ -21,7 +21,7 @@ Result<Hardware> hardware_from_json(const Json& j, const std::string& source) {
     // usable_lx_bytes is derived (hardware_to_json writes it); it is accepted and recomputed.
     c.expect_keys({"format", "version", "name", "lx_bytes", "lx_backend_bytes", "reserved_fraction", "capacity",
                    "usable_lx_bytes", "alignment", "max_cores", "span_limit", "hbm_bytes_per_s", "core_flops_per_s",
-                   "op_overhead_s"});
+                   "op_overhead_s", "ring_bytes_per_s"});
     c.expect_format("scratchplan-lx-hardware", 1);
     Hardware h;
     if (c.has("name")) h.name = c.at("name").as_string();
@@ -62,6 +62,7 @@ Result<Hardware> hardware_from_json(const Json& j, const std::string& source) {
     in_range("hbm_bytes_per_s", 1, 1e18, "bytes per second in [1, 1e18]", h.hbm_bytes_per_s);
     in_range("core_flops_per_s", 1, 1e21, "operations per second in [1, 1e21]", h.core_flops_per_s);
     in_range("op_overhead_s", 0, 1e6, "seconds in [0, 1e6]", h.op_overhead_s);
+    in_range("ring_bytes_per_s", 0, 1e18, "bytes per second in [0, 1e18] (0: no ring transfers)", h.ring_bytes_per_s);
     if (h.lx_backend_bytes > h.lx_bytes) c.at("lx_backend_bytes").fail("expected at most lx_bytes");
     // Derived (hardware_to_json writes it): a different value would be silently replaced.
     if (c.has("usable_lx_bytes") && c.at("usable_lx_bytes").as_int() != lx_capacity(h))
@@ -100,6 +101,7 @@ Json hardware_to_json(const Hardware& h) {
   j["max_cores"] = h.max_cores;
   j["span_limit"] = h.span_limit;
   j["hbm_bytes_per_s"] = h.hbm_bytes_per_s;
+  j["ring_bytes_per_s"] = h.ring_bytes_per_s;
   j["core_flops_per_s"] = h.core_flops_per_s;
   j["op_overhead_s"] = h.op_overhead_s;
   return j;

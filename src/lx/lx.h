@@ -37,6 +37,7 @@ struct Hardware {
   double hbm_bytes_per_s = 204.8e9;    // HBM bandwidth shared by all cores
   double core_flops_per_s = 1.0e12;    // per-core compute throughput (fp16 FLOP/s)
   double op_overhead_s = 2.0e-6;       // fixed per-op launch/bundle overhead
+  double ring_bytes_per_s = 0;         // inter-core data ring: bytes per second into each core (0 = no ring transfers)
 };
 
 // round_up(int((lx_bytes - lx_backend_bytes) * (1 - reserved_fraction)), alignment), or the override.
@@ -56,6 +57,7 @@ struct Options {
   bool eviction = true;            // dormant values may be evicted and reloaded when it pays
   bool reorder = true;             // move independent ops when it lowers HBM traffic
   bool coopt = true;               // co-optimize core splits with placement
+  bool ring_transfers = true;      // LX-to-LX ring transfers for mismatched slicings (when the hardware has a ring)
   bool infer_layouts = true;       // choose the layouts the program leaves open (program::infer_open_layouts)
   int cores = 32;                  // cores available to work division (at most; see fewer_cores)
   bool fewer_cores = true;         // also plan at the powers of two below `cores` and keep the best
@@ -106,6 +108,7 @@ struct GOp {
   double flops = 0;            // work, for the roofline
   int source_op = -1;          // program op index (-1 for inserted clones and combines)
   std::vector<LayoutFix> layout_fixes;  // operands re-laid-out or padded before this op
+  Bytes ring_bytes = 0;        // kind "ring": bytes each core receives over the inter-core ring
 };
 
 struct Graph {
@@ -161,6 +164,7 @@ struct Plan {
   std::string solver;           // alloc solver used
   bool proven_optimal = false;  // placement matched its bound
   int evictions = 0, clones = 0, reorders = 0, coopt_changes = 0;
+  int ring_transfers = 0;       // inserted ring ops (LX-to-LX relayouts instead of HBM round trips)
   std::vector<std::string> notes;  // decisions worth showing (co-opt moves, reorders)
   int planned_cores = 0;           // core budget of the run this plan comes from (<= options.cores)
   struct CoreBudgetRun {
@@ -203,6 +207,18 @@ struct ExactReference {
 };
 Result<ExactReference> exact_split_reference(const program::Program& p, const Hardware& hw, const Options& o,
                                              int64_t max_assignments, double seconds_each = 0.05);
+
+// Ring transfers (docs/lx.md "Ring transfers"): a value written under one core slicing and read
+// under another goes through HBM; with a ring, an inserted op (kind "ring") moves it LX-to-LX into
+// a new value sliced as its readers slice it. One candidate per (value, reader slicing).
+struct RingCandidate {
+  int tensor = -1;         // GTensor index of the mismatched value
+  std::string slicing;     // the readers' slicing it is moved to
+  int first_reader = -1;   // op index of the first reader with that slicing (the ring op goes before it)
+};
+std::vector<RingCandidate> ring_candidates(const Graph& g, Bytes capacity);
+// `g` with the ring ops of the candidates whose keep flag is set.
+Graph insert_rings(const Graph& g, const std::vector<RingCandidate>& cands, const std::vector<char>& keep);
 
 // Independent checker: re-derives liveness and HBM traffic from the plan's op list and residency
 // (no planner code), checks addresses (alignment, capacity, no overlap of co-live values except an

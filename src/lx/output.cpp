@@ -34,7 +34,8 @@ Json plan_to_json(const Plan& p, bool arrays) {
     const GOp& op = p.graph.ops[i];
     Json x = {{"index", i}, {"name", op.name}, {"kind", op.kind}, {"cores", op.cores}, {"splits", op.splits},
               {"hbm_bytes", p.op_hbm[i]}};
-    if (op.kind == "clone") x["inserted"] = true;
+    if (op.kind == "clone" || op.kind == "ring") x["inserted"] = true;
+    if (op.ring_bytes > 0) x["ring_bytes"] = op.ring_bytes;
     Json rd = Json::array(), wr = Json::array();
     for (const auto& r : op.reads) rd.push_back(p.graph.tensors[r.tensor].name);
     for (const auto& w : op.writes) wr.push_back(p.graph.tensors[w.tensor].name);
@@ -100,6 +101,7 @@ Json plan_to_json(const Plan& p, bool arrays) {
   j["search"] = {{"placement_solver", p.solver}, {"placement_proven_optimal", p.proven_optimal},
                  {"clones", p.clones},           {"evictions", p.evictions},
                  {"reorders", p.reorders},       {"coopt_changes", p.coopt_changes},
+                 {"ring_transfers", p.ring_transfers},
                  {"notes", p.notes}};
   {
     int used = 1;
@@ -165,13 +167,14 @@ void write_ops(const Plan& p, Writer& w) {
     w.key(L + 1, "cores", first), w.num(op.cores);
     w.key(L + 1, "hbm_bytes", first), w.num(p.op_hbm[i]);
     w.key(L + 1, "index", first), w.num(static_cast<long long>(i));
-    if (op.kind == "clone") w.key(L + 1, "inserted", first), w.out += "true";
+    if (op.kind == "clone" || op.kind == "ring") w.key(L + 1, "inserted", first), w.out += "true";
     w.key(L + 1, "kind", first), w.str(op.kind);
     w.key(L + 1, "name", first), w.str(op.name);
     std::vector<std::string> rd, wr;
     for (const auto& r : op.reads) rd.push_back(p.graph.tensors[r.tensor].name);
     for (const auto& x : op.writes) wr.push_back(p.graph.tensors[x.tensor].name);
     w.key(L + 1, "reads", first), w.string_array(L + 1, rd);
+    if (op.ring_bytes > 0) w.key(L + 1, "ring_bytes", first), w.num(op.ring_bytes);
     w.key(L + 1, "splits", first), w.str(op.splits);
     w.key(L + 1, "writes", first), w.string_array(L + 1, wr);
     w.out += "\n";
@@ -284,6 +287,15 @@ std::string plan_report(const Plan& p) {
   for (const auto& v : p.values) on += !v.lx.empty();
   os << "buffers: " << on << " of " << p.values.size() << " on LX; clones " << p.clones << ", evictions "
      << p.evictions << ", reorders " << p.reorders << ", co-opt changes " << p.coopt_changes << "\n";
+  for (std::size_t i = 0; i < p.graph.ops.size(); ++i) {
+    const GOp& op = p.graph.ops[i];
+    if (op.kind != "ring") continue;
+    const OpTime ot = op_time(p, i);
+    std::snprintf(buf, sizeof buf, "ring transfer: %s -> %s, %lld B per core over the ring (%.2f us) instead of HBM\n",
+                  p.graph.tensors[op.reads[0].tensor].name.c_str(), p.graph.tensors[op.writes[0].tensor].name.c_str(),
+                  static_cast<long long>(op.ring_bytes), (ot.compute_s + ot.overhead_s) * 1e6);
+    os << buf;
+  }
   std::snprintf(buf, sizeof buf, "HBM: %lld B read + %lld B written = %lld B (baseline %lld B, saved %.1f%%), lower bound %lld B (%lld B at these core counts, %lld B for these splits)\n",
                 static_cast<long long>(t.hbm_read), static_cast<long long>(t.hbm_write),
                 static_cast<long long>(t.hbm_read + t.hbm_write), static_cast<long long>(t.baseline_hbm),
@@ -374,9 +386,11 @@ std::string plan_svg(const Plan& p) {
   // One colour per role; a segment takes the first that applies.
   const svg::Role value{"value on LX", "#6baed6"}, in_place{"in place of a dying input", "#fdae6b"},
       clone{"input clone", "#74c476"}, out_clone{"output computed on LX", "#c39bd3"},
-      reload{"reloaded from HBM", "#fb6a4a"}, band{"segments below one pixel (occupancy)", "#636363"};
-  const svg::Role* role_list[] = {&value, &in_place, &clone, &out_clone, &reload};
+      reload{"reloaded from HBM", "#fb6a4a"}, band{"segments below one pixel (occupancy)", "#636363"},
+      ring{"moved over the core ring", "#e7ba52"};
+  const svg::Role* role_list[] = {&value, &in_place, &clone, &out_clone, &reload, &ring};
   auto role_of = [&](const PlanValue& v, const Segment& s) {
+    if (!s.reload && v.def >= 0 && p.graph.ops[v.def].kind == "ring") return 5;
     return s.reload ? 4 : v.clone ? 2 : v.output_clone ? 3 : v.in_place_parent >= 0 ? 1 : 0;
   };
   // Segments of each panel, as pixel rectangles relative to the panel's origin.
@@ -414,11 +428,11 @@ std::string plan_svg(const Plan& p) {
     }
   }
   auto banded = [&](const Seg& g) { return aggregate && (g.w < 1 || g.h < 1 || g.w * g.h <= cut_area); };
-  bool used[5] = {false, false, false, false, false}, any_band = false;
+  bool used[6] = {false, false, false, false, false, false}, any_band = false;
   for (const auto& ps : segs)
     for (const Seg& g : ps) (banded(g) ? any_band : used[g.role]) = true;
   std::vector<svg::Role> roles;
-  for (int r = 0; r < 5; ++r)
+  for (int r = 0; r < 6; ++r)
     if (used[r]) roles.push_back(*role_list[r]);
   if (any_band) roles.push_back(band);
 

@@ -422,7 +422,8 @@ Result<Plan> plan_graph_once(Graph graph, const Hardware& hw, const Options& o, 
 
 OpTime op_time(const Plan& p, std::size_t i) {
   const GOp& op = p.graph.ops[i];
-  return {op.flops / (std::max(1, op.cores) * p.hw.core_flops_per_s),
+  const double ring = op.ring_bytes > 0 && p.hw.ring_bytes_per_s > 0 ? op.ring_bytes / p.hw.ring_bytes_per_s : 0.0;
+  return {op.flops / (std::max(1, op.cores) * p.hw.core_flops_per_s) + ring,
           static_cast<double>(p.op_hbm[i]) / p.hw.hbm_bytes_per_s, p.hw.op_overhead_s};
 }
 
@@ -493,8 +494,9 @@ void account(Plan& plan) {
   // Clones are planner-inserted: the baseline is the graph without them (their input reads
   // are reads of the consumers there), so the baseline counts the clone op's read as the
   // consumers' reads: recompute it from the uses of clone values.
+  // Ring ops likewise (their value's readers read the original there).
   for (const PlanValue& v : plan.values) {
-    if (!v.clone) continue;
+    if (!v.clone && !(v.def >= 0 && g.ops[v.def].kind == "ring")) continue;
     // clone op read 1x input, wrote 1x; consumers read k times: baseline should be k reads only.
     int reads = 0;
     for (OpIndex u : v.uses) reads += reads_at(g, v, u);
@@ -509,7 +511,7 @@ void account(Plan& plan) {
     const OpTime ot = op_time(plan, i);
     double mem0 = static_cast<double>(std::max<Bytes>(0, base[i])) / plan.hw.hbm_bytes_per_s;
     t.time_s += ot.total();
-    if (g.ops[i].kind != "clone") t.baseline_time_s += std::max(ot.compute_s, mem0) + ot.overhead_s;
+    if (g.ops[i].kind != "clone" && g.ops[i].kind != "ring") t.baseline_time_s += std::max(ot.compute_s, mem0) + ot.overhead_s;
   }
   // Lower bound for this split choice and op order: inputs read once, outputs written once,
   // values that can never be on LX move fully.
@@ -527,6 +529,9 @@ void account(Plan& plan) {
       continue;
     }
     bool forced = !v.reason.empty() && v.reason.rfind("did not fit", 0) != 0 && v.reason.rfind("evicted", 0) != 0;
+    // With a ring, a mismatch can be moved LX-to-LX: not forced over the plans with ring choices.
+    if (plan.hw.ring_bytes_per_s > 0 && plan.options.ring_transfers && v.reason.rfind("core-div mismatch", 0) == 0)
+      forced = false;
     if (forced && v.lx.empty()) lb += hbm_traffic_all_hbm(g, v);
     else if (ten.graph_output && v.output_clone) lb += v.bytes;
   }

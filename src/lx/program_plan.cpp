@@ -608,8 +608,10 @@ Moves chain_move(const Model& m, const Hardware& hw, const std::vector<int>& cha
 }
 
 // `timed`: also build each op's (bytes, seconds) frontier on that hardware (time_limited_bound).
+// `rings`: mismatched slicings can be moved LX-to-LX (docs/lx.md "Ring transfers"), so a value
+// costs HBM only when no slicing its producer can write fits (a relaxation: the bound stays valid).
 MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std::function<bool(int, int)>& allowed,
-                     const Hardware* timed = nullptr) {
+                     const Hardware* timed = nullptr, bool rings = false) {
   const program::Program& p = *m.prog;
   MenuCosts mc;
   std::vector<std::vector<int>> admitted(p.ops.size());
@@ -670,7 +672,7 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     const program::OpId first = *std::min_element(p.consumers[t].begin(), p.consumers[t].end());
     std::vector<int> reads, both;
     for (program::OpId u : p.consumers[t]) {
-      if (u == first || ok.empty()) continue;
+      if (u == first || ok.empty() || rings) continue;
       reads.clear();
       for (int c : admitted[u]) {
         const int id = known_id(slicing_of(m, u, c, t, false));  // unknown: the producer cannot write it
@@ -695,7 +697,7 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
     for (std::size_t i = 0; i < stars[u].size(); ++i) {
       const Member& x = stars[u][i];
       const int q = p.producer[x.t];
-      if (x.ok.empty() || q < 0 || q == static_cast<int>(u) || !m.div.ops[q].divided || admitted[q].empty()) continue;
+      if (rings || x.ok.empty() || q < 0 || q == static_cast<int>(u) || !m.div.ops[q].divided || admitted[q].empty()) continue;
       if (linked[u] < 0 || x.cost > stars[u][static_cast<std::size_t>(linked[u])].cost) linked[u] = static_cast<int>(i);
     }
     if (linked[u] < 0) continue;
@@ -754,7 +756,8 @@ MenuCosts menu_costs(const Model& m, Bytes capacity, const Options& o, const std
         if (static_cast<int>(i) == linked[u]) continue;  // charged on its link
         const Member& x = stars[u][i];
         const int id = x.ok.empty() ? -1 : known_id(slicing_of(m, static_cast<int>(u), c, x.t, false));
-        if (id < 0 || !std::binary_search(x.ok.begin(), x.ok.end(), id)) cost += x.cost, own += x.own_read;
+        if (rings ? x.ok.empty() : (id < 0 || !std::binary_search(x.ok.begin(), x.ok.end(), id)))
+          cost += x.cost, own += x.own_read;
       }
       const double secs = timer ? (own > 0 ? timer->seconds(*timed, en.cores, en.r, own) : en.seconds) : 0.0;
       if (mc.in_tree[u]) {  // every entry counts: the links decide
@@ -1137,13 +1140,14 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   CoreRun run;
   // The bound over every split choice also counts what no menu entry can keep on LX.
   run.compulsory = result->totals.lower_bound_hbm;
-  run.every = menu_costs(m, lx_capacity(hw), o, [](int, int) { return true; }, &hw);
+  const bool rings = hw.ring_bytes_per_s > 0 && o.ring_transfers && o.lx;
+  run.every = menu_costs(m, lx_capacity(hw), o, [](int, int) { return true; }, &hw, rings);
   result->totals.lower_bound_hbm += run.every.bound();
   // The same over the splits that keep every op on the core count the plan gives it.
   result->totals.cores_lower_bound_hbm =
       run.compulsory + menu_costs(m, lx_capacity(hw), o, [&](int op, int c) {
                          return cores_of(m, op, c) == cores_of(m, op, result_choice[op]);
-                       }).bound();
+                       }, nullptr, rings).bound();
   // And over every split choice of the plans no slower than this one.
   result->totals.time_lower_bound_hbm =
       run.compulsory + time_limited_bound(run.every, p.ops.size(), hw, result->totals.time_s);

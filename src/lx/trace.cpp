@@ -80,6 +80,7 @@ std::string plan_trace(const Plan& p) {
                  {"compute_us", ot.compute_s * 1e6}, {"hbm_us", ot.hbm_s * 1e6},
                  {"overhead_us", ot.overhead_s * 1e6}, {"bound", bound}, {"reads", reads}, {"writes", writes}};
     if (!op.layout_fixes.empty()) args["layout_fixes"] = op.layout_fixes.size();
+    if (op.ring_bytes > 0) args["ring_bytes"] = op.ring_bytes;  // compute_us holds the ring time
     tb.slice(plan_pid, plan_tid, op.name, start, dur, std::move(args), op.kind);
     const std::string share = "of " + std::to_string(std::max(1, op.cores)) + " cores";
     for (int c = 0; c < std::max(1, op.cores); ++c)
