@@ -81,15 +81,15 @@ def random_scale(ctx, limit=5):
 def families(ctx, limit=10):
     out = ["## Buffer allocation: generated XLA auto-sharding traces and SOMAS LLM dumps", "",
            f"Issue 15 section 1. Generators in `src/alloc/generate.cpp`, seed 1, written by `scratchplan_alloc_gen`: "
-           f"`xla` and `somas` imitate the statistics of iopddl_G_1 and somas_bert_base (docs/alloc.md); "
+           f"`xla` and `somas` imitate the statistics of iopddl_G_1 and somas_bert_base (docs/log/alloc-bounds-log.md); "
            f"`scaled` stretches those real traces (tests/data/dsa/idealloc) to N buffers, which keeps their load "
            f"profile (the issue's instances are real dumps 3 to 10 times larger). somas_tiny_bert scaled was held out "
            f"until the classed orders were designed on it; somas_resnet50 scaled (a SOMAS dump of a CNN) was first "
-           f"measured untouched (0.031 / 0.075 / 0.109 %), then used in the exponent measurement of docs/alloc.md. "
+           f"measured untouched (0.031 / 0.075 / 0.109 %), then used in the exponent measurement of docs/log/alloc-solver-log.md. "
            f"`chain` is a ResNet-like activation chain (stages of one activation size, each tensor read by the next "
            f"op, every third by a residual add; every buffer live with two or three others), added with the exact "
            f"probe for sparse instances (before it, seed 1: 20k 20.4 %, 50k 23.5 %, 100k 29.9 %; with it 50k 23.5 % "
-           f"and 100k 29.9 %; since the canonical dives, docs/alloc.md, every row proven). "
+           f"and 100k 29.9 %; since the canonical dives, docs/log/alloc-solver-log.md, every row proven). "
            f"Ours: `alloc X.csv --minimize --time-limit {limit}` (default solver; the multi-start on every hardware "
            f"thread, two here: the issue's budget is 10 s on 2 cores); `1 thread` adds `--threads 1`; greedy-by-size: "
            f"`--solver greedy-by-size`. Target: within 0.1 % of the max-load lower bound (or proven) within the limit; "
@@ -163,7 +163,7 @@ def minimize(ctx, limit):
     d = os.path.join(ctx.data, "dsa", "challenging")
     out = ["## Buffer allocation: challenging set with --minimize", "",
            f"`--minimize --solver auto --time-limit {limit}`, one run each. Target: the minimum capacity of every "
-           "instance, proven (D and J are open: D in [986112, 1014784], J in [989184, 1013760]; the upper ends moved from the published 1026048 and 1041408 by our own search, first to 1024000 and 1030144 (`--minimize --time-limit 240 --seed 7 --threads 1`), then to 1021952 and 1028096 (`--time-limit 900 --seed 13`), 1018880 each (`--time-limit 1800 --seed 17`) 1014784 and 1015808 (`--time-limit 3300 --seed 23`), each time by the exact phase at the end of the run, then J to 1013760 by the exact search alone (`--solver exact --exact-off lb_probe --threads 1 --time-limit 4400`, 4,400 s of one core), packings stored in tests/data/dsa/best and validated by a test; the lower ends stay at the max load: no height certificate above it found, windows of up to 134 (D) and 77 (J) buffers around the peak pack at it, docs/alloc.md \"Height certificates\").", "",
+           "instance, proven (D and J are open: D in [986112, 1014784], J in [989184, 1013760]; the upper ends moved from the published 1026048 and 1041408 by our own search, first to 1024000 and 1030144 (`--minimize --time-limit 240 --seed 7 --threads 1`), then to 1021952 and 1028096 (`--time-limit 900 --seed 13`), 1018880 each (`--time-limit 1800 --seed 17`) 1014784 and 1015808 (`--time-limit 3300 --seed 23`), each time by the exact phase at the end of the run, then J to 1013760 by the exact search alone (`--solver exact --exact-off lb_probe --threads 1 --time-limit 4400`, 4,400 s of one core), packings stored in tests/data/dsa/best and validated by a test; the lower ends stay at the max load: no height certificate above it found, windows of up to 134 (D) and 77 (J) buffers around the peak pack at it, docs/log/alloc-bounds-log.md \"Height certificates\").", "",
            "| instance | best height | lower bound | proven | s | minimum known |", "|---|---:|---:|---|---:|---|"]
     for name in sorted(MINIMALLOC_S):
         path = os.path.join(d, f"{name}.1048576.csv")

@@ -52,7 +52,7 @@ def row(ctx, family, n, inst_seed):
 
 def header():
     return ["## Buffer allocation: spread over seeds on SOMAS LLM dumps with near-equal sizes", "",
-            f"Issue 42 section 1. `scratchplan_alloc_gen layers N SEED` (`generate_somas_layers`, docs/alloc.md: a "
+            f"Issue 42 section 1. `scratchplan_alloc_gen layers N SEED` (`generate_somas_layers`, docs/log/alloc-bounds-log.md: a "
             f"training step of a transformer with activation recompute; per op a tensor of one of four shapes, each "
             f"jittered by up to 2 %, so thousands of near-equal buffers cross the load's peaks, one per layer's "
             f"backward). Each instance: `alloc X.csv --minimize --time-limit {LIMIT}` with `--seed` {SEEDS[0]} to "
@@ -64,18 +64,18 @@ def header():
             f"every run within the limit. The sweep is {len(INSTANCES)} instances x {len(SEEDS)} runs of at most "
             f"{LIMIT} s, at most {len(INSTANCES) * len(SEEDS) * LIMIT // 60} minutes of machine time.",
             "",
-            "Before the compaction schedule of issue 42 (one compaction at 85 % of the budget; docs/alloc.md, "
+            "Before the compaction schedule of issue 42 (one compaction at 85 % of the budget; docs/log/alloc-solver-log.md, "
             "\"Compaction when it pays\"), measured with the same generator and the previous build: `layers` "
             "18,692 seed 2 ended within 0.1 % in all eight runs (0.006-0.085 %) but first got there at 9.3-9.8 s "
             "in seven of them (3.9 s in one; median 9.7 s, read from the progress lines); 50k seed 1 within 0.1 % "
             "in all eight (two proven), first at 2.5-9.6 s (median 3.6 s); 30k seed 3 and 18,692 seed 6 proven "
             "in all eight runs within 3.4 s; 12k seed 5 0.1036 % in one run. Those runs shared the two cores "
             "with other builds (load average 8-14).", "",
-            "Before odd workers swept the problem backwards in time (docs/alloc.md, \"Both time directions\"), "
+            "Before odd workers swept the problem backwards in time (docs/log/alloc-solver-log.md, \"Both time directions\"), "
             "the same sweep with the previous build (median / worst seconds to 0.1 %): 12,000 seed 5 missed in 6 of "
             "8 runs (median 0.104 % above, worst 0.191 %); 18,692 seeds 1, 2, 3 0.20 / 0.32, 2.15 / 5.91 and "
             "0.20 / 0.80 s; 50k 1.19 / 1.99 s; 100k 2.44 / 4.61 s.", "",
-            "Before larger-first rounds and compaction rounds (docs/alloc.md, \"Larger first and compaction rounds\"), "
+            "Before larger-first rounds and compaction rounds (docs/log/alloc-solver-log.md, \"Larger first and compaction rounds\"), "
             "the same sweep with the previous build: 12,000 seed 5 missed in 2 of 8 runs, median 8.12 s to 0.1 % "
             "(0.059 % above at the median); 18,692 seeds 1, 2, 3 0.06 / 0.13, 0.11 / 0.18 and 0.10 / 0.14 s; 50k "
             "0.35 / 0.68 s; 100k 1.05 / 1.46 s (median 0.032 %, worst 0.055 % above). By hand with the new build, "

@@ -51,7 +51,7 @@ namespace {
 // offsets that are sums of sizes, so a packing below capacity C exists iff one below floor(C/g)
 // units does.
 //
-// Why enumerating supported packings in (offset, index) order is complete (docs/alloc.md): a
+// Why enumerating supported packings in (offset, index) order is complete (docs/log/alloc-bounds-log.md): a
 // packing of least offset sum has every buffer at 0 or on the top of a co-live buffer (else it
 // could drop one unit), so its offset is the highest top among the co-live buffers before it in
 // that order. The search therefore builds the order: the next buffer goes at its floor (that

@@ -1,7 +1,8 @@
 // Checkable lower bounds on the height of a packing (pack --minimize): a certificate names a
 // sub-instance (some buffers, lifetimes possibly narrowed) and a height H; an exhaustive search
 // written only for this purpose shows that the sub-instance has no packing below H, which bounds
-// every packing of the whole instance. Shares no code with the solvers. See docs/alloc.md.
+// every packing of the whole instance. Shares no code with the solvers.
+// The completeness argument: docs/log/alloc-bounds-log.md, "Height certificates".
 #pragma once
 
 #include <cstdint>
@@ -48,7 +49,7 @@ struct FitSearch {
 
 // Exhaustive search: does every buffer of `p` fit below `capacity` (sizes and lifetimes only;
 // alignment, pinned offsets and hand-offs are not modelled, so `p` must have none)? Enumerates
-// the supported packings in (offset, index) order with sound pruning only (docs/alloc.md,
+// the supported packings in (offset, index) order with sound pruning only (docs/log/alloc-bounds-log.md,
 // "Height certificates"). Deterministic; stops after max_nodes nodes (kUnknown).
 FitSearch search_fit(const Problem& p, Size capacity, int64_t max_nodes, bool memo = true);
 

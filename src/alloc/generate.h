@@ -1,8 +1,8 @@
 // Deterministic synthetic instances for scale benchmarks and tests. Each generator stands for a
 // family of real inputs, so that what is tuned on is not what is measured: a tensor stream, a
-// uniform random family (issue 11), XLA auto-sharding traces and MindSpore SOMAS training dumps
-// of language models (issue 15; statistics from the idealloc instances in tests/data/dsa), and
-// SOMAS dumps of language models with recompute and near-equal sizes (issue 42).
+// uniform random family, XLA auto-sharding traces and MindSpore SOMAS training dumps of language
+// models (statistics from the idealloc instances in tests/data/dsa), activation chains, and
+// SOMAS dumps of language models with recompute and near-equal sizes.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +41,7 @@ Problem generate_somas_llm(int n, uint64_t seed);
 // buffers have near-equal sizes. Nine layers in ten keep only their input and recompute the rest
 // just before their backward ops; saved tensors are freed by their backward op give or take four
 // ops (lifetimes cross rather than nest). The load has many near-equal peaks (one per layer's
-// backward), and greedy-by-size ends 3-10 % above the max load: among near-equal sizes its order
-// is the jitter's, not time's.
+// backward); among near-equal sizes a size order is the jitter's, not time's.
 Problem generate_somas_layers(int n, uint64_t seed);
 
 // A real trace stretched to n buffers (the same program with n / |base| times as many ops):

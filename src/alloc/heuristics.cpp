@@ -268,11 +268,10 @@ class TimeIndex {
   // Lowest aligned offset where [o, o + size) avoids every span overlapping b's lifetime: the
   // lists are merged lazily through a heap, lowest address first, and the walk stops at the
   // first gap that holds the buffer (about half the spans are above it), without copying.
-  // The same offsets as a first fit over overlaps() (AllocLimits.SweepLowestFitEqualsFirstFit);
-  // with the floors, a whole sweep went from 1.5 to 1.0 s on the XLA family at 50k (per slice: 0.6-0.8 s).
+  // The same offsets as a first fit over overlaps() (AllocLimits.SweepLowestFitEqualsFirstFit).
   // `limit`: the fit must end at or below it; the walk stops (returning an offset past it) as
   // soon as none can, so a buffer that a capacity spills costs no walk to the top of its stack
-  // (one capacity-bound sweep of 50k random buffers: 0.77 -> 0.64 s).
+  // (measurements: docs/log/alloc-code-notes-log.md).
   Offset lowest_fit(const Buffer& b, Size size, Size align, bool* on_top = nullptr, Offset limit = kUnbounded) const {
     const Time a = (b.start - t0_) / width_, z = (b.end - 1 - t0_) / width_;
     auto counts = [&](const Entry& x) { return x.s < b.end && b.start < x.e && x.hi > x.lo; };

@@ -27,8 +27,8 @@ const char* objective_name(const SolveOptions& o);
 // Plan and result summary as JSON.
 Json result_to_json(const Problem& p, const SolveResult& r, const SolveOptions& o);
 // The same plan as text, byte for byte result_to_json(...).dump(1) + "\n", with the buffer list
-// written directly: the JSON tree of a million-buffer plan took 2-3.5 s to build and print on a
-// slow machine, more than the CLI reserves after the solver (docs/alloc.md, CLI).
+// written directly (building the JSON tree of a large plan would not fit the time the CLI
+// reserves after the solver).
 std::string result_to_json_text(const Problem& p, const SolveResult& r, const SolveOptions& o);
 // Problem back to JSON (round trip for tests and fuzzing).
 Json problem_to_json(const Problem& p);

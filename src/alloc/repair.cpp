@@ -108,17 +108,12 @@ namespace {
 
 // Two-sided sweeps: buffers in start order, each at its lowest fit unless that lands on top of
 // every buffer live with it; then it hangs from a target height instead. Why: on a chain (each
-// buffer live with its predecessor and successor only, the backbone of a compute graph) lowest
-// fit in any order stacks neighbours ever higher (random sizes: 38 % above the max load at 10k
-// buffers, sizes halving or doubling along the chain: 25 %), while alternating floor and ceiling
-// meets the max load exactly. A failed target is raised halfway to the worker's best; a met one
-// is lowered halfway to the last failure. The attempts stop when one fails before placing half
-// of the buffers (measured on the XLA and SOMAS families at 12k-28k: every target up to 0.3 %
-// above the bound fails within the first 30 %). Only on sparse instances (the solver's
-// is_sparse: at most 64 overlapping pairs per buffer): on the dense families the first attempt
-// failed after 20-44 % of the buffers and held worker 0's first round back by 1-3 s at 100k
-// (a chain beside 120 long-lived buffers, dense, failed at 4 %), and without it the mean over
-// six 100k instances x two seeds went from 0.111 to 0.092 % above the bound.
+// buffer live with its predecessor and successor only) lowest fit in any order stacks neighbours
+// ever higher, while alternating floor and ceiling meets the max load exactly. A failed target
+// is raised halfway to the worker's best; a met one is lowered halfway to the last failure. The
+// attempts stop when one fails before placing half of the buffers. Only on sparse instances (the
+// solver's is_sparse): on dense families they fail early and hold worker 0's first round back.
+// Measurements: docs/log/alloc-code-notes-log.md.
 class TwoSided {
  public:
   TwoSided(const Problem& p, Size bound, bool enabled) : p_(p), failed_(bound - 1), active_(enabled) {
@@ -394,10 +389,8 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   // Odd workers search the time-reversed problem. Why: lowest fit in time order places a buffer
   // on what is live at its start, so the buffers that live to the end (weight gradients of a
   // training step, started one after another) sit on what the ones below leave and seal holes
-  // under them; reversed, they are the ones that start first and stack at the bottom. Measured
-  // (docs/alloc.md, "Both time directions"): `layers` 12,000 seed 5, `--seed` 1-8, 10 s, two
-  // threads: 6 -> 2 runs of 8 above 0.1 % of the bound; 18,692 seed 2 median time to 0.1 %
-  // 2.15 -> 0.11 s.
+  // under them; reversed, they are the ones that start first and stack at the bottom
+  // (measurements: docs/log/alloc-code-notes-log.md).
   // (Not with in-place hand-offs: a child starts on its parent's last tick, which reversed time
   // turns into a different rule.) Forwards the search reads `p` itself; only the reversed copy is made.
   const Problem reversed = workers >= 2 && !has_in_place(p) ? time_reversed(p) : Problem{};
@@ -486,15 +479,11 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       // worker compacts its rounds' new bests whenever the last compaction lowered its best
       // faster, per second, than its rounds have lowered theirs since, and its rounds stay cut
       // at their own best, not at the compacted one (which no order reaches: they would all be
-      // cut). Elsewhere each worker compacts once at 85 % of the budget, as before. With a round
-      // budget: once, at 85 % of the worker's rounds (no decision may depend on the clock).
-      // Why: on SOMAS dumps with recompute and near-equal sizes (the `layers` family) the
-      // compaction is what reaches the bound and the rounds alone improve slowly: with one
-      // compaction at 85 %, every run of `layers` 18,692 seed 2 reached 0.1 % of the bound only
-      // after 9.3-9.8 s (the issue's real dump: four runs of five never did); on the XLA and
-      // stretched SOMAS families a compaction closes a few per cent of the gap and costs 1.5-7
-      // sweeps, and compacting there more often cost more rounds than it gained (docs/alloc.md,
-      // "Compaction when it pays").
+      // cut). Elsewhere each worker compacts once at 85 % of the budget. With a round budget:
+      // once, at 85 % of the worker's rounds (no decision may depend on the clock). Why: on
+      // dumps with near-equal sizes (`layers`) the compaction is what reaches the bound; on the
+      // XLA and stretched SOMAS families it closes little and costs sweeps
+      // (docs/log/alloc-code-notes-log.md).
       const double now = dl.elapsed_seconds();
       const int pays = compaction_pays;
       bool compact_now = false;
@@ -537,15 +526,11 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       }
       // Exploit rounds: in the second half of the budget, three rounds in four redraw the key
       // noise of the worker's best recipe (exponents, classes, pivot), with an amplitude of at
-      // least 20 % (measured in docs/alloc.md: 10 % and 30 % did a little worse), and move its
-      // reach ratio by a factor 2^(+-0.5) about (measured there: the nine instances 0.068 ->
-      // 0.052 % above the bound, the others within their spread). Why:
-      // orders made the same way land close together, so the best of many draws says which
-      // recipe suits the instance; measured with a harness (one thread, 10 s, stretched
-      // somas_tiny_bert 20k, three seeds), redrawing the noise of the best of 180 random orders
-      // ended 0.12-0.17 % above the bound where the random orders went on to 0.28-0.39 % (from
-      // the best of 30: 0.32-0.50 %, so exploration comes first). Not before round 8, so that
-      // a plan at the bound found early does not depend on the clock (the switch is a time).
+      // least 20 %, and move its reach ratio by a factor 2^(+-0.5) about. Why: orders made the
+      // same way land close together, so the best of many draws says which recipe suits the
+      // instance (exploration comes first). Not before round 8, so that a plan at the bound
+      // found early does not depend on the clock (the switch is a time). Measurements:
+      // docs/log/alloc-code-notes-log.md.
       const bool second_half = worker_rounds > 0 ? round >= worker_rounds / 2 : dl.elapsed_seconds() >= exploit_from;
       const bool exploit = best_has_recipe && round >= 8 && second_half && rng.uniform() < 0.75;
       auto bell = [&] {  // about normal, deviation 0.58
@@ -556,10 +541,7 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       Recipe r;
       // Local rounds: half the exploit rounds keep the best plan's noise draws and redraw those
       // of 5 % of the buffers (and keep its reach), a step from that plan rather than a new
-      // draw of its recipe. Measured (docs/alloc.md, "Local exploit rounds"): the nine
-      // instances, `--seed` 1-4, mean above the bound 0.068 -> 0.056 %, lower in 17 runs of 36
-      // and higher in 8; all exploit rounds local 0.069 %; 2 % or 15 % of the buffers 0.060 %
-      // and 0.063 % (`--seed` 1-2, against 0.058 % at 5 %).
+      // draw of its recipe (measurements: docs/log/alloc-code-notes-log.md).
       const bool local = exploit && !best_u.empty() && rng.uniform() < 0.5;
       if (exploit) {
         r = best_recipe;
@@ -568,18 +550,14 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       } else {
         // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
         // live at the peak go first among equals and the peak is packed before the slack regions.
-        // e = 8 first, then log-uniform in [1, 32] with a little noise (no single e is best on
-        // every family: measured on XLA traces, e = 8 gave 0.44 % above the bound where plain size
-        // order gave 2.1 %; on random instances the best e differs).
-        // From round 3 on, half the rounds draw e near the exponent of the worker's best plan
-        // (log2 e +- 0.7): the good exponents differ by family (measured in docs/alloc.md), so the
-        // search keeps to the neighbourhood that works on this instance without tuning one in.
-        // Lifetime exponent beta (key x lifetime^beta): from round 2 on, half the rounds draw it
-        // in [0, 0.3]. Why: on the XLA traces the plans' tops are thousands of small buffers live
-        // across the peak for hundreds of ticks, stacked over holes that only shorter buffers
-        // could use; a slight preference for long lifetimes puts them lower (measured in
-        // docs/alloc.md: XLA 50k, six random orders each, best sweep 0.86 -> 0.44 % at beta
-        // 0.15), while on other families beta = 0 stays best, so the search adapts it as e.
+        // e = 8 first, then log-uniform in [1, 32] with a little noise: no single e is best on
+        // every family. From round 3 on, half the rounds draw e near the exponent of the
+        // worker's best plan (log2 e +- 0.7), so the search keeps to what works on this instance
+        // without tuning one in. Lifetime exponent beta (key x lifetime^beta): from round 2 on,
+        // half the rounds draw it in [0, 0.3]. Why: on the XLA traces the plans' tops are small
+        // buffers live across the peak, stacked over holes only shorter buffers could use; a
+        // slight preference for long lifetimes puts them lower, while elsewhere beta = 0 stays
+        // best, so the search adapts it as e. Measurements: docs/log/alloc-code-notes-log.md.
         r.e = round <= 1 ? 8.0 : std::exp2(5.0 * rng.uniform());
         r.beta = round <= 1 || rng.uniform() < 0.5 ? 0.0 : 0.3 * rng.uniform();
         if (round >= 3 && rng.uniform() < 0.5) {
@@ -592,9 +570,8 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         // within a class. For buffers of one size, lowest fit in start order is interval-graph
         // colouring, which never needs more slots than the most that overlap; in key order the
         // copies of a size take their slots out of time order and leave gaps that only another
-        // copy could fill. Every round is classed: plain key orders (led by a prefix search of
-        // their first 2 %, and some by an exact packing of their first 1 %) ended best on the
-        // XLA traces once, but cost more rounds than they found (docs/alloc.md, round schedule).
+        // copy could fill. Every round is classed: plain key orders cost more rounds than they
+        // found (docs/log/alloc-solver-log.md, round schedule).
         r.ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng.uniform() * std::log(5.0 / 3.0));
         r.class_offset = rng.uniform();
         // Pivots: the classes run outwards from a pivot tick (worker 0's round 0: the first
@@ -602,20 +579,13 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         // the max load; worker 1's round 0 keeps start order). Why: lowest fit in start order
         // settles the lanes of a class's copies by what came before, so at the peak some lanes
         // are empty (between two copies) under buffers that live across it; from the pivot
-        // outwards the copies live there are stacked first. Measured with a harness, 15
-        // one-sweep orders each (e = 8), best and median above the bound, start order ->
-        // pivoted (load within 1 %): stretched somas_tiny_bert 20k seed 1 0.629 / 0.928 ->
-        // 0.469 / 0.747 %, seed 3 0.328 / 0.565 -> 0.325 / 0.544 %; XLA 50k seed 3 0.521 /
-        // 0.620 -> 0.289 / 0.514 %. A random pivot, not the best of drafts: rounds are the
-        // scarce resource (docs/alloc.md measures it).
+        // outwards the copies live there are stacked first. A random pivot, not the best of
+        // drafts: rounds are the scarce resource.
         // Reach ratio: the buffers live at the pivot go deepest first (classed_order), so that
-        // on both sides of it those still live keep the bottom of the stack. In start order only
-        // the side before the pivot stays contiguous; after it, the slots of buffers that ended
-        // are holes under those that go on, open only to later buffers that fit them. Which
-        // side weighs more differs by family (one-sweep orders, 60 per ratio on stretched
-        // somas_tiny_bert 20k, best at ratios 1/4-1; 30 on XLA 50k, best at 2-8), so the ratio
-        // is drawn log-uniform in [1/4, 8] (rounds 0 and 1: 1); exploit rounds move the best
-        // plan's. Measured in docs/alloc.md ("Deepest first at the pivot").
+        // on both sides of it those still live keep the bottom of the stack. Which side weighs
+        // more differs by family, so the ratio is drawn log-uniform in [1/4, 8] (rounds 0 and 1:
+        // 1); exploit rounds move the best plan's. Measurements: docs/log/alloc-code-notes-log.md
+        // and docs/log/alloc-solver-log.md ("Deepest first at the pivot").
         r.reach = round <= 1 ? 1.0 : std::exp2(-2.0 + 5.0 * rng.uniform());
         if (round == 0 && w == 0) {
           r.pivot = dir.peak_time;
@@ -629,14 +599,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
         // Larger first within a class (classed_order): from round 2 on, at first a quarter of
         // the rounds, then a share that follows how far such rounds get before their cut against
         // start-order rounds (moving averages of the share of buffers placed; kLargerFirstGain).
-        // Why: where thousands of near-equal sizes cross the peak (`layers`: four shapes, each
-        // jittered by up to 2 %), start order lets a smaller copy open a lane that a larger one
-        // later cannot reuse, and such holes under the peak add up to 0.1 %; larger first, the
-        // larger copies set the lanes. Elsewhere (sizes spread over the class) it breaks the
-        // interval-graph colouring of start order, hence the share learnt per worker: measured
-        // on `layers` 12,000 seed 5 the rounds larger first got 1.1-2.2x as far, on stretched
-        // somas_tiny_bert 20k and XLA 50k 0.7-0.97x (docs/alloc.md, "Larger first and
-        // compaction rounds").
+        // Why: where thousands of near-equal sizes cross the peak (`layers`), start order lets a
+        // smaller copy open a lane that a larger one later cannot reuse; larger first, the larger
+        // copies set the lanes. Elsewhere it breaks the interval-graph colouring of start order,
+        // hence the share learnt per worker (measurements: docs/log/alloc-code-notes-log.md).
         if (round >= 2) {
           double share = kLargerFirstShare;
           if (tried[0] >= 3 && tried[1] >= 3)
@@ -663,10 +629,8 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
       const Size cut = compaction_pays == 1 ? round_best : my_best;
       // Compaction rounds: where the probe's compaction was cheap (kCheapCompaction), every
       // other round runs to its end unless it rises 1 % above the bound, and is compacted
-      // (compact_by_mirror). Why: on `layers` the best plans are often rigid (the compaction
-      // of a plan 0.104 % above the bound changes nothing) while ordinary ones are not: of 561
-      // round plans 0.3-1 % above the bound on 12,000 seed 5, compacted, 13 ended below 0.1 %,
-      // and of the 7 start-order plans below 0.2 % none did (docs/alloc.md).
+      // (compact_by_mirror). Why: on `layers` the best plans are often rigid while ordinary
+      // ones are not, and compacted they can end lower (docs/log/alloc-code-notes-log.md).
       const bool compaction_round = compaction_rounds && round % 2 == 1;
       const Size sweep_cut = compaction_round ? std::max(cut, max_load_bound + max_load_bound / 100) : cut;
       Placement cand = place_sweep_in_order(wp, sweep_cut - 1, [&](int& i) { return order.next(i); }, false, &dl, true);

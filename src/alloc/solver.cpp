@@ -130,7 +130,7 @@ constexpr std::size_t kLargeInstance = 8000;
 // From this many buffers a height minimization first spends most of the budget on the
 // multi-start sweeps (below kLargeInstance the exact search gets the rest). Why: on stretched
 // real traces of 6,000-8,000 buffers the exact search and annealing ended 0.3-1.5 % above the
-// bound, where the multi-start gets within 0.5 % or proves the bound (docs/alloc.md); below
+// bound, where the multi-start gets within 0.5 % or proves the bound (docs/log/alloc-solver-log.md); below
 // 2,000 the exact search settles the bundled instances within a second and keeps the budget.
 constexpr std::size_t kMultiStartFrom = 2000;
 
@@ -139,9 +139,9 @@ constexpr std::size_t kMultiStartFrom = 2000;
 // first-fit order (by lifetime), the order by spill cost per byte-tick (a knapsack's value
 // density: keeping a buffer costs its bytes over its whole lifetime) and the order by size; then
 // noisy copies of the best order's ranks, lowest fit or tightest gap, until the deadline, keeping
-// each better plan. Why: on 10k random buffers at 60 % of the max load the size-order sweep
-// alone spilled 206.1 M, 4.4 % more than the quadratic first-fit placer (197.5 M), and `auto`
-// stopped there after 0.19 s of a 3 s budget; now it ends at 192.6 M (docs/benchmarks.md).
+// each better plan. Why: the size-order sweep alone spills more than the quadratic first-fit
+// placer, and the first-fit order decoded by the sweep gives that plan in O(n log n)
+// (docs/log/alloc-code-notes-log.md).
 // `sweep` is the size-order lowest-fit plan the caller already has (the `sweep` solver's): it is
 // the incumbent, and that decode is not repeated.
 Placement select_at_scale(const Problem& p, const Placement& sweep, const Deadline& dl, uint64_t seed,
@@ -420,11 +420,9 @@ SolveResult Solve::finish_infeasible_by_bound() {
 
 // The exact search at the max-load capacity from scratch, on one thread (sparse instances):
 // a plan it finds is optimal. MiniMalloc's branching (the lowest buffer first, no fail-first
-// holes) gets the first 40 %, then the default search the rest. Why: on a chain whose sizes halve or double, with a 4 MiB
-// buffer live 40 ticks every 50 beside it (20,400 buffers, where the dives end 37 % above),
-// the lowest-first search packs it at the bound in 1.8 s and the fail-first one finds nothing
-// in 9 s; on other seeds of that kind fail-first takes 0.15 s and lowest-first 1.8 s, and both
-// pack the ResNet-like chains (docs/alloc.md).
+// holes) gets the first 40 %, then the default search the rest. Why: on some chains only
+// lowest-first packs at the bound in time, on others only fail-first
+// (docs/log/alloc-code-notes-log.md).
 ExactResult Solve::probe_at_bound(double secs) {
   Problem q = p;
   q.capacity = lb_pack;
@@ -708,14 +706,13 @@ void Solve::first_answers(bool large, bool sweeps_next) {
     consider(std::move(by_size), "greedy-by-size");
     if (!sweeps_next) consider(run_heuristic(p, SolverKind::kGreedy, hcap, &dl), "greedy");
   } else if (!pack) {
-    // Selection: the size-order sweep is the first answer. Why: on 200k random buffers at 60 %
-    // of the max load the online placer's plan spilled 7 % more than the sweep's (4.45 G
-    // against 4.15 G), and one sweep takes most of a 3 s budget there, so the online placer
-    // first left it no time to finish.
+    // Selection: the size-order sweep is the first answer. Why: the online placer's plan
+    // spills more, and one sweep takes most of a short budget at 200k buffers, so the online
+    // placer first left it no time to finish (docs/log/alloc-code-notes-log.md).
     // A sweep cut short by the deadline is still a plan (it spills what it did not reach,
     // the smallest buffers in size order), so it needs no guaranteed placer before it; it
     // gets the deadline the `sweep` solver alone gets. The reserve of what follows keeps
-    // time for the final validation (about 0.5 us a buffer, measured at 200k).
+    // time for the final validation (about 0.5 us a buffer).
     first_placer_s = 0.5e-6 * static_cast<double>(p.buffers.size());
     consider(run_heuristic(p, SolverKind::kSweep, hcap, &dl), "sweep");
     pool.report(cands.back().value, "sweep");
@@ -741,7 +738,7 @@ void Solve::first_answers(bool large, bool sweeps_next) {
 // at the max-load bound first (at most half of the budget; about 0.3 s for 100,000
 // buffers). Why: they pack the generated chains of 5,000-100,000 buffers at the bound in
 // 0.01-0.3 s, where the multi-start ends 15-30 % above it and the exact search's nodes
-// scan every unplaced buffer (docs/alloc.md). True when a dive's plan ends the solve.
+// scan every unplaced buffer (docs/log/alloc-solver-log.md). True when a dive's plan ends the solve.
 bool Solve::sparse_dives(bool sparse, bool /*large*/) {
   if (!sparse || !o.exact.sparse_dives) return false;
   const Deadline ddl(0.5 * std::max(0.0, dl.remaining_seconds()));
@@ -800,12 +797,12 @@ void Solve::large_pack(bool sparse) {
 // Sparse: after a tenth of the budget of multi-start (at most 1 s: its two-sided
 // attempts settle plain chains within milliseconds), the exact search probes the
 // max-load bound beside it (one thread each; on one thread the probe first, for 40 %
-// of what is left). Why: on chains with residual skips (each buffer live with two or
-// three others) every order of the multi-start ended 15-20 % above the bound at
-// 20,000 buffers, while the exact search's first dive packed them at the bound in
-// 1.5-2 s with hardly a backtrack (docs/alloc.md). A plan of the probe (at the bound: optimal) stops the multi-start
-// and is preferred to the multi-start's; the multi-start does not stop the probe, so
-// which plan is returned does not depend on which thread is faster.
+// of what is left). Why: on chains with residual skips every order of the multi-start
+// ends far above the bound, while the exact search's first dive packs them at the
+// bound with hardly a backtrack (docs/log/alloc-code-notes-log.md). A plan of the probe
+// (at the bound: optimal) stops the multi-start and is preferred to the multi-start's;
+// the multi-start does not stop the probe, so which plan is returned does not depend on
+// which thread is faster.
 // With --iterations: the multi-start's rounds first, then the probe alone (a plan it
 // finds does not depend on the clock, only whether it finds one in time does).
 void Solve::large_pack_sparse_minimize(Placement cur, double usable) {
@@ -876,11 +873,9 @@ bool Solve::sparse_probe() {
 // bound), then the exact search from its plan beside the multi-start on the other
 // workers (on one thread: more multi-start only while it still improves, then the exact
 // search). Neither stops the other at the bound: the run then ends at the limit with a
-// proven plan. Why both: on stretched SOMAS dumps of
-// 3,000-8,000 buffers the multi-start kept improving and the exact search (a node costs
-// milliseconds there) never lowered its plan, while on the synthetic XLA trace of 5,000
-// buffers the multi-start stalled at 1.49 % above the bound after 0.9 s and the exact
-// search's dives from its plan reached 0.06 % (docs/alloc.md).
+// proven plan. Why both: on some families the multi-start keeps improving and the exact
+// search never lowers its plan, on others the multi-start stalls and the exact search's
+// dives from its plan get much closer (docs/log/alloc-code-notes-log.md).
 void Solve::sweeps_then_exact(bool sparse) {
   double last_gain = dl.elapsed_seconds();  // when the multi-start last lowered the height
   auto report = [&](Size h) {

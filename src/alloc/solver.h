@@ -44,8 +44,8 @@ struct ExactToggles {
   bool memo = true;           // remember failed search states (placement-order independent)
   bool memo_lift_key = true;  // memo key: floors + must-be-lifted flags, not the current level
   bool lift_check = true;     // with dominance: fail as soon as a blocked buffer has no co-live lifter left
-  bool tight_holes = true;    // fail_first: zero-slack holes first, then fewest candidates (I: 10 s -> 0.01 s)
-  bool minimalloc_dives = true;  // restarts: also MiniMalloc's own branching in (perturbed) TWA order (K: > 10 s -> 0.03 s)
+  bool tight_holes = true;    // fail_first: zero-slack holes first, then fewest candidates
+  bool minimalloc_dives = true;  // restarts: also MiniMalloc's own branching in (perturbed) TWA order
   bool free_place = true;     // a placement that lifts no unplaced buffer is not branched on
   bool load_bound = true;     // select: exact load relaxation (knapsack B&B) as lower bound; pack its optimal set first
   bool sparse_dives = true;   // auto, pack from 2,000 buffers, sparse: canonical dives (dive.cpp) at the bound first
@@ -172,21 +172,14 @@ std::vector<Size> peak_load_over_lifetime(const Problem& p);
 std::vector<int> classed_order(const Problem& p, const std::vector<double>& key, double ratio, double offset,
                                std::optional<Time> pivot = std::nullopt, double reach_ratio = 0.0, bool larger_first = false);
 // Whole-instance lowest-fit sweeps in lower-bound-guided orders (size x (peak load over the
-// lifetime / max load)^e, e = 8 first, then random e in [1, 32]), grouped into classes and run
-// outwards from a pivot near the peak (worker 1's first round: by start time within a class),
-// until the deadline, on `threads` workers; odd workers sweep the time-reversed problem
-// (time_reversed). In the second half of the budget most rounds redraw only the key noise of
-// the worker's best round (all of it, or in half of them 5 % of its draws). Each worker probes
-// at 15 % of the budget whether compacting its best plan (compact_by_mirror) pays in its
-// direction: where it does, it compacts each new best while that pays; elsewhere once near the
-// end. Where that compaction was cheap (at most 2 % of the budget), every other round runs to its
-// end and is compacted. From round 2 on, some rounds order each class larger first, a share
-// each worker adapts to how far such rounds get. The best plan.
-// on_improvement is called under a lock (one call at a time). two_sided: worker 0 also tries
-// two-sided sweeps (for sparse instances, chains: see TwoSided in repair.cpp). rounds > 0: a
-// budget of that many rounds, ceil(rounds / threads) per worker, the second half of each
-// worker's rounds counting as the second half of the budget; then the plan depends only on
-// the input, seed, threads and rounds, unless the deadline cuts the rounds short.
+// lifetime / max load)^e, in classes run outwards from a pivot near the peak) on `threads`
+// workers, until the deadline or the max-load bound; odd workers sweep the time-reversed problem
+// (time_reversed), and plans are compacted (compact_by_mirror) where that pays. Returns the best
+// plan, `incumbent` if none is lower. on_improvement is called under a lock (one call at a time).
+// two_sided: worker 0 also tries two-sided sweeps (for sparse instances, chains: see TwoSided in
+// repair.cpp). rounds > 0: a budget of that many rounds, ceil(rounds / threads) per worker, the
+// second half of each worker's rounds counting as the second half of the budget; then the plan
+// depends only on the input, seed, threads and rounds, unless the deadline cuts the rounds short.
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement = {}, int threads = 1, bool two_sided = true,
                       int64_t rounds = 0);
