@@ -102,40 +102,40 @@ Status check_problem(const Problem& p) {
   Cost total_cost = 0;   // spill costs so far, <= kMaxTotalCost
   for (int i = 0; i < n; ++i) {
     const Buffer& b = bs[i];
-    const std::string who = "buffer '" + b.id + "'";
-    if (!names.emplace(b.id, i).second) return bad_input(who + ": duplicate id");
-    if (b.size < 0) return bad_input(who + ": negative size " + std::to_string(b.size));
+    auto who = [&] { return "buffer '" + b.id + "'"; };  // (built only for an error: 1M buffers are checked twice)
+    if (!names.emplace(b.id, i).second) return bad_input(who() + ": duplicate id");
+    if (b.size < 0) return bad_input(who() + ": negative size " + std::to_string(b.size));
     if (b.size > kMaxTotalBytes || b.alignment > kMaxTotalBytes || b.fixed_offset > kMaxTotalBytes - b.size)
-      return bad_input(who + ": size, alignment or pinned end above 2^60 bytes");
+      return bad_input(who() + ": size, alignment or pinned end above 2^60 bytes");
     if (b.alignment > 0) total_bytes += b.size + b.alignment - 1;
     if (total_bytes > kMaxTotalBytes)
-      return bad_input(who + ": the buffers' sizes (with alignment padding) add up to more than 2^60 bytes");
+      return bad_input(who() + ": the buffers' sizes (with alignment padding) add up to more than 2^60 bytes");
     Cost c = 0;
     if (b.spill_cost >= 0) c = b.spill_cost;
     else if (__builtin_mul_overflow(static_cast<Cost>(b.produced_on_chip ? b.reads + Cost{1} : std::max(0, b.reads - 1)),
                                     b.size, &c))
       c = kMaxTotalCost + 1;
     if (c > kMaxTotalCost || (total_cost += c) > kMaxTotalCost)
-      return bad_input(who + ": the spill costs add up to more than 2^62");
+      return bad_input(who() + ": the spill costs add up to more than 2^62");
     if (b.start < -kMaxTime || b.end > kMaxTime)
-      return bad_input(who + ": lifetime outside [-2^61, 2^61]");
-    if (b.reads < 0) return bad_input(who + ": negative read count");
-    if (b.end <= b.start) return bad_input(who + ": end " + std::to_string(b.end) + " <= start " + std::to_string(b.start));
-    if (b.alignment <= 0) return bad_input(who + ": alignment must be positive");
-    if (b.group < -1 || b.group >= n) return bad_input(who + ": group must be -1 or a buffer index");
+      return bad_input(who() + ": lifetime outside [-2^61, 2^61]");
+    if (b.reads < 0) return bad_input(who() + ": negative read count");
+    if (b.end <= b.start) return bad_input(who() + ": end " + std::to_string(b.end) + " <= start " + std::to_string(b.start));
+    if (b.alignment <= 0) return bad_input(who() + ": alignment must be positive");
+    if (b.group < -1 || b.group >= n) return bad_input(who() + ": group must be -1 or a buffer index");
     if (b.fixed_offset != kNoFixedOffset && (b.fixed_offset < 0 || b.fixed_offset % b.alignment != 0))
-      return bad_input(who + ": fixed offset " + std::to_string(b.fixed_offset) + " is negative or not aligned");
+      return bad_input(who() + ": fixed offset " + std::to_string(b.fixed_offset) + " is negative or not aligned");
     // A pinned buffer is always placed: one that ends past the capacity makes every plan invalid.
     if (b.fixed_offset != kNoFixedOffset && b.fixed_offset + b.size > p.capacity)
-      return bad_input(who + ": pinned at offset " + std::to_string(b.fixed_offset) + " with size " + std::to_string(b.size) +
+      return bad_input(who() + ": pinned at offset " + std::to_string(b.fixed_offset) + " with size " + std::to_string(b.size) +
                        ", it ends at " + std::to_string(b.fixed_offset + b.size) + ", past the capacity " + std::to_string(p.capacity));
     for (int q : b.in_place_parents) {
-      if (q < 0 || q >= n) return bad_input(who + ": in-place parent does not exist");
-      if (q == i) return bad_input(who + ": is its own in-place parent");
+      if (q < 0 || q >= n) return bad_input(who() + ": in-place parent does not exist");
+      if (q == i) return bad_input(who() + ": is its own in-place parent");
       const Buffer& par = bs[q];
       std::string why = in_place_edge_error(b.id, par.id, par.end, b.start, !par.produced_on_chip || par.reads >= 1, b.size,
                                             par.size);
-      if (!why.empty()) return bad_input(who + ": " + why);
+      if (!why.empty()) return bad_input(who() + ": " + why);
     }
   }
   // Parent edges go from an earlier end to a later start, so a cycle is impossible once the
