@@ -136,6 +136,7 @@ class _State:
         self.running = False              # the kernel function runs (module code is done)
         self.pendings = []                # every call result, to store the unused ones at the end
         self.lines = None                 # the kernel file's source lines (read once)
+        self.target_names = {}            # kernel line -> the name its statement assigns (or None)
         self.name_next = {}               # tensor name -> next suffix to try (unique names in O(1))
         self.stack_alloc = None           # @enable_stack_allocator kernels: the StackAllocator placing auto tensors
         self.lnc, self.core = 1, 0        # logical cores of the launch and the one being traced (--lnc)
@@ -223,6 +224,14 @@ def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool) or (np is not None and isinstance(x, np.integer))
 
 
+_ASSIGN = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
+
+
 def _target_name(line):
-    m = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]", _line_text(line))
-    return m.group(1) if m else None
+    """The name a statement on kernel line `line` assigns, cached per line (called per instruction)."""
+    names = ST.target_names
+    if line in names:
+        return names[line]
+    m = _ASSIGN.match(_line_text(line))
+    names[line] = m.group(1) if m else None
+    return names[line]
