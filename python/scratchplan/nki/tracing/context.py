@@ -147,8 +147,7 @@ class _State:
 ST = None
 
 
-_IN_KERNEL = {}  # code object -> whether it runs from the kernel file being traced (per trace)
-_POSITIONS = {}  # code object -> its instruction positions
+_IN_KERNEL = {}  # code object -> (kernel path, its instruction positions when it is that file's code, else None)
 
 
 def _site():
@@ -156,20 +155,24 @@ def _site():
     instruction, so the per-code-object facts are cached (a million-instruction trace)."""
     f = sys._getframe(1)
     path = ST.path if ST else None
+    known = _IN_KERNEL
     while f is not None:
         code = f.f_code
-        mine = _IN_KERNEL.get(code)
+        mine = known.get(code)  # (path, its instruction positions if it runs from the kernel file, else None)
         if mine is None or mine[0] != path:
-            mine = _IN_KERNEL[code] = (path, os.path.abspath(code.co_filename) == path)
-        if mine[1]:
-            col = 0
+            pos = None
+            if os.path.abspath(code.co_filename) == path:
+                try:
+                    pos = list(code.co_positions())
+                except Exception:
+                    pos = []
+            mine = known[code] = (path, pos)
+        pos = mine[1]
+        if pos is not None:
             try:
-                pos = _POSITIONS.get(code)
-                if pos is None:
-                    pos = _POSITIONS[code] = list(code.co_positions())
                 col = pos[f.f_lasti // 2][2] or 0
             except Exception:
-                pass
+                col = 0
             return f.f_lineno, col
         f = f.f_back
     return 0, 0
