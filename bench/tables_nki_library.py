@@ -36,6 +36,9 @@ CALLS = [
      "--arg use_auto_allocation=False --arg load_input_with_DMA_transpose=True", (1,)),
     ("experimental/conv/conv1d.py:conv1d", "SbufManager, interleaved scopes",
      "--input x_in=1x16x20:fp32 --input filters=3x16x32:fp32 --arg stride=1 --arg padding=(0,0) --arg dilation=1", (1, 2)),
+    # Shapes of its docstring (attention [D, B, N, S], weight [N * D, H], bias [1, H]).
+    ("core/output_projection/output_projection_tkg.py:output_projection_tkg", "mostly automatic (default mode)",
+     "--input attention=128x1x2x4:bf16 --input weight=256x1024:bf16 --input bias=1x1024:bf16", (1, 2)),
     # Not from the README's list (our own shapes within the docstrings' usage); automatic allocation
     # in their default mode, so they measure tracing more than the checker.
     ("core/qkv/qkv.py:qkv", "automatic (TKG path, default mode)",
