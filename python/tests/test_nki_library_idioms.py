@@ -70,6 +70,17 @@ def test_generic_dst_call_is_traced_conservatively_and_listed_once(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["modelled_generically"][0]["call"] == "nisa.frobnicate", r.stderr
 
 
+def test_generic_call_on_an_hbm_dst_runs_on_the_dma_engine(tmp_path):
+    # nisa.core_barrier(hbm_tensor, cores) (blockwise_mm_bwd's last call): only DMA reaches HBM
+    path = write(tmp_path, "k.py", GENERIC.replace("    return out", "    nisa.core_barrier(out, (0, 1))\n    return out"))
+    k = nki.trace(path, "128x512:bf16")
+    bar = [i for i in instrs(k["body"]) if i["name"] == "core_barrier"]
+    assert len(bar) == 1 and bar[0]["engine"] == "DMA" and bar[0]["writes"][0]["tensor"] == "out"
+    assert nki.check(k).clean
+    fro = [i for i in instrs(k["body"]) if i["name"] == "frobnicate"]
+    assert fro[0]["engine"] == "Vector"  # on-chip dst: the module's default engine still
+
+
 def test_generic_call_without_dst_on_tiles_is_refused_with_its_line(tmp_path):
     # (an ISA call's first tile is its dst in the new API; a language call has none)
     path = write(tmp_path, "k.py", GENERIC.replace("nisa.frobnicate(dst=b, data=b)", "nl.frobnicate(b)"))

@@ -136,6 +136,7 @@ class _State:
         self.running = False              # the kernel function runs (module code is done)
         self.pendings = []                # every call result, to store the unused ones at the end
         self.lines = None                 # the kernel file's source lines (read once)
+        self.target_names = {}            # kernel line -> the name its statement assigns (or None)
         self.name_next = {}               # tensor name -> next suffix to try (unique names in O(1))
         self.stack_alloc = None           # @enable_stack_allocator kernels: the StackAllocator placing auto tensors
         self.lnc, self.core = 1, 0        # logical cores of the launch and the one being traced (--lnc)
@@ -146,8 +147,7 @@ class _State:
 ST = None
 
 
-_IN_KERNEL = {}  # code object -> whether it runs from the kernel file being traced (per trace)
-_POSITIONS = {}  # code object -> its instruction positions
+_IN_KERNEL = {}  # code object -> (kernel path, its instruction positions when it is that file's code, else None)
 
 
 def _site():
@@ -155,20 +155,24 @@ def _site():
     instruction, so the per-code-object facts are cached (a million-instruction trace)."""
     f = sys._getframe(1)
     path = ST.path if ST else None
+    known = _IN_KERNEL
     while f is not None:
         code = f.f_code
-        mine = _IN_KERNEL.get(code)
+        mine = known.get(code)  # (path, its instruction positions if it runs from the kernel file, else None)
         if mine is None or mine[0] != path:
-            mine = _IN_KERNEL[code] = (path, os.path.abspath(code.co_filename) == path)
-        if mine[1]:
-            col = 0
+            pos = None
+            if os.path.abspath(code.co_filename) == path:
+                try:
+                    pos = list(code.co_positions())
+                except Exception:
+                    pos = []
+            mine = known[code] = (path, pos)
+        pos = mine[1]
+        if pos is not None:
             try:
-                pos = _POSITIONS.get(code)
-                if pos is None:
-                    pos = _POSITIONS[code] = list(code.co_positions())
                 col = pos[f.f_lasti // 2][2] or 0
             except Exception:
-                pass
+                col = 0
             return f.f_lineno, col
         f = f.f_back
     return 0, 0
@@ -223,6 +227,14 @@ def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool) or (np is not None and isinstance(x, np.integer))
 
 
+_ASSIGN = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
+
+
 def _target_name(line):
-    m = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]", _line_text(line))
-    return m.group(1) if m else None
+    """The name a statement on kernel line `line` assigns, cached per line (called per instruction)."""
+    names = ST.target_names
+    if line in names:
+        return names[line]
+    m = _ASSIGN.match(_line_text(line))
+    names[line] = m.group(1) if m else None
+    return names[line]

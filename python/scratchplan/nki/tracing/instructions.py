@@ -21,17 +21,25 @@ _ENGINE_CLOCK = {"Tensor": "tensor_clock_ghz", "Vector": "vector_clock_ghz", "Sc
                  "GpSimd": "gpsimd_clock_ghz"}
 
 
+_SHORT = {}  # api -> its last dotted part (the instruction's name)
+
+
 def _new_instr(api, engine, cost_kind):
+    st = _ctx.ST
     line, _ = _site()
-    ins = {"name": api.split(".")[-1], "engine": engine, "cost": 1, "reads": [], "writes": [],
-           "source": _source() if _ctx.ST.root_pkg else f"{_ctx.ST.label}:{line}", "_cost": cost_kind}
-    _ctx.ST.last_pending = None  # a result is stored "right away" only if no instruction came between
-    for cons in _ctx.ST.guards:  # inside the branches of symbolic ifs
-        for g in cons:
-            ins.setdefault("when", []).append(_affine_text(g))
-    _ctx.ST.stack[-1].append(ins)
-    _ctx.ST.instr_count += 1
-    if _ctx.ST.instr_count > MAX_INSTRUCTIONS:
+    name = _SHORT.get(api)
+    if name is None:
+        name = _SHORT[api] = api.split(".")[-1]
+    ins = {"name": name, "engine": engine, "cost": 1, "reads": [], "writes": [],
+           "source": _source() if st.root_pkg else f"{st.label}:{line}", "_cost": cost_kind}
+    st.last_pending = None  # a result is stored "right away" only if no instruction came between
+    if st.guards:  # inside the branches of symbolic ifs
+        ins["when"] = [_affine_text(g) for cons in st.guards for g in cons]
+        if not ins["when"]:
+            del ins["when"]
+    st.stack[-1].append(ins)
+    st.instr_count += 1
+    if st.instr_count > MAX_INSTRUCTIONS:
         _fail(f"more than {MAX_INSTRUCTIONS:,} instructions recorded (static_range and new-API ranges unroll); "
               "too large to trace")
     return ins, line
@@ -131,8 +139,12 @@ def _read(ins, x, what="operand", allow_hbm=False):
     return v, p, b
 
 
+_TILE = (View, Tensor, Pending)
+_NONE = object()
+
+
 def _is_tile(x):
-    return isinstance(x, (View, Tensor, Pending))
+    return isinstance(x, _TILE)
 
 
 def _result(ins, line, api, shape, dtype, buffer="sbuf"):
@@ -258,16 +270,21 @@ def _start_group(ins, target, group=None):
 def _alu(api, *operands, engine="Vector", kind="alu", dtype=None, shape=None, mask=None, out_psum=False):
     ins, line = _new_instr(api, engine, kind)
     _guard(ins, mask)
-    shapes = []
+    big, dt = None, _NONE  # the largest operand shape (the first on ties) and the first operand's dtype
     for o in operands:
-        if _is_tile(o):
+        if isinstance(o, _TILE):
             v, _, _ = _read(ins, o)
-            shapes.append(tuple(v.shape))
+            if shape is None:
+                s = tuple(v.shape)
+                if big is None or math.prod(s) > math.prod(big):
+                    big = s
+            if dt is _NONE:
+                dt = o.dt
     if shape is None:
-        if not shapes:
+        if big is None:
             _fail(f"{api}: expected at least one tile operand")
-        shape = max(shapes, key=lambda s: math.prod(s))
-    dt = _dtype_name(dtype) if dtype is not None else next((_dtype_of(o) for o in operands if _is_tile(o)), "float32")
+        shape = big
+    dt = _dtype_name(dtype) if dtype is not None else "float32" if dt is _NONE else dt
     return _result(ins, line, api, shape, dt, "psum" if out_psum else "sbuf")
 
 

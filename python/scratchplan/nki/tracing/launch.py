@@ -565,7 +565,7 @@ def _strip(body):
             if "_cost" in n:
                 # a result nobody stored (e.g. nl.load(x) as a statement): it still executes
                 _finish_cost(n, 1, 1)
-            out.append({k: v for k, v in n.items() if not k.startswith("_")})
+            out.append({k: v for k, v in n.items() if k[0] != "_"} if any(k[0] == "_" for k in n) else n)
     return out
 
 

@@ -72,7 +72,10 @@ class _Generic:
                 _fail(f"{label} is not in the tracer's API table and writes no explicit dst=, so its effect on "
                       "memory cannot be known")
             return _Generic(f"{self._name}(...)")
-        dma = "dma" in short.lower() or getattr(kw.get("engine"), "_engine", None) == "dma"
+        d = _as_view(dst, f"{label} dst")
+        # Only the DMA engine reaches HBM: a call whose dst is in HBM (nisa.core_barrier(hbm_tensor, cores))
+        # runs there whatever engine= says for its on-chip part.
+        dma = "dma" in short.lower() or getattr(kw.get("engine"), "_engine", None) == "dma" or d.tensor.buffer == "hbm"
         engine = "DMA" if dma else _kw_engine(kw, "Vector")
         ins, line = _new_instr(short, engine, "dma" if dma else "alu")
         if _ctx.ST.generic.setdefault(label, ins["source"]) is None:
@@ -80,7 +83,6 @@ class _Generic:
         _guard(ins, kw.get("mask"))
         for t in tiles:
             _read(ins, t, "operand", allow_hbm=True)
-        d = _as_view(dst, f"{label} dst")
         acc, p, b = d.access(write=True)
         ins["writes"].append(acc)
         ins["_isz"] = d.tensor.itemsize

@@ -255,6 +255,17 @@ class View(_Arithmetic):
     # shape of the result (what an instruction reading this view sees)
     @property
     def shape(self):
+        out = []
+        tshape = self.tensor.shape
+        for i, d in enumerate(self.dims):  # the common case first: no index vectors
+            if d is None:
+                out.append(tshape[i])
+            elif d.vec is not None:
+                break
+            elif not d.scalar:
+                out.append(d.size)
+        else:
+            return tuple(out)
         vec = [d for d in self.dims if d is not None and d.vec is not None]
         if vec:
             axes = {}
@@ -383,14 +394,24 @@ class View(_Arithmetic):
         """(json access, partitions touched, bytes per partition touched) with bounds checks;
         `extra`: the loop-index constraints of the instruction's own mask=."""
         t = self.tensor
-        if self.mask is None and not any(self.dims):  # the whole tensor: the same record every time
-            whole = t.__dict__.get("_whole")
-            if whole is None or whole[3] is not t.shape:
-                whole = t._whole = self._access(write, ()) + (t.shape,)
-            acc = dict(whole[0])
-            if "block" in acc:
-                acc["block"] = list(acc["block"])
-            return acc, whole[1], whole[2]
+        if self.mask is None:
+            # Constant indices (the whole tensor, literal slices): the same record every time, cached
+            # per tensor (the whole tensor whatever the guards; slices outside guards and mask=).
+            dims = self.dims
+            key = None if not any(dims) else tuple(
+                None if d is None else (d.start, d.size, d.step, d.scalar)
+                if d.vec is None and type(d.start) is int else False for d in dims)
+            if key is None or (False not in key and not (extra or _ctx.ST.guards)):
+                cache = t.__dict__.get("_acc")
+                if cache is None or cache[0] is not t.shape:
+                    cache = t._acc = (t.shape, {})
+                hit = cache[1].get(key)
+                if hit is None:
+                    hit = cache[1][key] = self._access(write, ())
+                acc = dict(hit[0])
+                if "block" in acc:
+                    acc["block"] = list(acc["block"])
+                return acc, hit[1], hit[2]
         return self._access(write, extra)
 
     def _access(self, write, extra):
