@@ -58,15 +58,7 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
   const int n = static_cast<int>(p.buffers.size());
   std::vector<std::string> why(n);
   for (int b = 0; b < n; ++b) why[b] = exclusion(c, div, b);
-  // A group goes to HBM whole when one of its members must.
-  std::vector<int> out_member(n, -1);
-  for (int b = 0; b < n; ++b)
-    if (p.buffers[b].group >= 0 && !why[b].empty() && out_member[p.buffers[b].group] < 0) out_member[p.buffers[b].group] = b;
-  for (int b = 0; b < n; ++b) {
-    const int g = p.buffers[b].group;
-    if (g >= 0 && why[b].empty() && out_member[g] >= 0)
-      why[b] = "paired with " + p.buffers[out_member[g]].name + ", which stays in HBM";
-  }
+  cd_groups_out_whole(p, why);
   alloc::Problem ap;
   ap.capacity = p.capacity;
   std::vector<int> idx(n, -1), back;
@@ -222,6 +214,18 @@ int64_t lower_bound(const CdProblem& p) {
 }
 
 }  // namespace
+
+void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why) {
+  const int n = static_cast<int>(p.buffers.size());
+  std::vector<int> out_member(n, -1);  // per group: its first member with a reason
+  for (int b = 0; b < n; ++b)
+    if (p.buffers[b].group >= 0 && !why[b].empty() && out_member[p.buffers[b].group] < 0) out_member[p.buffers[b].group] = b;
+  for (int b = 0; b < n; ++b) {
+    const int g = p.buffers[b].group;
+    if (g >= 0 && why[b].empty() && out_member[g] >= 0)
+      why[b] = "paired with " + p.buffers[out_member[g]].name + ", which stays in HBM";
+  }
+}
 
 int64_t cd_footprint(const CdBuffer& b, int d) {
   if (b.size < 0) return 0;

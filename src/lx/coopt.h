@@ -76,6 +76,9 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
                                        int64_t alignment = 128);
 // Per-core footprint of buffer b under division d: ceil(size / output_partition).
 int64_t cd_footprint(const CdBuffer& b, int d);
+// Atomic groups go to HBM whole: a member without a reason of its own, in a group with a member
+// that has one, gets "paired with X, which stays in HBM" (`why`: one reason per buffer, "" = eligible).
+void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why);
 // Sum of per-core footprints under division 0 (torch-spyre's "tot").
 int64_t cd_seed_footprint(const CdProblem& p);
 // The objective of a (division, address) assignment (does not check validity).

@@ -72,14 +72,7 @@ std::vector<std::string> exclusions(const Ctx& c, const std::vector<int>& div) {
   const int n = static_cast<int>(p.buffers.size());
   std::vector<std::string> why(n);
   for (int b = 0; b < n; ++b) why[b] = exclusion(c, div, b);
-  std::vector<int> out_member(n, -1);
-  for (int b = 0; b < n; ++b)
-    if (p.buffers[b].group >= 0 && !why[b].empty() && out_member[p.buffers[b].group] < 0) out_member[p.buffers[b].group] = b;
-  for (int b = 0; b < n; ++b) {
-    const int g = p.buffers[b].group;
-    if (g >= 0 && why[b].empty() && out_member[g] >= 0)
-      why[b] = "paired with " + p.buffers[out_member[g]].name + ", which stays in HBM";
-  }
+  cd_groups_out_whole(p, why);
   return why;
 }
 
