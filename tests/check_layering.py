@@ -10,7 +10,9 @@ module it may not use is named with its file and line (the build would stop ther
 """
 import argparse
 import os
+import json
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,8 @@ def main():
     ap.add_argument("--views", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--uses", nargs="+", required=True, help="module=dep;dep ...")
+    ap.add_argument("--compile-commands", help="the build's compile_commands.json: each module's sources are "
+                                               "compiled with its view only")
     a = ap.parse_args()
     uses = {}
     for item in a.uses:
@@ -57,6 +61,31 @@ def main():
                                     + (r.stderr.strip().splitlines() or [""])[0])
                 if not may and r.returncode == 0:
                     failures.append(f"module {m} can include {other}/{headers[0]} though it may not use {other}")
+    # 3. What the build really passes: a module's sources see its view and no other part of src/.
+    if a.compile_commands:
+        src = os.path.realpath(a.src)
+        with open(a.compile_commands) as fh:
+            entries = json.load(fh)
+        seen = 0
+        for e in entries:
+            path = os.path.realpath(os.path.join(e.get("directory", ""), e["file"]))
+            rel = os.path.relpath(path, src)
+            m = rel.split(os.sep)[0]
+            if rel.startswith("..") or m not in uses:
+                continue
+            seen += 1
+            args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
+            incs = [x[2:] if x != "-I" else None for x in args if x.startswith("-I")]
+            incs += [args[i + 1] for i, x in enumerate(args[:-1]) if x in ("-I", "-isystem")]
+            view = os.path.realpath(os.path.join(a.views, m))
+            for inc in filter(None, incs):
+                full = os.path.abspath(os.path.join(e.get("directory", ""), inc))
+                if full.startswith(os.path.abspath(a.views)) and os.path.realpath(full) != view:
+                    failures.append(f"{rel} is compiled with another module's view {inc}")
+                elif os.path.realpath(full) == src or os.path.realpath(full).startswith(src + os.sep):
+                    failures.append(f"{rel} is compiled with {inc}: every module is visible to it")
+        if seen == 0:
+            failures.append("no source of src/<module> in " + a.compile_commands)
     for f in failures:
         print(f)
     print(f"layering: {len(uses)} modules, {len(failures)} problems")
