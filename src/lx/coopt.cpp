@@ -76,22 +76,7 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
     back.push_back(b);
     ap.buffers.push_back(std::move(ab));
   }
-  std::vector<int> first_in_ap(n, -1);  // cd group -> its lowest member in `ap` (the group's id there)
-  for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
-    const CdBuffer& x = p.buffers[back[k]];
-    if (x.group >= 0) {
-      if (first_in_ap[x.group] < 0) first_in_ap[x.group] = static_cast<int>(k);
-      ap.buffers[k].group = first_in_ap[x.group];
-    }
-    for (int q : x.in_place_parents) {
-      if (idx[q] < 0) continue;
-      const alloc::Buffer& pa = ap.buffers[idx[q]];
-      const CdBuffer& qb = p.buffers[q];
-      bool read_after_write = qb.uses.size() >= 2 || qb.first_use_is_read;
-      if (pa.end == ap.buffers[k].start + 1 && ap.buffers[k].size <= pa.size && read_after_write)
-        ap.buffers[k].in_place_parents.push_back(idx[q]);
-    }
-  }
+  cd_link_alloc_buffers(p, idx, back, ap);
   Eval e;
   e.address.assign(n, -1);
   alloc::Placement pl;
@@ -224,6 +209,26 @@ void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why) {
     const int g = p.buffers[b].group;
     if (g >= 0 && why[b].empty() && out_member[g] >= 0)
       why[b] = "paired with " + p.buffers[out_member[g]].name + ", which stays in HBM";
+  }
+}
+
+void cd_link_alloc_buffers(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
+                           alloc::Problem& ap) {
+  std::vector<int> first_in_ap(p.buffers.size(), -1);  // cd group -> its lowest member in `ap` (the group's id there)
+  for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
+    const CdBuffer& x = p.buffers[back[k]];
+    if (x.group >= 0) {
+      if (first_in_ap[x.group] < 0) first_in_ap[x.group] = static_cast<int>(k);
+      ap.buffers[k].group = first_in_ap[x.group];
+    }
+    for (int q : x.in_place_parents) {
+      if (idx[q] < 0) continue;
+      const alloc::Buffer& pa = ap.buffers[idx[q]];
+      const CdBuffer& qb = p.buffers[q];
+      const bool read_after_write = qb.uses.size() >= 2 || qb.first_use_is_read;
+      if (pa.end == ap.buffers[k].start + 1 && ap.buffers[k].size <= pa.size && read_after_write)
+        ap.buffers[k].in_place_parents.push_back(idx[q]);
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "alloc/problem.h"
 #include "core/json_reader.h"
 #include "core/result.h"
 
@@ -79,6 +80,11 @@ int64_t cd_footprint(const CdBuffer& b, int d);
 // Atomic groups go to HBM whole: a member without a reason of its own, in a group with a member
 // that has one, gets "paired with X, which stays in HBM" (`why`: one reason per buffer, "" = eligible).
 void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why);
+// The eligible buffers in `ap` (`back[k]`: ap buffer k's cd buffer; `idx[b]`: cd buffer b's index
+// in ap, or -1) get their atomic groups and the in-place edges torch-spyre allows (parent ends at
+// the child's start + 1, child no larger, parent read after its write).
+void cd_link_alloc_buffers(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
+                           alloc::Problem& ap);
 // Sum of per-core footprints under division 0 (torch-spyre's "tot").
 int64_t cd_seed_footprint(const CdProblem& p);
 // The objective of a (division, address) assignment (does not check validity).

@@ -111,22 +111,7 @@ Placed place(Ctx& c, const std::vector<int>& div, const std::vector<char>& allow
     back.push_back(b);
     ap.buffers.push_back(std::move(ab));
   }
-  std::vector<int> first_in_ap(n, -1);
-  for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
-    const CdBuffer& x = p.buffers[back[k]];
-    if (x.group >= 0) {
-      if (first_in_ap[x.group] < 0) first_in_ap[x.group] = static_cast<int>(k);
-      ap.buffers[k].group = first_in_ap[x.group];
-    }
-    for (int q : x.in_place_parents) {
-      if (idx[q] < 0) continue;
-      const alloc::Buffer& pa = ap.buffers[idx[q]];
-      const CdBuffer& qb = p.buffers[q];
-      const bool read_after_write = qb.uses.size() >= 2 || qb.first_use_is_read;
-      if (pa.end == ap.buffers[k].start + 1 && ap.buffers[k].size <= pa.size && read_after_write)
-        ap.buffers[k].in_place_parents.push_back(idx[q]);
-    }
-  }
+  cd_link_alloc_buffers(p, idx, back, ap);
   Placed r;
   r.address.assign(n, -1);
   alloc::Placement pl;
