@@ -971,21 +971,34 @@ Result<SolveResult> Solve::finish(bool grouped) {
   return res;
 }
 
-}  // namespace
+SolveObserver& solve_observer() {
+  static SolveObserver observer;
+  return observer;
+}
 
-Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
+Result<SolveResult> solve_unobserved(const Problem& p, const SolveOptions& o) {
   const Deadline dl(o.time_limit);
   if (Status st = check_problem(p); !st) return st.error();
   // A group with a member forced off chip goes off chip whole: solve with that stated.
   if (has_groups(p)) {
     Problem q = p;
-    if (add_group_reasons(q)) return solve(q, o);
+    if (add_group_reasons(q)) return solve_unobserved(q, o);
   }
   Solve s(p, o, dl);
   if (!s.bound()) return s.finish_infeasible_by_bound();
   if (o.solver == SolverKind::kAuto) s.auto_portfolio();
   else s.chosen_solver();
   return s.finish(has_groups(p));
+}
+
+}  // namespace
+
+void set_solve_observer(SolveObserver observer) { solve_observer() = std::move(observer); }
+
+Result<SolveResult> solve(const Problem& p, const SolveOptions& o) {
+  Result<SolveResult> r = solve_unobserved(p, o);
+  if (r.ok() && solve_observer()) solve_observer()(p, r.value());
+  return r;
 }
 
 }  // namespace sp::alloc

@@ -118,6 +118,11 @@ const char* solver_kind_name(SolverKind k);
 // Validates the problem, runs the solver, validates the result with the independent checker.
 Result<SolveResult> solve(const Problem& p, const SolveOptions& o);
 
+// Every plan solve() returns is shown to the observer, if one is set (tests use it to prove that
+// a planner places its buffers through the engine). Set it only while no solve runs.
+using SolveObserver = std::function<void(const Problem&, const SolveResult&)>;
+void set_solve_observer(SolveObserver observer);  // an empty function removes it
+
 // ---- building blocks (also used by tests and benchmarks) ----
 // Heuristic placers: buffers that do not fit below `capacity` are spilled (kSpilled + reason).
 // With a deadline, buffers not reached when it expires are spilled ("time limit reached"): the
