@@ -227,6 +227,83 @@ struct ChainResult {
   int64_t simulations = 0;
 };
 
+// The first op that fits no granularity alone, explained: its smallest working set exceeds the
+// capacity, or the search gave up within `probe_steps` steps a candidate.
+std::optional<Error> first_unschedulable_op(const Problem& problem, ConfigSearcher& fallback, int64_t probe_steps) {
+  for (OpId o : problem.topo_order) {
+    if (fallback.best({o}, {}, {}).valid) continue;
+    const Op& op = problem.ops[o];
+    Elements need = 1;  // smallest granularity: 1x1 output, 1x1 (and k=1) input slices
+    if (op.kind == OpKind::kMatMul) need += 2;
+    else {
+      std::vector<TensorId> in = op.inputs;
+      std::sort(in.begin(), in.end());
+      need += std::unique(in.begin(), in.end()) - in.begin();
+    }
+    std::string msg = "op " + std::to_string(o) + " (" + op_kind_name(op.kind) + ") cannot be scheduled: ";
+    if (need > problem.fast_memory_capacity)
+      msg += "its smallest working set needs " + std::to_string(need) + " elements of fast memory but fast_memory_capacity is " +
+             std::to_string(problem.fast_memory_capacity);
+    else
+      msg += "the search gave up: no granularity of at most " + std::to_string(probe_steps) +
+             " steps fits fast_memory_capacity " + std::to_string(problem.fast_memory_capacity) +
+             " (finer ones were not tried; no proof that none fits)";
+    return bad_input(msg);
+  }
+  return std::nullopt;
+}
+
+// One annealing chain over op orders, from the best plan so far. Shared with the other chains:
+// the publisher and `proven` (one chain at the bound stops all when searching by time).
+struct AnnealChain {
+  const Problem& problem;
+  const SchedulerOptions& options;
+  const PartitionOptions& popt;
+  const Deadline& search_clock;
+  double search_s;
+  int64_t per_thread;       // moves per chain, -1: by time
+  double proven_at;         // a total at or below it is optimal
+  std::atomic<bool>& proven;
+  Publisher& pub;
+  TimeGuard& search_guard;
+
+  void run(ConfigSearcher& searcher, int t, const Partition& best, const std::vector<OpId>& best_order,
+           ChainResult& out) const {
+    Rng rng(options.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(t) * 0xD1B54A32D192ED03ULL + 1);
+    Partitioner part(problem, searcher, popt);
+    std::vector<OpId> order = best_order;
+    Partition cur = best;
+    out.best = best;
+    out.best_order = best_order;
+    const double t0 = 0.02 * best.total;
+    for (int64_t it = 0; per_thread < 0 || it < per_thread; ++it) {
+      if (search_clock.expired() || out.best.total <= proven_at || (per_thread < 0 && proven.load())) break;
+      const double progress = per_thread > 0 ? static_cast<double>(it) / static_cast<double>(per_thread)
+                                             : std::min(1.0, search_clock.elapsed_seconds() / std::max(1e-3, search_s));
+      const double temp = t0 * (1.0 - progress) * (1.0 - progress) + 1e-9;
+      std::vector<OpId> next = order;
+      ++out.moves;
+      if (!propose(problem, cur, next, rng)) continue;
+      // No cutoff here: pruning orders worse than cur + 7 temperatures was measured to halve
+      // the moves/s on mlsys-2026-5 (the chain stalls on rejected moves; accepted neighbours
+      // share cached segments) and to end worse (529,745.0 against 511,722.6 at 5 s).
+      Partition cand = part.solve(next, search_clock);
+      if (!cand.valid) continue;
+      const double delta = cand.total - cur.total;
+      if (delta <= 0 || rng.uniform() < std::exp(-delta / temp)) {
+        order.swap(next);
+        cur = std::move(cand);
+        if (cur.total < out.best.total) {
+          out.best = cur;
+          out.best_order = order;
+          if (cur.total <= proven_at) proven = true;
+          if (cur.total < pub.best() && search_guard.allows(pub.best_steps())) pub.offer(to_solution(cur));
+        }
+      }
+    }
+  }
+};
+
 }  // namespace
 
 Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& options,
@@ -271,29 +348,10 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     fallback.set_guard(&final_guard);
     if (!first.valid) first = Partitioner(problem, fallback, single).solve(problem.topo_order, no_limit);
     if (!first.valid) {
-      for (OpId o : problem.topo_order) {
-        if (fallback.best({o}, {}, {}).valid) continue;
-        const Op& op = problem.ops[o];
-        Elements need = 1;  // smallest granularity: 1x1 output, 1x1 (and k=1) input slices
-        if (op.kind == OpKind::kMatMul) need += 2;
-        else {
-          std::vector<TensorId> in = op.inputs;
-          std::sort(in.begin(), in.end());
-          need += std::unique(in.begin(), in.end()) - in.begin();
-        }
-        std::string msg = "op " + std::to_string(o) + " (" + op_kind_name(op.kind) + ") cannot be scheduled: ";
-        if (need > problem.fast_memory_capacity)
-          msg += "its smallest working set needs " + std::to_string(need) + " elements of fast memory but fast_memory_capacity is " +
-                 std::to_string(problem.fast_memory_capacity);
-        else
-          msg += "the search gave up: no granularity of at most " + std::to_string(fallback_opt.probe_steps) +
-                 " steps fits fast_memory_capacity " + std::to_string(problem.fast_memory_capacity) +
-                 " (finer ones were not tried; no proof that none fits)";
-        return bad_input(msg);
-      }
+      if (std::optional<Error> e = first_unschedulable_op(problem, fallback, fallback_opt.probe_steps)) return *e;
       return bad_input("no valid schedule found for the ops in topological order");
     }
-    double best_total = pub.offer(to_solution(first));
+    pub.offer(to_solution(first));
     // Validating and writing the final schedule must fit after the search: reserve twice what
     // validating this one costs.
     search_guard.set_reserve(2 * search_guard.predict(pub.best_steps()));
@@ -345,7 +403,6 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
       done_len = len;
     }
     popt.max_segment_ops = done_len;
-    best_total = best.total;
 
     // Phase 3: annealing over orders, one independent chain per thread.
     // Without any budget the search would never end: then only the constructive phases run.
@@ -361,41 +418,10 @@ Result<ScheduleResult> schedule(const Problem& problem, const SchedulerOptions& 
     std::atomic<bool> proven{best.total <= proven_at};
     if (anneal && !search_clock.expired() && !proven.load()) {
       const int64_t per_thread = options.iterations < 0 ? -1 : (options.iterations + threads - 1) / threads;
+      const AnnealChain chain{problem, options, popt, search_clock, search_s, per_thread, proven_at, proven, pub, search_guard};
       auto run_chain = [&](int t) {
-        ChainResult& out = chains[t];
-        Rng rng(options.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(t) * 0xD1B54A32D192ED03ULL + 1);
-        Partitioner part(problem, *searchers[t], popt);
-        std::vector<OpId> order = best_order;
-        Partition cur = best;
-        out.best = best;
-        out.best_order = best_order;
-        const double t0 = 0.02 * best_total;
-        for (int64_t it = 0; per_thread < 0 || it < per_thread; ++it) {
-          if (search_clock.expired() || out.best.total <= proven_at || (per_thread < 0 && proven.load())) break;
-          const double progress = per_thread > 0 ? static_cast<double>(it) / static_cast<double>(per_thread)
-                                                 : std::min(1.0, search_clock.elapsed_seconds() / std::max(1e-3, search_s));
-          const double temp = t0 * (1.0 - progress) * (1.0 - progress) + 1e-9;
-          std::vector<OpId> next = order;
-          ++out.moves;
-          if (!propose(problem, cur, next, rng)) continue;
-          // No cutoff here: pruning orders worse than cur + 7 temperatures was measured to halve
-          // the moves/s on mlsys-2026-5 (the chain stalls on rejected moves; accepted neighbours
-          // share cached segments) and to end worse (529,745.0 against 511,722.6 at 5 s).
-          Partition cand = part.solve(next, search_clock);
-          if (!cand.valid) continue;
-          const double delta = cand.total - cur.total;
-          if (delta <= 0 || rng.uniform() < std::exp(-delta / temp)) {
-            order.swap(next);
-            cur = std::move(cand);
-            if (cur.total < out.best.total) {
-              out.best = cur;
-              out.best_order = order;
-              if (cur.total <= proven_at) proven = true;
-              if (cur.total < pub.best() && search_guard.allows(pub.best_steps())) pub.offer(to_solution(cur));
-            }
-          }
-        }
-        moves_total += out.moves;
+        chain.run(*searchers[t], t, best, best_order, chains[t]);
+        moves_total += chains[t].moves;
       };
       run_workers(threads, run_chain);
       // Deterministic pick: lowest total, then lowest thread index.

@@ -104,6 +104,7 @@ class ConfigSearcher {
   void set_guard(TimeGuard* guard) { guard_ = guard; }
 
  private:
+  friend class SubgraphSearch;
   SubgraphConfig search(const std::vector<OpId>& ops, const std::vector<TensorId>& resident,
                         const std::vector<TensorId>& retain);
 

@@ -195,6 +195,146 @@ Result<layout::Layout> tensor_layout(const Tensor& t) {
   return layout::default_layout(t.shape, t.dtype);
 }
 
+namespace {
+
+// Op `op`'s indexing maps against its operands: one map per operand, plain and summed results,
+// the iterator ranges they imply (or that are given), every result inside its dim.
+Status finalize_op_maps(const Program& p, Op& op, const std::string& at, const std::string& source) {
+  auto fail = [&](const std::string& where, const std::string& what) -> Status {
+    return bad_input(source + ": " + where + ": " + what);
+  };
+  const std::size_t noperands = op.inputs.size() + op.outputs.size();
+  const std::size_t nmaps = op.exprs.empty() ? op.indexing_maps.size() : op.exprs.size();
+  if (nmaps != noperands)
+    return fail(at + ".indexing_maps", "expected " + std::to_string(noperands) + " maps (inputs then outputs), got " +
+                                           std::to_string(nmaps));
+  const std::size_t nv = op.iterators.size();
+  // The full results: from the parsed sums, or built from the plain maps (builders).
+  if (op.exprs.empty()) {
+    for (const auto& map : op.indexing_maps) {
+      std::vector<AffineExpr> es;
+      for (VarId v : map) {
+        AffineExpr e;
+        if (v != kConstZero) e.terms.push_back({v, 1});
+        es.push_back(std::move(e));
+      }
+      op.exprs.push_back(std::move(es));
+    }
+  } else {
+    op.indexing_maps.clear();
+    for (const auto& map : op.exprs) {
+      std::vector<VarId> vs;
+      for (const AffineExpr& e : map) vs.push_back(simple_var(e));
+      op.indexing_maps.push_back(std::move(vs));
+    }
+  }
+  op.ranges.assign(nv, -1);
+  std::vector<std::string> first_use(nv);
+  if (!op.given_ranges.empty()) {
+    if (op.given_ranges.size() != nv)
+      return fail(at + ".ranges", "expected " + std::to_string(nv) + " ranges (one per iterator), got " + std::to_string(op.given_ranges.size()));
+    for (std::size_t v = 0; v < nv; ++v) {
+      if (op.given_ranges[v] < 1 || op.given_ranges[v] > layout::kMaxExtent)
+        return fail(at + ".ranges[" + std::to_string(v) + "]", "expected a range in 1..2^40, got " + std::to_string(op.given_ranges[v]));
+      op.ranges[v] = op.given_ranges[v];
+      first_use[v] = "the given range";
+    }
+  }
+  for (std::size_t m = 0; m < noperands; ++m) {
+    const TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
+    const Tensor& x = p.tensors[t];
+    const auto& map = op.exprs[m];
+    const std::string mp = at + ".indexing_maps[" + std::to_string(m) + "]";
+    if (map.size() != x.shape.size())
+      return fail(mp, "map has " + std::to_string(map.size()) + " results but tensor '" + x.name + "' has rank " +
+                          std::to_string(x.shape.size()));
+    for (std::size_t d = 0; d < map.size(); ++d) {
+      const AffineExpr& e = map[d];
+      for (const AffineTerm& term : e.terms)
+        if (term.var < 0 || static_cast<std::size_t>(term.var) >= nv)
+          return fail(mp, "d" + std::to_string(term.var) + " is not one of the " + std::to_string(nv) + " iterators");
+      if (e.terms.empty()) {
+        // A constant: 0 for a size-1 dim (broadcast, kept reduced dim); an input may also
+        // read one index of a larger dim (a select).
+        const bool output = m >= op.inputs.size();
+        if (e.offset >= x.shape[d] || (output && x.shape[d] != 1))
+          return fail(mp, "constant " + std::to_string(e.offset) + " indexes dim " + std::to_string(d) + " of '" + x.name +
+                              "', which has size " + std::to_string(x.shape[d]) +
+                              (output ? " (an output dim of size > 1 needs an iteration variable)" : " (must be below the size)"));
+        continue;
+      }
+      op.exprs[m][d].prefix = false;
+      if (!is_plain(e)) continue;  // summed: bounds checked once the ranges are known
+      const VarId v = e.terms[0].var;
+      const std::string here = "dim " + std::to_string(d) + " of '" + x.name + "'";
+      if (!op.given_ranges.empty() && op.ranges[v] < x.shape[d]) {
+        op.exprs[m][d].prefix = true;  // with explicit ranges, d<i> may read a prefix slice
+        continue;
+      }
+      if (op.ranges[v] < 0) {
+        op.ranges[v] = x.shape[d];
+        first_use[v] = here;
+      } else if (op.ranges[v] != x.shape[d]) {
+        return fail(mp, "d" + std::to_string(v) + " indexes " + here + " (size " + std::to_string(x.shape[d]) +
+                            ") but also " + first_use[v] + " (size " + std::to_string(op.ranges[v]) + ")");
+      }
+    }
+  }
+  for (std::size_t v = 0; v < nv; ++v)
+    if (op.ranges[v] < 0)
+      return fail(at + ".iterator_types", "d" + std::to_string(v) + " indexes no operand dim on its own (give \"ranges\" when a var appears only in sums)");
+  for (std::size_t m = 0; m < noperands; ++m)
+    for (std::size_t d = 0; d < op.exprs[m].size(); ++d) op.indexing_maps[m][d] = simple_var(op.exprs[m][d]);
+  // Summed and offset results stay inside their dims over the whole iteration box.
+  for (std::size_t m = 0; m < noperands; ++m) {
+    const TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
+    const Tensor& x = p.tensors[t];
+    for (std::size_t d = 0; d < op.exprs[m].size(); ++d) {
+      const AffineExpr& e = op.exprs[m][d];
+      if (e.terms.empty() || is_plain(e)) continue;
+      const int64_t hi = expr_max(e, op.ranges);
+      if (hi >= x.shape[d])
+        return fail(at + ".indexing_maps[" + std::to_string(m) + "]",
+                    "result " + std::to_string(d) + " reaches index " + std::to_string(hi) + " of dim " + std::to_string(d) +
+                        " of '" + x.name + "', which has size " + std::to_string(x.shape[d]));
+    }
+  }
+  return ok_status();
+}
+
+// The kind rules: reductions index no output, parallel iterators index one, pointwise ops have
+// no reduction, reductions have one, matmuls have their shape.
+Status check_op_kind(const Op& op, const std::string& at, const std::string& source) {
+  auto fail = [&](const std::string& where, const std::string& what) -> Status {
+    return bad_input(source + ": " + where + ": " + what);
+  };
+  const std::size_t noperands = op.inputs.size() + op.outputs.size();
+  const std::size_t nv = op.iterators.size();
+  std::vector<char> in_output(nv, 0);
+  for (std::size_t m = op.inputs.size(); m < noperands; ++m)
+    for (const AffineExpr& e : op.exprs[m])
+      for (const AffineTerm& term : e.terms) in_output[term.var] = 1;
+  int reductions = 0;
+  for (std::size_t v = 0; v < nv; ++v) {
+    const bool red = op.iterators[v] == IteratorType::kReduction;
+    reductions += red;
+    if (red && in_output[v]) return fail(at + ".iterator_types[" + std::to_string(v) + "]", "reduction iterator d" + std::to_string(v) + " indexes an output");
+    if (!red && !in_output[v] && op.kind != OpKind::kOpaque)
+      return fail(at + ".iterator_types[" + std::to_string(v) + "]", "parallel iterator d" + std::to_string(v) + " indexes no output");
+  }
+  if (op.kind == OpKind::kPointwise && reductions > 0) return fail(at + ".kind", "a pointwise op has only parallel iterators");
+  if (op.kind == OpKind::kReduction && reductions == 0) return fail(at + ".kind", "a reduction needs a reduction iterator");
+  if (op.kind == OpKind::kMatmul) {
+    if (op.inputs.size() != 2 || op.outputs.size() != 1) return fail(at + ".kind", "a matmul has 2 inputs and 1 output");
+    if (reductions != 1) return fail(at + ".iterator_types", "a matmul has exactly one reduction iterator (K)");
+    if (op.indexing_maps[0].empty() || op.indexing_maps[1].size() < 2 || op.indexing_maps[2].size() < 2)
+      return fail(at + ".indexing_maps", "matmul operands need rank >= 2 (A may be rank 1)");
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 Status finalize(Program& p, const std::string& source) {
   auto fail = [&](const std::string& where, const std::string& what) -> Status {
     return bad_input(source + ": " + where + ": " + what);
@@ -246,123 +386,8 @@ Status finalize(Program& p, const std::string& source) {
     }
     op.ranges.clear();
     if (op.kind == OpKind::kOpaque && op.iterators.empty() && op.indexing_maps.empty() && op.exprs.empty()) continue;
-    const std::size_t noperands = op.inputs.size() + op.outputs.size();
-    const std::size_t nmaps = op.exprs.empty() ? op.indexing_maps.size() : op.exprs.size();
-    if (nmaps != noperands)
-      return fail(at + ".indexing_maps", "expected " + std::to_string(noperands) + " maps (inputs then outputs), got " +
-                                             std::to_string(nmaps));
-    const std::size_t nv = op.iterators.size();
-    // The full results: from the parsed sums, or built from the plain maps (builders).
-    if (op.exprs.empty()) {
-      for (const auto& map : op.indexing_maps) {
-        std::vector<AffineExpr> es;
-        for (VarId v : map) {
-          AffineExpr e;
-          if (v != kConstZero) e.terms.push_back({v, 1});
-          es.push_back(std::move(e));
-        }
-        op.exprs.push_back(std::move(es));
-      }
-    } else {
-      op.indexing_maps.clear();
-      for (const auto& map : op.exprs) {
-        std::vector<VarId> vs;
-        for (const AffineExpr& e : map) vs.push_back(simple_var(e));
-        op.indexing_maps.push_back(std::move(vs));
-      }
-    }
-    op.ranges.assign(nv, -1);
-    std::vector<std::string> first_use(nv);
-    if (!op.given_ranges.empty()) {
-      if (op.given_ranges.size() != nv)
-        return fail(at + ".ranges", "expected " + std::to_string(nv) + " ranges (one per iterator), got " + std::to_string(op.given_ranges.size()));
-      for (std::size_t v = 0; v < nv; ++v) {
-        if (op.given_ranges[v] < 1 || op.given_ranges[v] > layout::kMaxExtent)
-          return fail(at + ".ranges[" + std::to_string(v) + "]", "expected a range in 1..2^40, got " + std::to_string(op.given_ranges[v]));
-        op.ranges[v] = op.given_ranges[v];
-        first_use[v] = "the given range";
-      }
-    }
-    for (std::size_t m = 0; m < noperands; ++m) {
-      const TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
-      const Tensor& x = p.tensors[t];
-      const auto& map = op.exprs[m];
-      const std::string mp = at + ".indexing_maps[" + std::to_string(m) + "]";
-      if (map.size() != x.shape.size())
-        return fail(mp, "map has " + std::to_string(map.size()) + " results but tensor '" + x.name + "' has rank " +
-                            std::to_string(x.shape.size()));
-      for (std::size_t d = 0; d < map.size(); ++d) {
-        const AffineExpr& e = map[d];
-        for (const AffineTerm& term : e.terms)
-          if (term.var < 0 || static_cast<std::size_t>(term.var) >= nv)
-            return fail(mp, "d" + std::to_string(term.var) + " is not one of the " + std::to_string(nv) + " iterators");
-        if (e.terms.empty()) {
-          // A constant: 0 for a size-1 dim (broadcast, kept reduced dim); an input may also
-          // read one index of a larger dim (a select).
-          const bool output = m >= op.inputs.size();
-          if (e.offset >= x.shape[d] || (output && x.shape[d] != 1))
-            return fail(mp, "constant " + std::to_string(e.offset) + " indexes dim " + std::to_string(d) + " of '" + x.name +
-                                "', which has size " + std::to_string(x.shape[d]) +
-                                (output ? " (an output dim of size > 1 needs an iteration variable)" : " (must be below the size)"));
-          continue;
-        }
-        op.exprs[m][d].prefix = false;
-        if (!is_plain(e)) continue;  // summed: bounds checked once the ranges are known
-        const VarId v = e.terms[0].var;
-        const std::string here = "dim " + std::to_string(d) + " of '" + x.name + "'";
-        if (!op.given_ranges.empty() && op.ranges[v] < x.shape[d]) {
-          op.exprs[m][d].prefix = true;  // with explicit ranges, d<i> may read a prefix slice
-          continue;
-        }
-        if (op.ranges[v] < 0) {
-          op.ranges[v] = x.shape[d];
-          first_use[v] = here;
-        } else if (op.ranges[v] != x.shape[d]) {
-          return fail(mp, "d" + std::to_string(v) + " indexes " + here + " (size " + std::to_string(x.shape[d]) +
-                              ") but also " + first_use[v] + " (size " + std::to_string(op.ranges[v]) + ")");
-        }
-      }
-    }
-    for (std::size_t v = 0; v < nv; ++v)
-      if (op.ranges[v] < 0)
-        return fail(at + ".iterator_types", "d" + std::to_string(v) + " indexes no operand dim on its own (give \"ranges\" when a var appears only in sums)");
-    for (std::size_t m = 0; m < noperands; ++m)
-      for (std::size_t d = 0; d < op.exprs[m].size(); ++d) op.indexing_maps[m][d] = simple_var(op.exprs[m][d]);
-    // Summed and offset results stay inside their dims over the whole iteration box.
-    for (std::size_t m = 0; m < noperands; ++m) {
-      const TensorId t = m < op.inputs.size() ? op.inputs[m] : op.outputs[m - op.inputs.size()];
-      const Tensor& x = p.tensors[t];
-      for (std::size_t d = 0; d < op.exprs[m].size(); ++d) {
-        const AffineExpr& e = op.exprs[m][d];
-        if (e.terms.empty() || is_plain(e)) continue;
-        const int64_t hi = expr_max(e, op.ranges);
-        if (hi >= x.shape[d])
-          return fail(at + ".indexing_maps[" + std::to_string(m) + "]",
-                      "result " + std::to_string(d) + " reaches index " + std::to_string(hi) + " of dim " + std::to_string(d) +
-                          " of '" + x.name + "', which has size " + std::to_string(x.shape[d]));
-      }
-    }
-    // Kind rules.
-    std::vector<char> in_output(nv, 0);
-    for (std::size_t m = op.inputs.size(); m < noperands; ++m)
-      for (const AffineExpr& e : op.exprs[m])
-        for (const AffineTerm& term : e.terms) in_output[term.var] = 1;
-    int reductions = 0;
-    for (std::size_t v = 0; v < nv; ++v) {
-      const bool red = op.iterators[v] == IteratorType::kReduction;
-      reductions += red;
-      if (red && in_output[v]) return fail(at + ".iterator_types[" + std::to_string(v) + "]", "reduction iterator d" + std::to_string(v) + " indexes an output");
-      if (!red && !in_output[v] && op.kind != OpKind::kOpaque)
-        return fail(at + ".iterator_types[" + std::to_string(v) + "]", "parallel iterator d" + std::to_string(v) + " indexes no output");
-    }
-    if (op.kind == OpKind::kPointwise && reductions > 0) return fail(at + ".kind", "a pointwise op has only parallel iterators");
-    if (op.kind == OpKind::kReduction && reductions == 0) return fail(at + ".kind", "a reduction needs a reduction iterator");
-    if (op.kind == OpKind::kMatmul) {
-      if (op.inputs.size() != 2 || op.outputs.size() != 1) return fail(at + ".kind", "a matmul has 2 inputs and 1 output");
-      if (reductions != 1) return fail(at + ".iterator_types", "a matmul has exactly one reduction iterator (K)");
-      if (op.indexing_maps[0].empty() || op.indexing_maps[1].size() < 2 || op.indexing_maps[2].size() < 2)
-        return fail(at + ".indexing_maps", "matmul operands need rank >= 2 (A may be rank 1)");
-    }
+    if (Status st = finalize_op_maps(p, op, at, source); !st) return st;
+    if (Status st = check_op_kind(op, at, source); !st) return st;
   }
   for (std::size_t t = 0; t < nt; ++t)
     if (p.producer[t] < 0 && !p.tensors[t].graph_input)
