@@ -56,7 +56,7 @@ int run_alloc(const AllocArgs& a) {
   const bool tty = isatty(STDERR_FILENO) != 0;
   bool progress_open = false;
   double last_line = -1.0;
-  // Time to target: when the first plan within 0.1 % of the lower bound was found (issue 42's
+  // Time to target: when the first plan within 0.1 % of the lower bound was found (the benchmark's
   // measure of a run; every improvement passes here, before the progress lines' rate limit).
   double near_bound_at = -1.0;
   o.on_improvement = [&](const alloc::Progress& pr) {

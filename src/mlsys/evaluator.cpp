@@ -144,7 +144,7 @@ struct Evaluator::Impl {
       last_pos[o] = static_cast<int>(i);
     }
     if (duplicate) errors.push_back(sg + ": duplicate op indices");
-    // Declared order must be topological (issue #75).
+    // Declared order must be topological (the contest repository's issue #75).
     for (std::size_t i = 0; i < spec.ops.size(); ++i) {
       OpId o = spec.ops[i];
       for (TensorId t : p.ops[o].inputs) {
@@ -297,7 +297,7 @@ struct Evaluator::Impl {
           const bool k_looped = o.matmul && ctx == Ctx::kTile;
           const bool eph = tensors[t].ephemeral;
           if (eph && !k_looped && !opt.strict_ephemeral && contains(prev_eph, t, r)) {
-            eph_now.push_back({t, r});  // computed in the previous step, still there (issue #85)
+            eph_now.push_back({t, r});  // computed in the previous step, still there (the contest repository's issue #85)
             continue;
           }
           if (eph && !k_looped) eph_now.push_back({t, r});
@@ -471,7 +471,7 @@ struct Evaluator::Impl {
         const bool last = ks == nk - 1;
         if (nk > 1 && !last) {
           // Before the last k-slice only the k-looped MatMuls (and what feeds them) run; the
-          // epilogue fires once per tile at the last k-slice (issue #82).
+          // epilogue fires once per tile at the last k-slice (the contest repository's issue #82).
           if (!have_looped_seeds) {
             sink_seeds(tile, seeds);
             propagate(seeds, 0, Kl, no_eph);

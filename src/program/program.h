@@ -1,4 +1,4 @@
-// The tensor program format shared by work division (issue 5) and LX planning (issue 6): named
+// The tensor program format shared by work division and LX planning: named
 // tensors (shape, dtype, optional device layout, graph input/output) and ops in execution order,
 // each with a kind, operands and a linalg.generic-style iteration space (one indexing map per
 // operand naming the iteration variable of every tensor dim; iterator types parallel/reduction).

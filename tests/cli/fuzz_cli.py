@@ -952,7 +952,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli", required=True)
     ap.add_argument("--mlsys", required=True)
-    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--runs", type=int, default=300, help="most runs")
+    ap.add_argument("--seconds", type=float, default=0.0,
+                    help="time budget: stop after this many seconds (0 = none), once --min-runs are done")
+    ap.add_argument("--min-runs", type=int, default=100, help="runs made whatever the budget")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
@@ -960,7 +963,10 @@ def main():
     a = ap.parse_args()
     f = Fuzzer(os.path.abspath(a.cli), os.path.abspath(a.mlsys), a.seed, a.verbose, a.scale)
     t0 = time.monotonic()
+    # The budget sizes the run on slow machines (sanitizers); the draws are the seed's whatever it is.
     while f.runs < a.runs:
+        if a.seconds > 0 and f.runs >= a.min_runs and time.monotonic() - t0 > a.seconds:
+            break
         f.one()
     print("%d runs in %.1f s (seed %d): %s" % (f.runs, time.monotonic() - t0, a.seed,
                                               ", ".join("%s %d" % kv for kv in sorted(f.counts.items()))))
