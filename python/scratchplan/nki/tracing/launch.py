@@ -195,6 +195,20 @@ def _site_line():
     return _site()[0]
 
 
+def _probing():
+    """True inside `importlib.util.find_spec`: code that asks whether a module exists (nkilib's
+    `__init__` does, to choose between its standalone and bundled copies) must hear the truth, or
+    it imports a stand-in in place of the real package."""
+    f = sys._getframe(2)
+    for _ in range(12):
+        if f is None:
+            return False
+        if f.f_code.co_name == "find_spec" and f.f_code.co_filename.endswith("importlib.util>"):
+            return True
+        f = f.f_back
+    return False
+
+
 class _AbsentFinder:
     """Meta path finder: `torch`/`torch_xla` always (imported by kernels for their test drivers,
     slow or absent here), and, tried last, any other module that cannot be found."""
@@ -207,6 +221,8 @@ class _AbsentFinder:
         root = name.split(".")[0]
         if self.always and root not in ("torch", "torch_xla") and not name.startswith("neuronxcc.nki."):
             return None
+        if not self.always and _probing():
+            return None  # `importlib.util.find_spec` asks whether it exists: it does not
         return importlib.machinery.ModuleSpec(name, self)
 
     def create_module(self, spec):
