@@ -359,19 +359,88 @@ def kernel(a, b):
     nisa.dma_copy(dst=sb, src=b)
     banks = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 2048 * i)) for i in range(ADDRESSED)]
     free = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)  # placed by the compiler
-    for p in banks + [free]:
+    for p in banks:
         nisa.nc_matmul(p, sa, sb)
+    if TOGETHER:  # free is live while every addressed bank still holds its sum
+        nisa.nc_matmul(free, sa, sb)
+    for p in banks:
         nisa.tensor_copy(dst=res, src=p)
+    if not TOGETHER:  # free lives after them: their banks are free again
+        nisa.nc_matmul(free, sa, sb)
+    nisa.tensor_copy(dst=res, src=free)
     nisa.dma_copy(dst=out, src=res)
     return out
 """
 
 
-def test_unaddressed_psum_next_to_addressed_is_checked_for_capacity(tmp_path):
-    ok = nki.trace(write(tmp_path, "ok.py", PLACED.replace("ADDRESSED", "7")), "128x128:bf16", "128x512:bf16")
+def placed_kernel(tmp_path, addressed, together):
+    text = PLACED.replace("ADDRESSED", str(addressed)).replace("TOGETHER", str(together))
+    return nki.trace(write(tmp_path, f"k{addressed}{together}.py", text), "128x128:bf16", "128x512:bf16")
+
+
+def test_unaddressed_psum_next_to_addressed_is_checked_for_capacity_over_its_lifetime(tmp_path):
+    ok = placed_kernel(tmp_path, 7, True)
     assert [t["alloc"] for t in ok["tensors"] if t["name"] == "free"] == [{"kind": "auto", "compiler_placed": True}]
     assert nki.check(ok).clean
-    full = nki.trace(write(tmp_path, "full.py", PLACED.replace("ADDRESSED", "8")), "128x128:bf16", "128x512:bf16")
-    rep = nki.check(full)
+    rep = nki.check(placed_kernel(tmp_path, 8, True))
     assert [v["kind"] for v in rep.violations] == ["address_range"], rep.violations
+    assert "1 PSUM tensor(s) without address= are live together and need 1 bank(s)" in rep.violations[0]["message"]
     assert "leave 0 of the 8 banks free" in rep.violations[0]["message"]
+    # Lifetimes follow each other: all eight banks are free again when the compiler's tensor lives.
+    assert nki.check(placed_kernel(tmp_path, 8, False)).clean
+
+
+SBUF_PLACED = """
+@nki.jit
+def kernel(a):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    big = nl.ndarray((128, BIG), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)  # placed by the compiler
+    nisa.memset(dst=big, value=0.0)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.tensor_tensor(dst=t, data1=t, data2=big[:, 0:512], op=nl.add)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_unaddressed_sbuf_next_to_addressed_is_compiler_placed_and_checked_for_capacity(tmp_path):
+    usable = 212992 // 4  # trn2: float32 elements per partition
+    fits = nki.trace(write(tmp_path, "fits.py", SBUF_PLACED.replace("BIG", str(usable - 512))), "128x512:fp32",
+                     hardware="trn2")
+    assert [t["alloc"] for t in fits["tensors"] if t["buffer"] == "sbuf" and "compiler_placed" in t["alloc"]]
+    assert nki.check(fits).clean  # no mixed_allocation: the new API lets the compiler place it
+    over = nki.trace(write(tmp_path, "over.py", SBUF_PLACED.replace("BIG", str(usable - 511))), "128x512:fp32",
+                     hardware="trn2")
+    rep = nki.check(over)
+    assert [v["kind"] for v in rep.violations] == ["address_range"], rep.violations
+    assert "need 2048 bytes per partition" in rep.violations[0]["message"]
+    assert "leave 2044 of the 212992 usable bytes free" in rep.violations[0]["message"]
+
+
+
+
+HBM_SCRATCH = """
+@nki.jit
+def kernel(a):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    spill = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)  # working space in HBM
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=t, src=a)
+    nisa.dma_copy(dst=spill, src=t)
+    nisa.dma_copy(dst=t, src=spill)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_new_api_hbm_working_space_beside_address_tensors_is_allowed(tmp_path):
+    path = write(tmp_path, "scratch.py", HBM_SCRATCH)
+    k = nki.trace(path, "128x512:fp32")
+    assert [t["role"] for t in k["tensors"] if t["name"] == "spill"] == ["scratch"]
+    assert nki.check(k).clean
+    r = cli("plan", path, "--input", "a=128x512:fp32")
+    assert r.returncode == 0, r.stderr
+    # The old API's rule stands: an internal HBM tensor beside direct allocation is a violation.
+    old = dict(k, tensors=[dict(t, role="internal") if t["name"] == "spill" else t for t in k["tensors"]])
+    assert [v["kind"] for v in nki.check(old).violations] == ["hbm_not_output"]

@@ -6,6 +6,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "nki/check_capacity.h"
+
 namespace sp::nki {
 
 namespace {
@@ -175,6 +177,7 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
   std::vector<char> written(static_cast<std::size_t>(block_base[nt]), 0);
   std::vector<Content> first_clobber(static_cast<std::size_t>(block_base[nt]));
   std::vector<Pending> pending;
+  std::vector<int64_t> tensor_first(static_cast<std::size_t>(nt), -1), tensor_last(static_cast<std::size_t>(nt), -1);
   std::map<std::tuple<int, TensorId, int64_t, int>, std::size_t> seen_violation;
   int64_t event = 0;
   auto report = [&](ViolationKind kind, TensorId t, int64_t b, int instr, int64_t ev, Content by) {
@@ -197,6 +200,8 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
         first_event[flat] = event;
         first_instr[flat] = ii;
       }
+      if (tensor_first[a.tensor] < 0) tensor_first[a.tensor] = event;
+      tensor_last[a.tensor] = event;
       return b;
     };
     auto check_read = [&](const Access& a, int64_t b) {
@@ -255,32 +260,9 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
   };
   std::vector<Static> statics;
   const bool direct = k.uses_direct_allocation();
-  {
-    // Compiler-placed PSUM tensors (the new API's PSUM without address=) take a bank each that no
-    // addressed PSUM tile uses anywhere in the kernel (a conservative capacity check: lifetimes
-    // are not used to share banks).
-    std::vector<bool> used(static_cast<std::size_t>(std::max(k.hw.psum_banks, 0)), false);
-    int placed = 0;
-    TensorId first_placed = -1;
-    for (int t = 0; t < nt; ++t) {
-      const Tensor& ten = k.tensors[t];
-      if (ten.buffer != Buffer::kPsum) continue;
-      if (ten.alloc.kind == AllocKind::kAuto) {
-        if (ten.alloc.compiler_placed && placed++ == 0) first_placed = t;
-        continue;
-      }
-      for (const TilePlacement& pl : rep.placements[t]) {
-        const Bytes b0 = pl.byte_addr / k.hw.psum_bank_bytes, b1 = (pl.byte_addr + ten.fbytes() - 1) / k.hw.psum_bank_bytes;
-        for (Bytes b = std::max<Bytes>(b0, 0); b <= b1 && b < static_cast<Bytes>(used.size()); ++b) used[b] = true;
-      }
-    }
-    const int free_banks = static_cast<int>(std::count(used.begin(), used.end(), false));
-    if (placed > free_banks)
-      statics.push_back({ViolationKind::kAddressRange, first_placed, -1,
-                         std::to_string(placed) + " PSUM tensors without address= need a bank each, but the addressed "
-                         "PSUM tensors leave " + std::to_string(free_banks) + " of the " +
-                         std::to_string(k.hw.psum_banks) + " banks free"});
-  }
+  // Tensors the compiler places (new API, no address=) must fit beside the addressed ones.
+  for (const CapacityShortfall& c : compiler_placed_shortfalls(k, rep.placements, tensor_first, tensor_last))
+    statics.push_back({ViolationKind::kAddressRange, c.tensor, -1, c.message});
   for (int t = 0; t < nt; ++t) {
     const Tensor& ten = k.tensors[t];
     if (ten.buffer == Buffer::kHbm) {

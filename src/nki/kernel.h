@@ -55,7 +55,9 @@ const char* engine_name(Engine e);
 enum class Buffer { kSbuf, kPsum, kHbm };
 const char* buffer_name(Buffer b);
 
-enum class HbmRole { kNone, kInput, kOutput };  // kernel parameter or result; kNone = internal
+// Kernel parameter or result; kNone = internal (not allowed beside direct allocation in the old API);
+// kScratch = working space the kernel declares in HBM (the new API allows it beside address= tensors).
+enum class HbmRole { kNone, kInput, kOutput, kScratch };
 
 enum class AllocKind {
   kAuto,      // compiler-chosen (nl.sbuf / nl.psum)
@@ -85,7 +87,7 @@ struct Allocation {
   Bytes factory_size = 0;                  // factory: total_fdim_size reserved
   std::vector<std::pair<Partition, Bytes>> table;  // table: (start_partition, byte_addr) per block
   Bytes align = 0;                         // SBUF byte_addr alignment this use requires (0: hardware's sbuf_min_align)
-  bool compiler_placed = false;            // auto PSUM next to address= tensors (new API): the compiler places it in a free bank
+  bool compiler_placed = false;            // auto SBUF/PSUM next to address= tensors (new API): the compiler places it in free space
 };
 
 struct Tensor {

@@ -133,10 +133,16 @@ std::string check_report_text(const std::string& kernel_label, const Kernel& k, 
   std::ostringstream os;
   os << "kernel: " << kernel_label << " (" << k.hw.name << "), " << k.tensors.size() << " tensors, " << k.loops.size()
      << " loops, " << rep.executions << " instruction executions simulated\n";
-  int automatic = 0;
-  for (const auto& t : k.tensors) automatic += t.buffer != Buffer::kHbm && t.alloc.kind == AllocKind::kAuto;
+  int automatic = 0, placed = 0;
+  for (const auto& t : k.tensors) {
+    automatic += t.buffer != Buffer::kHbm && t.alloc.kind == AllocKind::kAuto && !t.alloc.compiler_placed;
+    placed += t.buffer != Buffer::kHbm && t.alloc.kind == AllocKind::kAuto && t.alloc.compiler_placed;
+  }
   if (automatic > 0)
     os << automatic << " tensors use automatic allocation: their addresses are the compiler's, not checked\n";
+  if (placed > 0)
+    os << placed << " tensors without address= beside addressed ones: the compiler places them; checked that they "
+       << "fit beside the addressed tensors live at the same time, not for overlaps\n";
   generic_line(os, k);
   os << "violations: " << rep.distinct_violations << "\n";
   violation_lines(os, rep.violations, rep.distinct_violations);

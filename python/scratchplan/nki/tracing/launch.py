@@ -92,19 +92,39 @@ def stand_ins():
     return _Installed(_build_modules())
 
 
+_SPEC = r"([0-9]+(?:x[0-9]+)*)\s*(?::\s*([A-Za-z0-9_]+))?"
+
+
 def parse_input(text):
-    """'q=1x128x4096:bf16' -> ('q', (1, 128, 4096), 'bfloat16')."""
-    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*([0-9]+(?:x[0-9]+)*)\s*(?::\s*([A-Za-z0-9_]+))?\s*", text)
+    """'q=1x128x4096:bf16' -> ('q', (1, 128, 4096), 'bfloat16'); a list parameter (one HBM tensor per
+    entry, as kernels that take per-layer weights do) 'w=[512x256:bf16, 512x256:bf16]' ->
+    ('w', [((512, 256), 'bfloat16'), ((512, 256), 'bfloat16')], None)."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*\[(.*)\]\s*", text)
+    if m:
+        items = [x for x in m.group(2).split(",")]
+        if not items or any(not x.strip() for x in items):
+            raise TraceError(f"--input {text!r}: expected NAME=[SPEC, SPEC, ...] with SPEC D0xD1x...:DTYPE")
+        return m.group(1), [_parse_spec(x.strip(), text) for x in items], None
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*" + _SPEC + r"\s*", text)
     if not m:
-        raise TraceError(f"--input {text!r}: expected NAME=D0xD1x...:DTYPE (e.g. q=1x128x4096:bf16)")
-    shape = tuple(int(x) for x in m.group(2).split("x"))
+        raise TraceError(f"--input {text!r}: expected NAME=D0xD1x...:DTYPE (e.g. q=1x128x4096:bf16) "
+                         "or NAME=[SPEC, SPEC, ...]")
+    shape, n = _parse_spec(m.group(2) + (":" + m.group(3) if m.group(3) else ""), text)
+    return m.group(1), shape, n
+
+
+def _parse_spec(spec, text):
+    m = re.fullmatch(_SPEC, spec)
+    if not m:
+        raise TraceError(f"--input {text!r}: {spec!r} is not D0xD1x...:DTYPE (e.g. 1x128x4096:bf16)")
+    shape = tuple(int(x) for x in m.group(1).split("x"))
     if any(s <= 0 for s in shape):
         raise TraceError(f"--input {text!r}: dimensions must be positive")
-    dt = m.group(3) or "float32"
+    dt = m.group(2) or "float32"
     n = _ALIASES.get(dt, dt)
     if n not in _DTYPES or n == "bool_":
         raise TraceError(f"--input {text!r}: unknown dtype {dt!r}")
-    return m.group(1), shape, n
+    return shape, n
 
 
 def _load_source(path):
@@ -237,8 +257,7 @@ def _input_spec(x, name):
     if isinstance(x, str):
         if not re.fullmatch(r"\s*[0-9]+(?:x[0-9]+)*\s*(?::\s*\w+)?\s*", x):
             return None  # a string argument, passed through
-        _, shape, dt = parse_input(f"{name}={x}")
-        return shape, dt
+        return _parse_spec(x.strip(), f"{name}={x}")
     if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (tuple, list)):
         return tuple(int(s) for s in x[0]), _dtype_name(x[1], "input dtype")
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, type):  # np.float32 is a dtype argument
@@ -307,6 +326,16 @@ def trace(kernel, *inputs, grid=None, hardware=None, cycle_model=None, name=None
     finally:
         if gc_was:
             gc.enable()
+
+
+def _input_list_specs(x, name):
+    """A list whose entries are all input specs (or None, at least one spec): one HBM input each."""
+    if not isinstance(x, list) or not x:
+        return None
+    specs = [None if v is None else _input_spec(v, f"{name}[{i}]") for i, v in enumerate(x)]
+    if any(sp is None and v is not None for sp, v in zip(specs, x)) or all(sp is None for sp in specs):
+        return None
+    return specs
 
 
 def _check_shape_text(x, name=None):
@@ -460,14 +489,19 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, 
             except TypeError as e:
                 raise TraceError(f"{label}: arguments do not match {fname}{inspect.signature(obj)}: {e}") from None
             args = {}
+            def hbm_input(pname, shape, dt):
+                t = Tensor(_unique(pname), shape, dt, _Alloc("hbm", "input"), role="input",
+                           source=f"{label}:{obj.__code__.co_firstlineno}")
+                _register(t)
+                return t
+
             for pname, val in bound.arguments.items():
                 spec = _input_spec(val, pname)
+                specs = _input_list_specs(val, pname) if spec is None else None
                 if spec is not None:
-                    shape, dt = spec
-                    t = Tensor(_unique(pname), shape, dt, _Alloc("hbm", "input"), role="input",
-                               source=f"{label}:{obj.__code__.co_firstlineno}")
-                    _register(t)
-                    args[pname] = t
+                    args[pname] = hbm_input(pname, *spec)
+                elif specs is not None:  # a list of tensors: w_0, w_1, ... (None entries stay None)
+                    args[pname] = [None if sp is None else hbm_input(f"{pname}_{i}", *sp) for i, sp in enumerate(specs)]
                 else:
                     args[pname] = val
             # SPMD: one symbolic instance inside a loop per grid dim
@@ -633,7 +667,8 @@ def _to_json(st, hw, label):
     for t in st.tensors:
         j = {"name": t.name, "buffer": t.buffer}
         if t.buffer == "hbm":
-            j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else "internal"
+            j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else \
+                "scratch" if st.uses_new_api else "internal"  # the new API allows HBM working space
             j["blocks"] = []
             j["partitions"] = t.shape[0] if t.shape else 1
             j["free"] = list(t.shape[1:])
@@ -647,8 +682,8 @@ def _to_json(st, hw, label):
             a = t.alloc
             if a.kind == "auto":
                 j["alloc"] = {"kind": "auto"}
-                if t.buffer == "psum" and st.uses_new_api and any_addressed:
-                    j["alloc"]["compiler_placed"] = True  # the compiler puts it in a bank no address= tensor uses
+                if st.uses_new_api and any_addressed:
+                    j["alloc"]["compiler_placed"] = True  # the compiler places it beside the address= tensors
             elif a.kind == "mod_alloc":
                 j["alloc"] = {"kind": "mod_alloc", **a.kw}
                 if a.buffer == "psum" and not j["alloc"].get("num_free_tiles"):
@@ -734,7 +769,7 @@ def trace_file(spec, inputs, grid=None, hardware=None, args=(), time_limit=TRACE
         n, shape, dt = parse_input(text)
         if n in kw:
             raise TraceError(f"--input {text!r}: {n} given twice")
-        kw[n] = (shape, dt)
+        kw[n] = (shape, dt) if dt is not None else shape  # a list: one (shape, dtype) per entry
     for text in args:
         n, v = parse_arg(text)
         if n in kw:
