@@ -444,3 +444,32 @@ def test_new_api_hbm_working_space_beside_address_tensors_is_allowed(tmp_path):
     # The old API's rule stands: an internal HBM tensor beside direct allocation is a violation.
     old = dict(k, tensors=[dict(t, role="internal") if t["name"] == "spill" else t for t in k["tensors"]])
     assert [v["kind"] for v in nki.check(old).violations] == ["hbm_not_output"]
+
+
+LAYERS = """
+@nki.jit
+def kernel(x, ws, scales=None):
+    out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    w = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf, address=(0, 1024))
+    nisa.dma_copy(dst=t, src=x)
+    for i, wi in enumerate(ws):
+        nisa.dma_copy(dst=w, src=wi)
+        nisa.tensor_tensor(dst=t, data1=t, data2=w, op=nl.add)
+        if scales and scales[i] is not None:
+            nisa.dma_copy(dst=w, src=scales[i])
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_list_parameters_of_hbm_tensors(tmp_path):
+    path = write(tmp_path, "layers.py", LAYERS)
+    r = cli("check", path + ":kernel", "--input", "x=128x256:fp32", "--input", "ws=[128x256:fp32, 128x256:fp32,128x256:fp32]")
+    assert r.returncode == 0 and "violations: 0" in r.stdout, r.stderr
+    k = nki.trace(path, "128x256:fp32", ["128x256:fp32", ((128, 256), "float32")], scales=[None, "128x256:fp32"])
+    hbm = [t["name"] for t in k["tensors"] if t["buffer"] == "hbm" and t["role"] == "input"]
+    assert hbm == ["x", "ws_0", "ws_1", "scales_1"]
+    for bad, why in (("ws=[128x256:fp32, 12x:fp32]", "'12x:fp32' is not"), ("ws=[]", "expected NAME=[SPEC")):
+        r = cli("check", path + ":kernel", "--input", "x=128x256:fp32", "--input", bad)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and why in r.stderr, r.stderr
