@@ -238,3 +238,17 @@ def _target_name(line):
     m = _ASSIGN.match(_line_text(line))
     names[line] = m.group(1) if m else None
     return names[line]
+
+
+class _Unroll(BaseException):
+    """Raised inside a speculative symbolic loop where only unrolling is exact (a BaseException,
+    so that a kernel's own `except Exception` cannot swallow it)."""
+
+
+def speculating():
+    return ST is not None and ST.speculating > 0
+
+
+def need_unroll(why):
+    if speculating():
+        raise _Unroll(why)

@@ -13,7 +13,8 @@ from .context import PARTITIONS, TraceError, _fail, _is_int, _site, _source, _ta
 from .dtypes import _dtype_name
 from .symbolic import Sym
 from .tensors import Tensor, _Alloc, _register, _unique
-from .instructions import _finish_cost, _new_instr
+from .costs import _finish_cost
+from .instructions import _new_instr
 
 
 def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="ndarray"):

@@ -15,9 +15,10 @@ from .context import DEFAULT_CYCLE_MODEL, TRACE_SECONDS, Timeout, TraceError, _S
 from .dtypes import _ALIASES, _DTYPES, _dtype_name
 from .symbolic import _ST_AR
 from .tensors import Tensor, _Alloc, _register, _unique
-from .instructions import _finish_cost
+from .costs import _finish_cost
 from .loops import _Branch, _RangeRewriter, _Speculative, _sp_range
-from .modules import _Kernel, _Module, _build_modules
+from .calls import _Module
+from .modules import _Kernel, _build_modules
 from .stack import StackAllocator
 
 
