@@ -14,11 +14,12 @@ Columns of a row:
 - ``out``: where the result goes. ``result``: returned as a new tile (old API); under the new
   namespace the call takes ``dst`` first or as ``dst=`` and writes it instead (API.md §10).
   ``dst``: the call always writes its ``dst`` parameter. ``dma``: a DMA whose ``dst`` parameter is
-  written with the transfer's size.
+  written with the transfer's size. ``none``: no result (a barrier, a register load).
 - ``engine``: the engine, or ``engine=X``: the ``engine=`` keyword chooses, X by default;
   ``transpose``: the Tensor engine for tiles over 32 x 32, else Vector (API.md §9).
 - ``cost``: the cycle formula (``COSTS`` below), from N = elements per partition of what the
-  instruction writes (bytes per partition over the element size) and P = partitions.
+  instruction writes (bytes per partition over the element size) and P = partitions;
+  ``transpose``: ``transpose_pe`` on the Tensor engine, ``alu`` on Vector.
 - ``shape``: the result's shape: ``largest`` operand (the first on ties), ``of:PARAM``, or a named
   rule of calls.py (``reduce``, ``matmul``, ...).
 - ``dtype``: the result's dtype when ``dtype=`` is not given: ``first`` (first tile read),
@@ -65,6 +66,7 @@ COSTS = {
     "reciprocal": ("max(min_ii, 8 N)", lambda n, p, isz, cm, stat: max(cm["min_ii"], 8 * n)),
     "scan": ("max(min_ii, 2 N)", lambda n, p, isz, cm, stat: max(cm["min_ii"], 2 * n)),
     "tsr": ("max(min_ii, N) + min_ii", lambda n, p, isz, cm, stat: max(cm["min_ii"], n) + cm["min_ii"]),
+    "barrier": ("dma_fixed", lambda n, p, b, cm, stat: cm["dma_fixed"]),
     # DMA: reference-clock cycles from the bytes moved (what the first operand read holds).
     "dma": ("dma_fixed + P x bytes / dma_bytes_per_cycle",
             lambda n, p, b, cm, stat: cm["dma_fixed"] + max(1, p) * max(1, b) / max(cm["dma_bytes_per_cycle"], 1e-9)),
@@ -143,6 +145,32 @@ ROWS = (
          shape="of:dst"),
     _row("nisa.tensor_copy_predicated", "*, src, dst, predicate, mask=None, dtype=None, reverse_pred=False, **kw",
          reads="src predicate dst", out="dst", shape="of:dst"),
+    # New-API ISA calls nki-library uses beyond API.md (NKI 0.3). Each takes dst first or as dst=. An
+    # engine API.md does not document is Vector, as for calls modelled generically; engine= is honoured.
+    _row("nisa.nc_matmul_mx", "stationary, moving, stationary_scale=None, moving_scale=None, *, mask=None, **kw",
+         reads="stationary! moving! stationary_scale moving_scale", engine="Tensor", cost="matmul", shape="matmul",
+         dtype="float32", buffer="psum"),
+    _row("nisa.quantize_mx", "dst, src, dst_scale, **kw", reads="src!", writes="dst_scale", out="dst",
+         engine="engine=Vector", shape="of:dst", mask=False),
+    _row("nisa.dma_compute", "dst, srcs, reduce_op=None, scales=None, **kw", reads="srcs scales", out="dma",
+         engine="DMA", cost="dma"),
+    # Exchanges tiles between logical cores: this core's src is sent, its dst received.
+    _row("nisa.sendrecv", "dst=None, src=None, send_to_rank=None, recv_from_rank=None, pipe_id=None, **kw",
+         reads="src!", out="dma", engine="DMA", cost="dma"),
+    # Synchronises the cores on `data` (an HBM tensor): read, not written; a DMA round trip.
+    _row("nisa.core_barrier", "data, cores=None, **kw", reads="data!", out="none", engine="DMA", cost="barrier",
+         mask=False),
+    _row("nisa.max8", "dst, src, **kw", reads="src!", out="dst", engine="engine=Vector", shape="of:dst", mask=False),
+    _row("nisa.nc_find_index8", "dst, data, vals, **kw", reads="data! vals!", out="dst", engine="engine=Vector",
+         shape="of:dst", mask=False),
+    _row("nisa.nc_match_replace8", "dst, data, vals, imm=None, dst_idx=None, **kw", reads="data! vals!",
+         writes="dst_idx", out="dst", engine="engine=Vector", shape="of:dst", mask=False),
+    _row("nisa.nc_n_gather", "dst, data, indices, **kw", reads="data! indices!", out="dst", engine="engine=Vector",
+         shape="of:dst", mask=False),
+    _row("nisa.nonzero_with_count", "dst, src, index_offset=0, padding_val=0, **kw", reads="src!", out="dst",
+         engine="engine=Vector", shape="of:dst", mask=False),
+    # Loads a (1, 1) SBUF value into a register (dynamic loop bounds): reads the tile.
+    _row("nisa.register_load", "reg, src, **kw", reads="src!", out="none", engine="engine=Vector", mask=False),
     # nl.* compute (old API; the compiler lowers them to the ISA calls above)
     _row("nl.copy", "x, dtype=None, mask=None, **kw", reads="x"),
     _row("nl.softmax", "x, axis=-1, dtype=None, **kw", reads="x", mask=False, hidden="always"),
@@ -159,7 +187,8 @@ ROWS = (
 
 # Activation functions (nisa.activation's op table; as functions they run on the Scalar engine).
 # exp is documented to lower to nisa.activation, which needs an explicit bias under direct allocation.
-ACTIVATIONS = ("exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_dx", "silu", "silu_dx", "erf",
+ACTIVATIONS = ("exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid",
+               "gelu_apprx_sigmoid_dx", "gelu_dx", "silu", "silu_dx", "erf",
                "erf_dx", "mish", "softplus", "sqrt", "rsqrt", "square", "sin", "cos", "arctan", "abs", "sign",
                "reciprocal", "negative", "ceil", "floor", "trunc")
 # Element-wise ALU ops of two operands (Vector engine).
@@ -178,4 +207,4 @@ ROWS += tuple(_row(f"nl.{n}", _RED, reads="x!", cost="reduce", shape="reduce", c
 NEW_API_DST = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
                "tensor_reduce", "tensor_copy", "iota", "affine_select", "bn_stats", "bn_aggr", "reciprocal",
                "tensor_scalar_reduce", "scalar_tensor_tensor", "tensor_tensor_scan", "tensor_partition_reduce",
-               "dma_transpose", "memset")
+               "dma_transpose", "memset", "nc_matmul_mx", "range_select", "local_gather", "dropout")

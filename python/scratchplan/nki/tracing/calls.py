@@ -221,9 +221,9 @@ def _run(row, a):
     if engine == "transpose":
         pre = _as_view(a["data"], "data")
         s = tuple(pre.shape)
-        engine = kw_engine(a["engine"], "Tensor" if max(s) > 32 else "Vector")
+        engine = kw_engine(a.get("engine"), "Tensor" if max(s) > 32 else "Vector")
     elif engine.startswith("engine="):
-        engine = kw_engine(a["engine"], engine[7:])
+        engine = kw_engine(a.get("engine"), engine[7:])
     h = row.hidden
     if h == "always" or (h == "no_transpose_x" and not a["transpose_x"]) or \
             (h == "tensor_engine" and engine == "Tensor") or (h == "no_bias" and a["bias"] is None and direct()):
@@ -258,11 +258,17 @@ def _run(row, a):
         if a[p] is not None:
             acc, _, _ = _as_view(a[p], p).access(write=True)
             ins["writes"].append(acc)
+    if pb is None and row.out in ("dma", "none"):
+        _fail(f"{api}: expected a tile operand")
     if row.out == "dma":
         d = _masked(_as_view(a["dst"], _LABELS.get((api, "dst"), "dst")), mask)
         acc, _, _ = d.access(write=True)
         ins["writes"].append(acc)
         ins["_isz"] = 1
+        _finish_cost(ins, *pb)
+        return None
+    if row.out == "none":
+        ins["_isz"] = 1 if dma else views[0].tensor.itemsize
         _finish_cost(ins, *pb)
         return None
     if row.shape == "iota":
@@ -342,11 +348,11 @@ def _split_dst(args, kw):
     return dst, args
 
 
-def _writes_dst(f):
+def _writes_dst(f, matmul):
     """The new-API form of an ISA call: the result goes into dst. accumulate=True adds into it (PSUM
     accumulation, as `dst += ...` in the old API); None, the default of nc_matmul, overwrites the
-    first write of dst and accumulates into it after that (ranges are unrolled in the new API)."""
-    matmul = f.__name__ == "nc_matmul"
+    first write of dst and accumulates into it after that (ranges are unrolled in the new API), for
+    the matmul calls (`matmul`)."""
 
     @functools.wraps(f)
     def call(*args, **kw):
@@ -397,7 +403,7 @@ def functions():
         mod, name = row.api.split(".")
         f = _generate(row)
         if mod == "nisa" and name in NEW_API_DST:
-            f = _memset_dst(f) if name == "memset" else _writes_dst(f)
+            f = _memset_dst(f) if name == "memset" else _writes_dst(f, row.cost == "matmul")
         out[mod][name] = f
     return out
 
