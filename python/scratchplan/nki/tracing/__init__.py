@@ -16,8 +16,8 @@ instructions). One module per concept, in dependency order (no module imports on
 Pure Python: it imports nothing of the compiled extension, so the CLI runs it as a script
 (``tracer.py``) under any interpreter with numpy.
 """
-from .context import DEFAULT_CYCLE_MODEL, TraceError
+from .context import TraceError
 from .launch import parse_arg, parse_input, stand_ins, trace, trace_file
 from .rewrite import rewrite
 
-__all__ = ["TraceError", "trace", "trace_file", "rewrite", "parse_input", "parse_arg", "stand_ins", "DEFAULT_CYCLE_MODEL"]
+__all__ = ["TraceError", "trace", "trace_file", "rewrite", "parse_input", "parse_arg", "stand_ins"]

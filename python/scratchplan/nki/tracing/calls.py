@@ -12,7 +12,7 @@ import types
 
 from . import context as _ctx
 from .api_table import NEW_API_DST, ROWS
-from .context import PARTITIONS, _fail, _site
+from .context import _fail, _site
 from .dtypes import _dtype_name
 from .symbolic import Pred, Sym, _ST_AR
 from .tensors import Tensor, View, _Alloc, _MGrid, _register, _unique
@@ -59,7 +59,7 @@ def hidden(api, why):
     if _ctx.ST.uses_new_api:
         return
     line, _ = _site()
-    t = Tensor(_unique(f"hidden_{api}_{line}"), (PARTITIONS, 1), "float32", _Alloc("sbuf", "auto"), implicit=True,
+    t = Tensor(_unique(f"hidden_{api}_{line}"), (_ctx.ST.hw["partitions"], 1), "float32", _Alloc("sbuf", "auto"), implicit=True,
                source=f"{_ctx.ST.label}:{line}")
     t.api = f"the {why} tensor that {api} creates"
     _register(t)
@@ -133,7 +133,7 @@ def _iota_shape(a):
     if a["expr"] is None and kw.get("pattern") is not None:
         # new API: iota(dst, pattern=[[step, count], ...], offset=, channel_multiplier=): dst's shape
         try:
-            return (PARTITIONS,) + tuple(int(c) for _, c in kw["pattern"]), "int32"
+            return (_ctx.ST.hw["partitions"],) + tuple(int(c) for _, c in kw["pattern"]), "int32"
         except Exception:
             _fail(f"nisa.iota: pattern= expects [[step, count], ...], got {kw['pattern']!r}")
     expr = a["expr"]
@@ -196,101 +196,114 @@ def _shape(row, a, views, ins):
 
 # ---- the generic call ----
 
-def _tiles(row, a):
-    """(parameter, tile) pairs the row reads, in order."""
-    for p in row.reads:
-        req = p.endswith("!")
-        p = p.rstrip("!")
-        v = a[p]
-        if req:
-            yield p, v, True
-        else:
-            for o in _flat(v):
-                if isinstance(o, _TILE):
-                    yield p, o, False
-
-
-def _run(row, a):
-    """Records the instruction of one call of `row` with bound parameters `a` (a dict)."""
+def _compile(row):
+    """The recorder of one call of `row`, with the row's decisions taken once (a call is recorded
+    up to millions of times): run(a) records the instruction for bound parameters `a` (a dict)."""
     api = row.instr
-    for c in row.checks:
-        if c != "matmul":
+    checks = tuple(c for c in row.checks if c != "matmul")
+    fixed_engine = row.engine if row.engine not in ("transpose",) and not row.engine.startswith("engine=") else None
+    kw_default = row.engine[7:] if row.engine.startswith("engine=") else None
+    short = api.split(".")[-1]
+    why = {"always": "composite" if short in ("softmax", "rms_norm") else "identity", "no_transpose_x": "transpose",
+           "tensor_engine": "identity", "no_bias": "bias", "": None}[row.hidden]
+    # (parameter, must be a tile, label in messages, a DMA endpoint that mask= bounds)
+    reads = tuple((p.rstrip("!"), p.endswith("!"), _LABELS.get((api, p.rstrip("!")), p.rstrip("!") if p.endswith("!")
+                   else "operand"), p.rstrip("!") in ("src", "dst")) for p in row.reads)
+    writes, out, mask_on, rule = row.writes, row.out, row.mask, row.shape
+    dst_label = _LABELS.get((api, "dst"), "dst")
+    simple_shape = {"largest", "read:data", "read:src", "transpose"}
+
+    def run(a):
+        for c in checks:
             _check(c, row, a)
-    engine = row.engine
-    pre = None
-    if engine == "transpose":
-        pre = _as_view(a["data"], "data")
-        s = tuple(pre.shape)
-        engine = kw_engine(a.get("engine"), "Tensor" if max(s) > 32 else "Vector")
-    elif engine.startswith("engine="):
-        engine = kw_engine(a.get("engine"), engine[7:])
-    h = row.hidden
-    if h == "always" or (h == "no_transpose_x" and not a["transpose_x"]) or \
-            (h == "tensor_engine" and engine == "Tensor") or (h == "no_bias" and a["bias"] is None and direct()):
-        name = api.split(".")[-1]
-        hidden(name, {"always": "composite" if name in ("softmax", "rms_norm") else "identity",
-                      "no_transpose_x": "transpose", "tensor_engine": "identity", "no_bias": "bias"}[h])
-    cost = row.cost
-    if cost == "transpose":
-        cost = "transpose_pe" if engine == "Tensor" else "alu"
-    dma = engine == "DMA"
-    ins, line = _new_instr(api, engine, cost)
-    mask = a.get("mask")
-    if row.mask:
-        _guard(ins, mask)
-    views = []
-    pb = None
-    for p, o, req in _tiles(row, a):
-        label = _LABELS.get((api, p), p if req else "operand")
-        if dma:
-            v = _as_view(o, label)
-            if p in ("src", "dst"):
-                v = _masked(v, mask)
-            v, pp, bb = _read(ins, v, label, allow_hbm=True)
-        elif pre is not None and p == "data":
-            v, pp, bb = _read(ins, pre, label)
+        engine = fixed_engine
+        pre = None
+        if engine is None:
+            if kw_default is not None:
+                engine = kw_engine(a.get("engine"), kw_default)
+            else:  # transpose: by the tile's size
+                pre = _as_view(a["data"], "data")
+                engine = kw_engine(a.get("engine"), "Tensor" if max(tuple(pre.shape)) > 32 else "Vector")
+        if why is not None:
+            h = row.hidden
+            if h == "always" or (h == "no_transpose_x" and not a["transpose_x"]) or \
+                    (h == "tensor_engine" and engine == "Tensor") or (h == "no_bias" and a["bias"] is None and direct()):
+                hidden(short, why)
+        cost = row.cost
+        if cost == "transpose":
+            cost = "transpose_pe" if engine == "Tensor" else "alu"
+        dma = engine == "DMA"
+        ins, line = _new_instr(api, engine, cost)
+        mask = a.get("mask")
+        if mask_on and mask is not None:
+            _guard(ins, mask)
+        views = []
+        pb = None
+        for p, req, label, endpoint in reads:
+            v = a[p]
+            if req:
+                tiles = (v,)
+            elif isinstance(v, _TILE):
+                tiles = (v,)
+            elif isinstance(v, (list, tuple)):
+                tiles = [o for o in _flat(v) if isinstance(o, _TILE)]
+            else:
+                continue
+            for o in tiles:
+                if dma:
+                    o = _as_view(o, label)
+                    if endpoint:
+                        o = _masked(o, mask)
+                    o, pp, bb = _read(ins, o, label, allow_hbm=True)
+                elif pre is not None and p == "data":
+                    o, pp, bb = _read(ins, pre, label)
+                else:
+                    o, pp, bb = _read(ins, o, label)
+                if pb is None:
+                    pb = (pp, bb)
+                views.append(o)
+        for p in writes:
+            if a[p] is not None:
+                acc, _, _ = _as_view(a[p], p).access(write=True)
+                ins["writes"].append(acc)
+        if out == "dma" or out == "none":
+            if pb is None:
+                _fail(f"{api}: expected a tile operand")
+            if out == "dma":
+                d = _masked(_as_view(a["dst"], dst_label), mask)
+                acc, _, _ = d.access(write=True)
+                ins["writes"].append(acc)
+                ins["_isz"] = 1
+            else:
+                ins["_isz"] = 1 if dma else views[0].tensor.itemsize
+            _finish_cost(ins, *pb)
+            return None
+        if rule == "iota":
+            shape, dt = _iota_shape(a)
+            dtype = a["dtype"]
+            return _result(ins, line, api, shape, _dtype_name(dtype) if dtype is not None else dt or _dtype_name(dtype))
+        if rule in simple_shape and views:
+            shape = tuple(views[0].shape) if rule != "largest" or len(views) == 1 else _shape(row, a, views, ins)
+            if rule == "transpose":
+                shape = shape[::-1]
         else:
-            v, pp, bb = _read(ins, o, label)
-        if pb is None:
-            pb = (pp, bb)
-        views.append(v)
-    for p in row.writes:
-        if a[p] is not None:
-            acc, _, _ = _as_view(a[p], p).access(write=True)
-            ins["writes"].append(acc)
-    if pb is None and row.out in ("dma", "none"):
-        _fail(f"{api}: expected a tile operand")
-    if row.out == "dma":
-        d = _masked(_as_view(a["dst"], _LABELS.get((api, "dst"), "dst")), mask)
-        acc, _, _ = d.access(write=True)
-        ins["writes"].append(acc)
-        ins["_isz"] = 1
-        _finish_cost(ins, *pb)
-        return None
-    if row.out == "none":
-        ins["_isz"] = 1 if dma else views[0].tensor.itemsize
-        _finish_cost(ins, *pb)
-        return None
-    if row.shape == "iota":
-        shape, dt = _iota_shape(a)
-        dtype = a["dtype"]
-        return _result(ins, line, api, shape, _dtype_name(dtype) if dtype is not None else dt or _dtype_name(dtype))
-    shape = _shape(row, a, views, ins)
-    dtype = a.get("dtype")
-    if dtype is not None and (not dma or dtype):
-        dt = _dtype_name(dtype)
-    elif row.dtype != "first":
-        dt = row.dtype
-    elif row.shape == "gather":
-        dt = _dtype_of(a["src_buffer"])
-    else:
-        dt = views[0].dt if views else "float32"
-    buffer = row.buffer if row.buffer != "engine" else "psum" if engine == "Tensor" else "sbuf"
-    r = _result(ins, line, api, shape, dt, buffer)
-    if row.out == "dst":
-        _write_into(_as_view(a["dst"], "dst"), r)
-        return None
-    return r
+            shape = _shape(row, a, views, ins)
+        dtype = a.get("dtype")
+        if dtype is not None and (not dma or dtype):
+            dt = _dtype_name(dtype)
+        elif row.dtype != "first":
+            dt = row.dtype
+        elif rule == "gather":
+            dt = _dtype_of(a["src_buffer"])
+        else:
+            dt = views[0].dt if views else "float32"
+        buffer = row.buffer if row.buffer != "engine" else "psum" if engine == "Tensor" else "sbuf"
+        r = _result(ins, line, api, shape, dt, buffer)
+        if out == "dst":
+            _write_into(_as_view(a["dst"], "dst"), r)
+            return None
+        return r
+    return run
 
 
 # ---- argument forms the signature alone does not give ----
@@ -332,8 +345,8 @@ def _generate(row):
         body.append(f"    _ARGS[{row.api!r}]({star}, a_)")
     elif star:
         body.append(f"    a_[{star!r}] = {star}")
-    body.append("    return _run(ROW, a_)")
-    ns = {"_run": _run, "ROW": row, "_ARGS": _ARGS}
+    body.append("    return RUN(a_)")
+    ns = {"RUN": _compile(row), "_ARGS": _ARGS}
     # An absolute file name outside any kernel tree: source locations skip these frames as the tracer's own.
     code = compile("\n".join(body), os.path.join(os.path.dirname(os.path.abspath(__file__)), f"<{row.api}>"), "exec")
     exec(code, ns)  # noqa: S102 - code generated from the table's own signatures

@@ -26,7 +26,7 @@ class _Engine:
         return f"<engine {self._engine}>"
 
 
-def _build_modules(hw=None):
+def _build_modules(hw):
     nl = _Module("neuronxcc.nki.language")
     nisa = _Module("neuronxcc.nki.isa")
     ncc = _Module("neuronxcc.nki.compiler")
@@ -54,14 +54,13 @@ def _build_modules(hw=None):
     # buffers
     nl.sbuf, nl.psum, nl.hbm, nl.private_hbm, nl.shared_hbm = _SBUF, _PSUM, _HBM, _HBM, _SHARED_HBM
     nl.par_dim = lambda n: _ParDim(int(n))
-    # From the hardware description (the CLI hands the tracer the C++ one); without one, trn1's.
-    hw = hw if isinstance(hw, dict) else {}
-    usable = int(hw.get("sbuf_partition_bytes", 196608)) - int(hw.get("sbuf_reserved_bytes", 16384))
-    bank = int(hw.get("psum_bank_bytes", 2048))
-    nl.tile_size = types.SimpleNamespace(pmax=int(hw.get("partitions", 128)), psum_fmax=bank // 4,
+    # From the hardware description (the C++ one: launch.py completes what the kernel's caller gives).
+    usable = int(hw["sbuf_partition_bytes"]) - int(hw["sbuf_reserved_bytes"])
+    bank = int(hw["psum_bank_bytes"])
+    nl.tile_size = types.SimpleNamespace(pmax=int(hw["partitions"]), psum_fmax=bank // 4,
                                          gemm_stationary_fmax=128, gemm_moving_fmax=512,
                                          bn_stats_fmax=512, psum_bank_fmax=bank // 4, psum_bank_fmax_bytes=bank,
-                                         psum_num_banks=int(hw.get("psum_banks", 8)), total_available_sbuf_size=usable,
+                                         psum_num_banks=int(hw["psum_banks"]), total_available_sbuf_size=usable,
                                          sbuf_fmax_bytes=usable)
 
     def ndarray(shape, dtype, *a, buffer=None, name="", address=None, **kw):

@@ -8,7 +8,7 @@ import types
 
 from .context import np
 from . import context as _ctx
-from .context import PARTITIONS, TraceError, _fail, _is_int
+from .context import TraceError, _fail, _is_int
 from .dtypes import _DTYPES, _dtype_name, _itemsize
 from .costs import _finish_cost
 from .symbolic import Pred, Sym, _ST_AR, _affine_text, bounds_under
@@ -568,9 +568,9 @@ class Pending(_Arithmetic):
                 _ctx.ST.last_pending = None
             name = _unique(self.target or f"{self.api.split('.')[-1]}_{self.line}")
             shape = self.shape if len(self.shape) >= 2 else tuple(self.shape) + (1,) * (2 - len(self.shape))
-            if shape[0] > PARTITIONS:
+            if shape[0] > _ctx.ST.hw["partitions"]:
                 raise TraceError(f"{_ctx.ST.label}:{self.line}: the result of {self.api} has partition dim {shape[0]} > "
-                                 f"{PARTITIONS}")
+                                 f"{_ctx.ST.hw['partitions']}")
             t = Tensor(name, shape, self.dt, _Alloc(self.buffer, "auto"), implicit=True,
                        source=f"{_ctx.ST.label}:{self.line}")
             t.api = self.api
