@@ -210,6 +210,7 @@ def _compile(row):
     reads = tuple((p.rstrip("!"), p.endswith("!"), _LABELS.get((api, p.rstrip("!")), p.rstrip("!") if p.endswith("!")
                    else "operand"), p.rstrip("!") in ("src", "dst")) for p in row.reads)
     writes, out, mask_on, rule = row.writes, row.out, row.mask, row.shape
+    row_cost, row_dtype, row_buffer, row_hidden = row.cost, row.dtype, row.buffer, row.hidden
     dst_label = _LABELS.get((api, "dst"), "dst")
     simple_shape = {"largest", "read:data", "read:src", "transpose"}
 
@@ -225,11 +226,11 @@ def _compile(row):
                 pre = _as_view(a["data"], "data")
                 engine = kw_engine(a.get("engine"), "Tensor" if max(tuple(pre.shape)) > 32 else "Vector")
         if why is not None:
-            h = row.hidden
+            h = row_hidden
             if h == "always" or (h == "no_transpose_x" and not a["transpose_x"]) or \
                     (h == "tensor_engine" and engine == "Tensor") or (h == "no_bias" and a["bias"] is None and direct()):
                 hidden(short, why)
-        cost = row.cost
+        cost = row_cost
         if cost == "transpose":
             cost = "transpose_pe" if engine == "Tensor" else "alu"
         dma = engine == "DMA"
@@ -241,15 +242,13 @@ def _compile(row):
         pb = None
         for p, req, label, endpoint in reads:
             v = a[p]
-            if req:
-                tiles = (v,)
-            elif isinstance(v, _TILE):
-                tiles = (v,)
-            elif isinstance(v, (list, tuple)):
-                tiles = [o for o in _flat(v) if isinstance(o, _TILE)]
+            if not req and not isinstance(v, _TILE):
+                if not isinstance(v, (list, tuple)):
+                    continue
+                many = [o for o in _flat(v) if isinstance(o, _TILE)]
             else:
-                continue
-            for o in tiles:
+                many = None
+            for o in (v,) if many is None else many:
                 if dma:
                     o = _as_view(o, label)
                     if endpoint:
@@ -291,13 +290,13 @@ def _compile(row):
         dtype = a.get("dtype")
         if dtype is not None and (not dma or dtype):
             dt = _dtype_name(dtype)
-        elif row.dtype != "first":
-            dt = row.dtype
+        elif row_dtype != "first":
+            dt = row_dtype
         elif rule == "gather":
             dt = _dtype_of(a["src_buffer"])
         else:
             dt = views[0].dt if views else "float32"
-        buffer = row.buffer if row.buffer != "engine" else "psum" if engine == "Tensor" else "sbuf"
+        buffer = row_buffer if row_buffer != "engine" else "psum" if engine == "Tensor" else "sbuf"
         r = _result(ins, line, api, shape, dt, buffer)
         if out == "dst":
             _write_into(_as_view(a["dst"], "dst"), r)
@@ -339,8 +338,9 @@ def _generate(row):
     body = [f"def {short}({row.sig}):", f"    a_ = {{{items}}}"]
     if kwn:
         body.append(f"    a_['kw'] = {kwn}")
-        body.append(f"    for k_, v_ in {kwn}.items():")
-        body.append("        a_.setdefault(k_, v_)")
+        body.append(f"    if {kwn}:")
+        body.append(f"        for k_, v_ in {kwn}.items():")
+        body.append("            a_.setdefault(k_, v_)")
     if star and row.api in _ARGS:
         body.append(f"    _ARGS[{row.api!r}]({star}, a_)")
     elif star:

@@ -23,9 +23,17 @@ def _finish_cost(ins, partitions, nbytes):
         cyc = COSTS["barrier" if kind == "barrier" else "dma"][1](n, partitions, nbytes, cm, None)
         ins["cost"] = max(1, int(round(cyc)))
         return
-    stat = (ins.pop("_stat_n", 128), ins.pop("_fp32", False)) if kind == "matmul" else None
-    cyc = COSTS.get(kind, COSTS["alu"])[1](n, partitions, isz, cm, stat)
+    if kind == "matmul":
+        cyc = _MATMUL(n, partitions, isz, cm, (ins.pop("_stat_n", 128), ins.pop("_fp32", False)))
+    else:
+        cyc = _FORMULAS.get(kind, _ALU)(n, partitions, isz, cm, None)
     clock = cm.get(_ENGINE_CLOCK.get(eng, "scalar_clock_ghz"), 1.4)
     ins["cost"] = max(1, int(round(cyc * cm["reference_clock_ghz"] / max(clock, 1e-9))))
-    for k in [k for k in ins if k.startswith("_")]:
-        del ins[k]
+    if len(ins) > 6:  # the instruction's private scratch keys (the record has 6 keys, 7 with guards)
+        for k in _PRIVATE:
+            ins.pop(k, None)
+
+
+_FORMULAS = {k: f for k, (_, f) in COSTS.items()}
+_ALU, _MATMUL = _FORMULAS["alu"], _FORMULAS["matmul"]
+_PRIVATE = ("_stat_n", "_fp32", "_mcons")  # every key an instruction record carries while it is built
