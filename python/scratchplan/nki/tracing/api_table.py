@@ -67,6 +67,10 @@ COSTS = {
     "scan": ("max(min_ii, 2 N)", lambda n, p, isz, cm, stat: max(cm["min_ii"], 2 * n)),
     "tsr": ("max(min_ii, N) + min_ii", lambda n, p, isz, cm, stat: max(cm["min_ii"], n) + cm["min_ii"]),
     "barrier": ("dma_fixed", lambda n, p, b, cm, stat: cm["dma_fixed"]),
+    # The same from the bytes written to dst (calls whose first operand may be an HBM view, which
+    # records no size).
+    "dma_dst": ("dma_fixed + P x bytes of dst / dma_bytes_per_cycle",
+                lambda n, p, b, cm, stat: cm["dma_fixed"] + max(1, p) * max(1, b) / max(cm["dma_bytes_per_cycle"], 1e-9)),
     # DMA: reference-clock cycles from the bytes moved (what the first operand read holds).
     "dma": ("dma_fixed + P x bytes / dma_bytes_per_cycle",
             lambda n, p, b, cm, stat: cm["dma_fixed"] + max(1, p) * max(1, b) / max(cm["dma_bytes_per_cycle"], 1e-9)),
@@ -153,10 +157,10 @@ ROWS = (
     _row("nisa.quantize_mx", "dst, src, dst_scale, **kw", reads="src!", writes="dst_scale", out="dst",
          engine="engine=Vector", shape="of:dst", mask=False),
     _row("nisa.dma_compute", "dst, srcs, reduce_op=None, scales=None, **kw", reads="srcs scales", out="dma",
-         engine="DMA", cost="dma"),
+         engine="DMA", cost="dma_dst"),
     # Exchanges tiles between logical cores: this core's src is sent, its dst received.
     _row("nisa.sendrecv", "dst=None, src=None, send_to_rank=None, recv_from_rank=None, pipe_id=None, **kw",
-         reads="src!", out="dma", engine="DMA", cost="dma"),
+         reads="src!", out="dma", engine="DMA", cost="dma_dst"),
     # Synchronises the cores on `data` (an HBM tensor): read, not written; a DMA round trip.
     _row("nisa.core_barrier", "data, cores=None, **kw", reads="data!", out="none", engine="DMA", cost="barrier",
          mask=False),

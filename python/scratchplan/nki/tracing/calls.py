@@ -270,9 +270,11 @@ def _compile(row):
                 _fail(f"{api}: expected a tile operand")
             if out == "dma":
                 d = _masked(_as_view(a["dst"], dst_label), mask)
-                acc, _, _ = d.access(write=True)
+                acc, pd, bd = d.access(write=True)
                 ins["writes"].append(acc)
                 ins["_isz"] = 1
+                if row_cost == "dma_dst":
+                    pb = (pd, bd)
             else:
                 ins["_isz"] = 1 if dma else views[0].tensor.itemsize
             _finish_cost(ins, *pb)

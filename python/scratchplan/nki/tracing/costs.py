@@ -20,7 +20,7 @@ def _finish_cost(ins, partitions, nbytes):
     isz = ins.pop("_isz", 2)
     n = max(1, nbytes // max(isz, 1))  # elements per partition
     if eng == "DMA":
-        cyc = COSTS["barrier" if kind == "barrier" else "dma"][1](n, partitions, nbytes, cm, None)
+        cyc = COSTS[kind if kind in ("barrier", "dma_dst") else "dma"][1](n, partitions, nbytes, cm, None)
         ins["cost"] = max(1, int(round(cyc)))
         return
     if kind == "matmul":
