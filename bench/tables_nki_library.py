@@ -50,6 +50,15 @@ CALLS = [
 ]
 
 
+def hardware_json(cli):
+    """The tracer's hardware arguments as the CLI gives them for --hardware trn2: the C++ descriptions
+    (src/nki builtin_hardware) through the extension beside the CLI, never numbers of our own."""
+    sys.path.insert(0, os.path.join(os.path.dirname(cli), "python"))
+    from scratchplan import _core
+    return ["--hardware-json", _core.nki_builtin_hardware("trn2"), "--hardware-defaults",
+            _core.nki_builtin_hardware("trn1")]
+
+
 def split(call):
     out = []
     for a in call.split():
@@ -69,6 +78,7 @@ def tables(ctx, lib=None):
                                  "folder holding `nkilib_src/` to measure it.", ""])
     cli = os.environ.get("SCRATCHPLAN_CLI") or ctx.cli
     tracer = os.path.join(os.path.dirname(cli), "python", "scratchplan", "nki", "tracer.py")
+    hw = hardware_json(cli)
     out = head + [
         "AWS's nki-library kernels (new NKI API, addresses computed in Python by `SbufManager` / `ModularAllocator`), "
         "called as upstream's positive tests call them, `--hardware trn2`, at each logical-core count they are tested "
@@ -85,8 +95,7 @@ def tables(ctx, lib=None):
         for lnc in lncs:
             extra = ["--lnc", str(lnc)] if lnc > 1 else []
             t0 = time.perf_counter()
-            tr = subprocess.run(["/usr/bin/python3", tracer, "trace", L + spec, *args, "--hardware-json",
-                                 json.dumps({"name": "trn2", "sbuf_partition_bytes": 229376, "sbuf_reserved_bytes": 16384})]
+            tr = subprocess.run(["/usr/bin/python3", tracer, "trace", L + spec, *args, *hw]
                                 + (["--lnc", str(lnc), "--core", str(lnc - 1)] if lnc > 1 else []),
                                 capture_output=True, text=True, cwd=lib, timeout=900)
             ts = time.perf_counter() - t0

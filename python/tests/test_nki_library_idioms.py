@@ -71,14 +71,105 @@ def test_generic_dst_call_is_traced_conservatively_and_listed_once(tmp_path):
 
 
 def test_generic_call_on_an_hbm_dst_runs_on_the_dma_engine(tmp_path):
-    # nisa.core_barrier(hbm_tensor, cores) (blockwise_mm_bwd's last call): only DMA reaches HBM
-    path = write(tmp_path, "k.py", GENERIC.replace("    return out", "    nisa.core_barrier(out, (0, 1))\n    return out"))
+    # a call outside the table whose dst is an HBM tensor: only DMA reaches HBM
+    path = write(tmp_path, "k.py", GENERIC.replace("    return out", "    nisa.signal_cores(out, (0, 1))\n    return out"))
     k = nki.trace(path, "128x512:bf16")
-    bar = [i for i in instrs(k["body"]) if i["name"] == "core_barrier"]
+    bar = [i for i in instrs(k["body"]) if i["name"] == "signal_cores"]
     assert len(bar) == 1 and bar[0]["engine"] == "DMA" and bar[0]["writes"][0]["tensor"] == "out"
     assert nki.check(k).clean
     fro = [i for i in instrs(k["body"]) if i["name"] == "frobnicate"]
     assert fro[0]["engine"] == "Vector"  # on-chip dst: the module's default engine still
+
+
+LIBRARY_CALLS = """
+@nki.jit
+def kernel(x, w):
+    out = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 0))
+    q = nl.ndarray((128, 512), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf, address=(0, 1024))
+    s = nl.ndarray((128, 16), dtype=nl.uint8, buffer=nl.sbuf, address=(0, 4096))
+    v = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4160))
+    ix = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.sbuf, address=(0, 4192))
+    ix2 = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.sbuf, address=(0, 4224))
+    r = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 5120))
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+    one = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf, address=(0, 6144))
+    nisa.dma_copy(dst=a, src=x)
+    nisa.dma_compute(dst=r, srcs=[x, w], reduce_op=nl.add)
+    nisa.quantize_mx(dst=q, src=a, dst_scale=s)
+    for k in range(2):
+        nisa.nc_matmul_mx(dst=acc, stationary=q[:, 0:128], moving=q, stationary_scale=s, moving_scale=s)
+    nisa.max8(dst=v, src=a)
+    nisa.nc_find_index8(dst=ix, data=a, vals=v)
+    nisa.nc_match_replace8(dst=r, data=a, vals=v, imm=0.0, dst_idx=ix2)
+    nisa.nc_n_gather(dst=ix2, data=ix, indices=ix)
+    nisa.nonzero_with_count(dst=ix, src=ix2, index_offset=0, padding_val=-1, engine=nisa.gpsimd_engine)
+    nisa.sendrecv(src=r, dst=a, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+    nisa.range_select(dst=r, on_true_tile=a, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=v, bound1=v,
+                      reduce_res=v, range_start=0)
+    nisa.memset(dst=one, value=1)
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, one)
+    nisa.activation(dst=r, op=nl.gelu_apprx_sigmoid, data=a)
+    nisa.dma_copy(dst=out, src=r)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    return out
+"""
+
+
+def test_library_calls_beyond_api_md_come_from_the_table(tmp_path):
+    # Each call records its table row: engine, operands read, every operand written (dst_scale,
+    # dst_idx, reduce_res), and none of them is modelled generically.
+    k = nki.trace(write(tmp_path, "k.py", LIBRARY_CALLS), "128x512:bf16", "128x512:bf16", hardware="trn2")
+    assert "modelled_generically" not in k or not k["modelled_generically"]
+    ins = list(instrs(k["body"]))
+    by = {}
+    for i in ins:
+        by.setdefault(i["name"], []).append(i)
+
+    def rw(name, n=0):
+        i = by[name][n]
+        return i["engine"], [r["tensor"] for r in i["reads"]], [w["tensor"] for w in i["writes"]]
+
+    assert rw("dma_compute") == ("DMA", ["x", "w"], ["r"])
+    assert rw("quantize_mx") == ("Vector", ["a"], ["s", "q"])
+    assert rw("nc_matmul_mx") == ("Tensor", ["q", "q", "s", "s"], ["acc"])
+    mm = by["nc_matmul_mx"]  # the first write of acc overwrites, the second accumulates (as nc_matmul)
+    assert len(mm) == 2 and not mm[0]["writes"][0].get("accumulate") and mm[1]["writes"][0]["accumulate"]
+    assert rw("max8") == ("Vector", ["a"], ["v"])
+    assert rw("nc_find_index8") == ("Vector", ["a", "v"], ["ix"])
+    assert rw("nc_match_replace8") == ("Vector", ["a", "v"], ["ix2", "r"])
+    assert rw("nc_n_gather") == ("Vector", ["ix", "ix"], ["ix2"])
+    assert rw("nonzero_with_count") == ("GpSimd", ["ix2"], ["ix"])  # engine= honoured
+    assert rw("sendrecv") == ("DMA", ["r"], ["a"])
+    assert rw("range_select") == ("Vector", ["a", "v", "v"], ["v", "r"])  # the new API's dst= is written
+    assert rw("register_load") == ("Vector", ["one"], [])
+    assert rw("activation") == ("Scalar", ["a"], ["r"])
+    assert rw("core_barrier") == ("DMA", ["out"], [])
+    assert by["core_barrier"][0]["cost"] == 2000  # dma_fixed of the cycle model: a round trip, no data
+    assert nki.check(k).clean
+
+
+def test_every_instruction_call_is_generated_from_its_table_row():
+    import inspect
+    from scratchplan.nki.tracing import api_table
+    from scratchplan.nki.tracing.calls import functions
+    fs = functions()
+    apis = {r.api for r in api_table.ROWS}
+    assert len(apis) == len(api_table.ROWS)  # one row per call
+    for r in api_table.ROWS:
+        mod, name = r.api.split(".")
+        f = inspect.unwrap(fs[mod][name])
+        names = [p.split("=")[0].strip().lstrip("*") for p in r.sig.split(",") if p.strip() != "*"]
+        assert list(inspect.signature(f).parameters) == names, r.api
+        assert (r.cost in api_table.COSTS or r.cost == "transpose") and r.out in ("result", "dst", "dma", "none"), r.api
+    # the calls nki-library uses that API.md lacks (its README's list) all have rows
+    for n in ("sendrecv", "core_barrier", "dma_compute", "nc_matmul_mx", "quantize_mx", "range_select",
+              "local_gather", "affine_select", "iota", "nc_matmul"):
+        assert f"nisa.{n}" in apis, n
+    for n in ("equal", "greater", "greater_equal", "less", "less_equal", "logical_and", "gelu_apprx_tanh",
+              "gelu_apprx_sigmoid", "gelu_apprx_sigmoid_dx", "silu_dx"):
+        assert f"nl.{n}" in apis, n
 
 
 def test_generic_call_without_dst_on_tiles_is_refused_with_its_line(tmp_path):

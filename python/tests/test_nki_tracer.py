@@ -293,8 +293,47 @@ def kernel(x):
     assert w[2] == {"tensor": "t", "bytes": [1024, 1536]}
 
 
-def test_cycle_model_defaults_match_the_hardware_description():
-    assert _core.nki_default_cycle_model() == nki.DEFAULT_CYCLE_MODEL
+HW_KERNEL = """import nki
+import nki.language as nl
+import nki.isa as nisa
+
+@nki.jit
+def kernel(x, want):
+    assert (nl.tile_size.pmax, nl.tile_size.total_available_sbuf_size, nl.tile_size.psum_bank_fmax_bytes,
+            nl.tile_size.psum_num_banks) == want, (nl.tile_size.pmax, nl.tile_size.total_available_sbuf_size)
+    a = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    nisa.tensor_copy(dst=a, src=a)
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+"""
+
+
+def test_tracer_hardware_numbers_are_the_cpp_description(tmp_path):
+    # One description: nl.tile_size and the cycle model come from the C++ built-in hardware (no copy
+    # in Python); without hardware= the default core's, and the CLI hands the same to the script.
+    path = write(tmp_path, "hw.py", HW_KERNEL)
+    for name in (None, "trn1", "trn2"):
+        hw = json.loads(_core.nki_builtin_hardware(name or "trn1"))
+        want = (hw["partitions"], hw["sbuf_partition_bytes"] - hw["sbuf_reserved_bytes"], hw["psum_bank_bytes"],
+                hw["psum_banks"])
+        k = nki.trace(path, "128x512:fp32", want=want, hardware=name)
+        copy = [i for i in k["body"] if i["name"] == "tensor_copy"][0]
+        cm = hw["cycle_model"]  # 512 fp32 per partition on Vector, converted to the reference clock
+        assert copy["cost"] == round(max(cm["min_ii"], 512) * cm["reference_clock_ghz"] / cm["vector_clock_ghz"])
+    assert nki.DEFAULT_CYCLE_MODEL == _core.nki_default_cycle_model() == \
+        json.loads(_core.nki_builtin_hardware("trn1"))["cycle_model"]
+    # The script takes the description from the command line: a core of 64 partitions refuses 128.
+    hw = json.loads(_core.nki_builtin_hardware("trn1"))
+    hw["partitions"] = 64
+    tracer = os.path.join(os.path.dirname(nki.__file__), "tracer.py")
+    r = subprocess.run([sys.executable, tracer, "trace", path, "--input", "x=128x512:fp32", "--arg", "want=(64, 180224, 2048, 8)",
+                        "--hardware-defaults", json.dumps(hw)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "exceeds the 64 partitions" in r.stderr, r.stderr
+    r = subprocess.run([CLI, "nki", "check", path, "--input", "x=128x512:fp32", "--arg", "want=(128, 212992, 2048, 8)",
+                        "--hardware", "trn2"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
 
 
 def test_cycle_model_is_overridable(tmp_path):

@@ -183,6 +183,8 @@ std::vector<std::string> tracer_args(const NkiArgs& a, const std::string& verb, 
   for (const auto& i : a.kernel_args) v.insert(v.end(), {"--arg", i});
   if (!a.grid.empty()) v.insert(v.end(), {"--grid", a.grid});
   if (a.lnc > 1) v.insert(v.end(), {"--lnc", std::to_string(a.lnc), "--core", std::to_string(a.core)});
+  // The default core's description: the tracer's numbers (tile sizes, cycle model) are never its own.
+  v.insert(v.end(), {"--hardware-defaults", nki::hardware_to_json(*nki::builtin_hardware("trn1")).dump()});
   if (builtin_hw(a)) {
     // the built-in description itself, so the tracer's nl.tile_size is the checker's
     v.insert(v.end(), {"--hardware-json", nki::hardware_to_json(*nki::builtin_hardware(a.hardware_path)).dump()});

@@ -12,7 +12,10 @@ from typing import Any
 
 from .. import _core
 from .._common import BadInput, Result, doc, flag, write_text
-from .tracer import DEFAULT_CYCLE_MODEL, TraceError, rewrite, stand_ins, trace
+from .tracer import TraceError, rewrite, stand_ins, trace
+
+# The cycle model of the default core: the C++ hardware description's (the tracer reads the same).
+DEFAULT_CYCLE_MODEL = _core.nki_default_cycle_model()
 
 __all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "stand_ins", "TraceError",
            "DEFAULT_CYCLE_MODEL"]

@@ -18,6 +18,6 @@ if __name__ == "__main__":
     from scratchplan.nki.tracing.cli import main
     sys.exit(main(sys.argv[1:]))
 
-from .tracing import DEFAULT_CYCLE_MODEL, TraceError, parse_input, rewrite, stand_ins, trace, trace_file  # noqa: E402
+from .tracing import TraceError, parse_input, rewrite, stand_ins, trace, trace_file  # noqa: E402
 
-__all__ = ["TraceError", "trace", "trace_file", "rewrite", "parse_input", "stand_ins", "DEFAULT_CYCLE_MODEL"]
+__all__ = ["TraceError", "trace", "trace_file", "rewrite", "parse_input", "stand_ins"]

@@ -24,54 +24,13 @@ from . import _views as V
 from ._report import Report, Row, UnsupportedModel
 from ._views import Val
 from ._views import parse_results as _parse_results  # noqa: F401 - the tests' evaluator reads maps
+from ._fx import TM, arg, meta, uses_output  # noqa: F401 - converters share them
 from ._writer import DTYPES, ProgramWriter, target_name
 
 __all__ = ["convert", "Report", "Row", "UnsupportedModel"]
 
 _DTYPE_ALIASES = {"fp16": "fp16", "float16": "fp16", "half": "fp16", "bf16": "bf16", "bfloat16": "bf16",
                   "fp32": "fp32", "float32": "fp32", "float": "fp32"}
-
-
-def arg(node: Any, i: int, name: str, default: Any = None) -> Any:
-    """Argument ``i`` (or keyword ``name``) of an FX node."""
-    if len(node.args) > i:
-        return node.args[i]
-    return node.kwargs.get(name, default)
-
-
-class TM:
-    """Shape and dtype of a traced tensor (make_fx on meta tensors records tensor_meta)."""
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape: Sequence[int], dtype: Any) -> None:
-        self.shape = [int(s) for s in shape]
-        self.dtype = dtype
-
-
-def meta(node: Any) -> Any:
-    """TM for a tensor-valued node, a list (None for unknown items) for a tuple-valued one."""
-    if not hasattr(node, "meta"):
-        return None
-    if "sp_meta" in node.meta:
-        return node.meta["sp_meta"]
-    tm = node.meta.get("tensor_meta")
-    if tm is not None and hasattr(tm, "shape") and hasattr(tm, "dtype"):
-        out: Any = TM(tm.shape, tm.dtype)
-    elif isinstance(tm, (list, tuple)) and tm:
-        out = [TM(t.shape, t.dtype) if hasattr(t, "shape") else None for t in tm]
-    else:
-        items = {}
-        for u in node.users:
-            if u.target is operator.getitem and isinstance(u.args[1], int):
-                items[u.args[1]] = meta(u)
-        out = [items.get(k) for k in range(max(items) + 1)] if items else None
-    node.meta["sp_meta"] = out
-    return out
-
-
-def uses_output(node: Any, k: int) -> bool:
-    """Does anything read output ``k`` of a tuple-valued node?"""
-    return any(u.target is operator.getitem and u.args[1] == k and len(u.users) > 0 for u in node.users)
 
 
 class Converter(ProgramWriter):

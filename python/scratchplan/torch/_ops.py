@@ -15,7 +15,7 @@ import torch
 
 from . import _registry
 from . import _views as V
-from ._convert import TM, arg, meta, uses_output
+from ._fx import TM, arg, meta, uses_output
 from ._registry import opaque_reason, register
 from ._views import Val
 

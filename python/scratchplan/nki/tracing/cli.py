@@ -11,6 +11,7 @@ import re
 import sys
 
 from .context import TraceError
+from . import launch as _launch
 from .launch import trace_file
 from .rewrite import rewrite
 
@@ -31,6 +32,7 @@ def main(argv):
     ap.add_argument("--hardware", default=None)
     ap.add_argument("--planned", default=None)
     ap.add_argument("--hardware-json", default=None)
+    ap.add_argument("--hardware-defaults", default=None)  # the C++ default description (JSON), never embedded
     ap.add_argument("--lnc", type=int, default=1)
     ap.add_argument("--stated-limit", type=float, default=None)  # the user's --time-limit, for the message
     ap.add_argument("--core", type=int, default=0)
@@ -70,6 +72,11 @@ def main(argv):
             grid = tuple(int(x) for x in a.grid.split("x"))
         if a.hardware_json:
             a.hardware = a.hardware_json
+        if a.hardware_defaults:
+            try:
+                _launch.HARDWARE_DEFAULTS = json.loads(a.hardware_defaults)
+            except ValueError as e:
+                raise TraceError(f"--hardware-defaults: {e}") from None
         tl = a.time_limit if a.time_limit is None or a.time_limit > 0 else 1e-3
         if a.verb == "trace":
             k = trace_file(a.kernel, a.input, grid=grid, hardware=a.hardware, args=a.arg, time_limit=tl, lnc=a.lnc,

@@ -18,24 +18,12 @@ try:  # inside the package TraceError is the package's BadInput; run as a script
 except ImportError:
     _BadInput = ValueError
 
-PARTITIONS = 128
 MAX_INSTRUCTIONS = 2_000_000  # recorded (static) instructions; loops traced once do not count trips
 TRACE_SECONDS = 60.0          # default time limit of a trace (Python trace(); `nki check --time-limit`)
 
-# Per-instruction cycle model; the C++ hardware description (src/nki/kernel.cpp,
-# default_cycle_model) carries the same names and values, and a hardware file overrides them.
-DEFAULT_CYCLE_MODEL = {
-    "reference_clock_ghz": 1.4,  # timeline unit: cycles of this clock
-    "tensor_clock_ghz": 2.8,
-    "vector_clock_ghz": 1.12,
-    "scalar_clock_ghz": 1.4,
-    "gpsimd_clock_ghz": 1.4,
-    "min_ii": 64,               # fixed cost of an ALU instruction (API.md: MIN_II ~ 64 cycles)
-    "matmul_fp32_factor": 4,    # fp32 matmul inputs run 4x slower
-    "gpsimd_fixed": 150,        # iota / affine_select start-up
-    "dma_fixed": 2000,          # DMA latency in reference cycles (assumption)
-    "dma_bytes_per_cycle": 32,  # per DMA queue, reference clock (assumption)
-}
+# The hardware (partitions, SBUF and PSUM sizes, the per-instruction cycle model) is never written
+# here: every trace gets the C++ description (src/nki builtin_hardware), from the CLI
+# (--hardware-defaults / --hardware-json) or from the extension (launch.py), in _State.hw.
 
 
 class TraceError(_BadInput):
@@ -112,8 +100,9 @@ class _Watchdog:
 class _State:
     """Everything one trace records. One at a time (tracing is single-threaded)."""
 
-    def __init__(self, path, cycle_model):
+    def __init__(self, path, cycle_model, hw):
         self.path = path                  # kernel file (absolute)
+        self.hw = hw                      # the complete hardware description (the C++ one's keys)
         self.label = os.path.basename(path)
         self.root = os.path.dirname(path)  # files under it are the kernel's own code (launch sets the package root)
         self.root_pkg = False             # the kernel file is inside a package: sources name the package's files
@@ -238,3 +227,17 @@ def _target_name(line):
     m = _ASSIGN.match(_line_text(line))
     names[line] = m.group(1) if m else None
     return names[line]
+
+
+class _Unroll(BaseException):
+    """Raised inside a speculative symbolic loop where only unrolling is exact (a BaseException,
+    so that a kernel's own `except Exception` cannot swallow it)."""
+
+
+def speculating():
+    return ST is not None and ST.speculating > 0
+
+
+def need_unroll(why):
+    if speculating():
+        raise _Unroll(why)

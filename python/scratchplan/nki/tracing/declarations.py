@@ -9,11 +9,12 @@ import os
 
 from .context import np
 from . import context as _ctx
-from .context import PARTITIONS, TraceError, _fail, _is_int, _site, _source, _target_name
+from .context import TraceError, _fail, _is_int, _site, _source, _target_name
 from .dtypes import _dtype_name
 from .symbolic import Sym
 from .tensors import Tensor, _Alloc, _register, _unique
-from .instructions import _finish_cost, _new_instr
+from .costs import _finish_cost
+from .instructions import _new_instr
 
 
 def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="ndarray"):
@@ -26,8 +27,8 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
             pdim_at = 0
         if len(shp) < pdim_at + 2:
             shp = tuple(shp) + (1,) * (pdim_at + 2 - len(shp))  # a (P,) tile is (P, 1)
-        if shp[pdim_at] > PARTITIONS:
-            _fail(f"partition dim {shp[pdim_at]} of {api} exceeds the {PARTITIONS} partitions")
+        if shp[pdim_at] > _ctx.ST.hw["partitions"]:
+            _fail(f"partition dim {shp[pdim_at]} of {api} exceeds the {_ctx.ST.hw['partitions']} partitions")
         if fill is not None and alloc.kind != "auto":
             _fail(f"nl.{api} with a direct allocation is an error in NKI (declare with nl.ndarray, then assign)")
     if any(s <= 0 for s in shp):
@@ -184,7 +185,7 @@ def _eval_alloc_func(alloc, t, line):
                              " integers")
         if psum:
             bank, p, b = (int(x) for x in r)
-            table.append([p, bank * 2048 + b])
+            table.append([p, bank * _ctx.ST.hw["psum_bank_bytes"] + b])
         else:
             table.append([int(r[0]), int(r[1])])
     return table

@@ -6,19 +6,12 @@ import math
 
 from .context import np
 from . import context as _ctx
-from .context import MAX_INSTRUCTIONS, _fail, _site, _source, _target_name
+from .context import MAX_INSTRUCTIONS, _fail, _site, _source, _target_name, need_unroll
 from .dtypes import _dtype_name, _itemsize
 from .symbolic import Pred, Sym, _affine_text, _mk, _var_range
-from .tensors import Pending, Tensor, View
-
-
-def need_unroll(why):
-    from .loops import need_unroll as unroll  # loops imports this module
-    unroll(why)
-
-
-_ENGINE_CLOCK = {"Tensor": "tensor_clock_ghz", "Vector": "vector_clock_ghz", "Scalar": "scalar_clock_ghz",
-                 "GpSimd": "gpsimd_clock_ghz"}
+from . import tensors as _tensors
+from .costs import _finish_cost
+from .tensors import _NONE, _TILE, Pending, Tensor, View, _as_view, _is_tile
 
 
 _SHORT = {}  # api -> its last dotted part (the instruction's name)
@@ -76,58 +69,6 @@ def _guard(ins, mask):
             ins.setdefault("_mcons", []).append(g)
 
 
-def _finish_cost(ins, partitions, nbytes):
-    """Cycles of the reference clock for the instruction, from the size of what it writes (or
-    reads, for DMA) and the documented per-engine estimates."""
-    kind = ins.pop("_cost", None)
-    if kind is None:
-        return
-    cm = _ctx.ST.cm
-    eng = ins["engine"]
-    isz = ins.pop("_isz", 2)
-    n = max(1, nbytes // max(isz, 1))  # elements per partition
-    if eng == "DMA":
-        cyc = cm["dma_fixed"] + max(1, partitions) * max(1, nbytes) / max(cm["dma_bytes_per_cycle"], 1e-9)
-        ins["cost"] = max(1, int(round(cyc)))
-        return
-    mii = cm["min_ii"]
-    if kind == "matmul":
-        stat = ins.pop("_stat_n", 128)
-        cyc = max(min(64, stat), n) * (cm["matmul_fp32_factor"] if ins.pop("_fp32", False) else 1)
-    elif kind == "transpose_pe":
-        cyc = max(partitions, min(64, n))
-    elif kind == "reduce":
-        cyc = max(1, n // 2) if isz <= 2 else n
-    elif kind == "gpsimd":
-        cyc = cm["gpsimd_fixed"] + n
-    elif kind == "bn_aggr":
-        cyc = max(mii, 13 * n / 3)
-    elif kind == "reciprocal":
-        cyc = max(mii, 8 * n)
-    elif kind == "scan":
-        cyc = max(mii, 2 * n)
-    elif kind == "memset":
-        cyc = max(1, n // 2) if isz <= 2 else n
-    elif kind == "tsr":
-        cyc = max(mii, n) + mii
-    else:
-        cyc = max(mii, n)
-    clock = cm.get(_ENGINE_CLOCK.get(eng, "scalar_clock_ghz"), 1.4)
-    ins["cost"] = max(1, int(round(cyc * cm["reference_clock_ghz"] / max(clock, 1e-9))))
-    for k in [k for k in ins if k.startswith("_")]:
-        del ins[k]
-
-
-def _as_view(x, what):
-    if isinstance(x, View):
-        return x
-    if isinstance(x, Tensor):
-        return x.view()
-    if isinstance(x, Pending):
-        return x.materialize()
-    _fail(f"{what}: expected a tile, got {type(x).__name__}")
-
-
 def _read(ins, x, what="operand", allow_hbm=False):
     v = _as_view(x, what)
     if v.tensor.buffer == "hbm" and not allow_hbm and ins["engine"] != "DMA":
@@ -137,14 +78,6 @@ def _read(ins, x, what="operand", allow_hbm=False):
     for idx in getattr(v, "dyn", ()):  # run-time index tiles of an indirect DMA
         _read(ins, idx, "index")
     return v, p, b
-
-
-_TILE = (View, Tensor, Pending)
-_NONE = object()
-
-
-def _is_tile(x):
-    return isinstance(x, _TILE)
 
 
 def _result(ins, line, api, shape, dtype, buffer="sbuf"):
@@ -300,3 +233,7 @@ def _shape_of(x):
     if isinstance(x, Tensor):
         return x.shape
     return None
+
+
+# Python operators and assignments on tiles record instructions (tensors.py calls these).
+_tensors.RECORD.alu, _tensors.RECORD.write_into, _tensors.RECORD.accumulate_into = _alu, _write_into, _accumulate_into

@@ -11,13 +11,14 @@ import sys
 import types
 
 from . import context as _ctx
-from .context import DEFAULT_CYCLE_MODEL, TRACE_SECONDS, Timeout, TraceError, _State, _Watchdog
+from .context import TRACE_SECONDS, Timeout, TraceError, _State, _Watchdog
 from .dtypes import _ALIASES, _DTYPES, _dtype_name
 from .symbolic import _ST_AR
 from .tensors import Tensor, _Alloc, _register, _unique
-from .instructions import _finish_cost
+from .costs import _finish_cost
 from .loops import _Branch, _RangeRewriter, _Speculative, _sp_range
-from .modules import _Kernel, _Module, _build_modules
+from .calls import _Module
+from .modules import _Kernel, _build_modules
 from .stack import StackAllocator
 
 
@@ -89,7 +90,7 @@ def stand_ins():
     """Context manager with the stand-in NKI modules installed, so that a file of kernels can be
     imported (``with stand_ins(): import my_kernels``) and ``trace(my_kernels.add[2, 2], ...)``
     called on its objects; each trace re-reads the kernel's file."""
-    return _Installed(_build_modules())
+    return _Installed(_build_modules(_complete(None)))
 
 
 _SPEC = r"([0-9]+(?:x[0-9]+)*)\s*(?::\s*([A-Za-z0-9_]+))?"
@@ -355,6 +356,32 @@ def _kernel_line(tb, path):
     return line
 
 
+HARDWARE_DEFAULTS = None  # the C++ default description, when the CLI hands it over (--hardware-defaults)
+
+
+def _default_hardware():
+    """The C++ description of the default core (src/nki builtin_hardware): from the CLI, else the extension."""
+    if HARDWARE_DEFAULTS is not None:
+        return HARDWARE_DEFAULTS
+    try:
+        from ..._core import nki_builtin_hardware
+    except ImportError:
+        raise TraceError("tracer: no hardware description: give --hardware-defaults (the CLI does) or run with the "
+                         "scratchplan extension importable") from None
+    return json.loads(nki_builtin_hardware("trn1"))
+
+
+def _complete(hw):
+    """The default description with what the caller gave (a built-in name's, a file's, a dict's) over it."""
+    base = _default_hardware()
+    full = dict(base, cycle_model=dict(base["cycle_model"]))
+    if isinstance(hw, dict):
+        full.update({k: v for k, v in hw.items() if k not in ("cycle_model", "comment")})
+        if isinstance(hw.get("cycle_model"), dict):
+            full["cycle_model"].update(hw["cycle_model"])
+    return full
+
+
 _BUILTIN_HW = ("trn1", "trn2", "neuroncore-v2", "neuroncore-v3", "inf2", "v2", "v3")
 
 
@@ -393,19 +420,18 @@ def _package_of(path):
 
 def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, wd, cores=(1, 0)):
     hw = _hardware_doc(hardware)
-    cm = dict(DEFAULT_CYCLE_MODEL)
-    if isinstance(hw, dict) and isinstance(hw.get("cycle_model"), dict):
-        cm.update(hw["cycle_model"])
+    full = _complete(hw)
+    cm = dict(full["cycle_model"])
     if cycle_model:
         for k in cycle_model:
-            if k not in DEFAULT_CYCLE_MODEL:
-                raise TraceError(f"cycle_model: unknown entry {k!r} (known: {', '.join(DEFAULT_CYCLE_MODEL)})")
+            if k not in cm:
+                raise TraceError(f"cycle_model: unknown entry {k!r} (known: {', '.join(cm)})")
         cm.update(cycle_model)
     if _ctx.ST is not None:
         raise TraceError("trace() is not re-entrant")
     label = os.path.basename(path)
     src, code = _load_source(path)
-    mods = _build_modules(hw)
+    mods = _build_modules(full)
     # Imports resolve like `python FILE` (the kernel's folder) and `python -m` (the current directory).
     saved_path, saved_meta = list(sys.path), list(sys.meta_path)
     saved_mods = set(sys.modules)
@@ -420,7 +446,7 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, 
         sys.path[:0] = [os.path.dirname(path), os.getcwd()]
     sys.meta_path.insert(0, _AbsentFinder(True))
     sys.meta_path.append(_AbsentFinder(False))
-    st = _State(path, cm)
+    st = _State(path, cm, full)
     st.lnc, st.core = cores
     if package:
         st.root, st.root_pkg = os.path.abspath(top), True
@@ -460,7 +486,7 @@ def _trace_path(path, fname, inputs, kwargs, grid, hardware, cycle_model, name, 
                 raise TraceError(f"{label}: no function {fname!r} in the file")
             kgrid = ()
             if getattr(obj, "__sp_stack_allocator__", False):
-                st.stack_alloc = StackAllocator(hw)
+                st.stack_alloc = StackAllocator(full)
             if isinstance(obj, _Kernel):
                 kgrid = obj.grid
                 obj = obj.func

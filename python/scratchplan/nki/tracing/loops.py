@@ -9,9 +9,11 @@ import re
 import sys
 
 from . import context as _ctx
-from .context import _fail, _is_int, _line_text, _site
-from .symbolic import Pred, Sym, _var_range
+from .context import _Unroll, _fail, _is_int, _line_text, _site, need_unroll
+from .symbolic import Pred, Sym, _ST_AR, _var_range
 from .declarations import _free_loop_name
+from .calls import _Module
+from .tensors import Pending, Tensor, View
 from .stack import on_loop_enter, on_loop_exit
 
 
@@ -248,20 +250,6 @@ _FORBIDDEN = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, ast
               ast.AsyncFor, ast.AsyncWith)
 
 
-class _Unroll(BaseException):
-    """Raised inside a speculative symbolic loop where only unrolling is exact (a BaseException,
-    so that a kernel's own `except Exception` cannot swallow it)."""
-
-
-def speculating():
-    return _ctx.ST is not None and _ctx.ST.speculating > 0
-
-
-def need_unroll(why):
-    if speculating():
-        raise _Unroll(why)
-
-
 def _comp_targets(node):
     out = set()
     for n in ast.walk(node):
@@ -354,8 +342,6 @@ def speculation_plan(loop, func):
 
 
 def _entry_safe(frame, calls, stores):
-    from .modules import _Module
-    from .tensors import Pending, Tensor, View
     import builtins
     import types
 
@@ -391,7 +377,6 @@ class _Snapshot:
     """What a failed speculative loop rolls back: everything the trace appended or changed."""
 
     def __init__(self, st):
-        from .symbolic import _ST_AR
         self.n_tensors, self.n_loops, self.n_decls = len(st.tensors), len(st.loops), len(st.decls)
         self.n_pendings, self.instr_count, self.last_pending = len(st.pendings), st.instr_count, st.last_pending
         self.stack, self.body_len = list(st.stack), len(st.stack[-1])
@@ -403,7 +388,6 @@ class _Snapshot:
         self.frames = [[f[0], f[1], list(f[2])] for f in sa.frames] if sa is not None else None
 
     def restore(self, st):
-        from .symbolic import _ST_AR
         for t in st.tensors[self.n_tensors:]:
             st.names.discard(t.name)
         del st.tensors[self.n_tensors:]
@@ -431,7 +415,6 @@ MAX_PERIOD = 8  # iterations run concretely while looking for a period of the ca
 def _state_key(v):
     """A value of carried state as an exactly comparable key (tensors by identity), or None when it
     cannot be compared exactly (a symbolic index, a list, a float, an object)."""
-    from .tensors import Tensor, View
     if v is None or type(v) in (bool, int, str):
         return (type(v).__name__, v)
     if isinstance(v, (Tensor, View)):

@@ -29,6 +29,7 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None, args=(), time_limit
 
     def capture(st, hw, lbl):
         decls.extend(st.decls)
+        decls.append(("__bank__", st.hw["psum_bank_bytes"]))
         decls.append(("__tensors__", st.tensors))
         return orig_to_json(st, hw, lbl)
 
@@ -38,6 +39,7 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None, args=(), time_limit
     finally:
         _launch._to_json = orig_to_json
     tensors = decls.pop()[1]
+    bank = decls.pop()[1]
     with open(path, encoding="utf-8") as f:
         if _imports_new_namespace(f.read()):
             raise TraceError(f"{label}: --rewrite writes the old API's ncc.sbuf/ncc.psum allocations; this kernel uses "
@@ -79,7 +81,7 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None, args=(), time_limit
         node = (exact or cands or [None])[0]
         if node is None:
             raise TraceError(f"{t.source}: cannot find the declaration of {t.name} to rewrite")
-        text = _alloc_text(t, p["alloc"], ncc_expr)
+        text = _alloc_text(t, p["alloc"], ncc_expr, bank)
         kwb = next((k for k in node.keywords if k.arg == "buffer"), None)
         if kwb is not None:
             edits.append((pos(kwb.value.lineno, kwb.value.col_offset), pos(kwb.value.end_lineno, kwb.value.end_col_offset),
@@ -128,7 +130,7 @@ def _compiler_expr(src):
     return "__import__('neuronxcc.nki.compiler').nki.compiler"
 
 
-def _alloc_text(t, alloc, ncc):
+def _alloc_text(t, alloc, ncc, bank):
     kind = alloc.get("kind")
     psum = t.buffer == "psum"
 
@@ -156,7 +158,7 @@ def _alloc_text(t, alloc, ncc):
         strides.reverse()
         lin = " + ".join(f"idx[{d}] * {st}" for d, st in enumerate(strides)) or "0"
         if psum:
-            tab = tuple((p, b // 2048, b % 2048) for p, b in tiles)
+            tab = tuple((p, b // bank, b % bank) for p, b in tiles)
             return (f"{ncc}.psum.alloc(lambda idx, pdim_size, fdim_size, _t={tab!r}: "
                     f"(_t[{lin}][1], _t[{lin}][0], _t[{lin}][2]))")
         tab = tuple((p, b) for p, b in tiles)

@@ -8,20 +8,17 @@ import math
 from . import context as _ctx
 from .context import _fail
 
-_PSUM_BANK_BYTES = 2048
-
-
 class StackAllocator:
     """Frames of [next SBUF byte, next PSUM bank]: the kernel frame starts at byte 0 and bank 0;
     a loop pushes a frame at its parent's next free address and pops it on exit, so sibling
     loops reuse the same addresses. Only loops open frames: helper functions are inlined by the
     trace and return the tensors they declare, which must outlive them."""
 
-    def __init__(self, hw=None):
-        hw = hw if isinstance(hw, dict) else {}
-        self.usable = hw.get("sbuf_partition_bytes", 196608) - hw.get("sbuf_reserved_bytes", 16384)
-        self.align = max(1, int(hw.get("sbuf_min_align", 4)))
-        self.banks = int(hw.get("psum_banks", 8))
+    def __init__(self, hw):
+        self.usable = hw["sbuf_partition_bytes"] - hw["sbuf_reserved_bytes"]
+        self.align = max(1, int(hw["sbuf_min_align"]))
+        self.banks = int(hw["psum_banks"])
+        self.bank_bytes = int(hw["psum_bank_bytes"])
         # The allocator's hidden (128, 1) fp32 zero tile (activation biases) heads the kernel frame.
         self.frames = [[self._round(4), 0, [("the hidden bias tile", self._round(4))]]]
 
@@ -51,7 +48,7 @@ class StackAllocator:
             if top[1] + n > self.banks:
                 _fail(f"stack overflow on psum: tensor {t.name} needs {n} bank(s) at bank {top[1]}, "
                       f"{self.banks} banks in all")
-            t.table = [[0, (top[1] + b) * _PSUM_BANK_BYTES] for b in range(n)]
+            t.table = [[0, (top[1] + b) * self.bank_bytes] for b in range(n)]
             top[1] += n
         else:
             fb = t.fbytes()

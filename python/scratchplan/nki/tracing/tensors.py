@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import math
 import re
+import types
 
 from .context import np
 from . import context as _ctx
-from .context import PARTITIONS, TraceError, _fail, _is_int
+from .context import TraceError, _fail, _is_int
 from .dtypes import _DTYPES, _dtype_name, _itemsize
+from .costs import _finish_cost
 from .symbolic import Pred, Sym, _ST_AR, _affine_text, bounds_under
+
+# Python operators and assignments on tiles record instructions: the instruction layer
+# (instructions.py, which builds on this module) fills these in when it is imported.
+RECORD = types.SimpleNamespace(alu=None, write_into=None, accumulate_into=None)
 
 
 class _Alloc:
@@ -49,7 +55,7 @@ class _Arithmetic:
 
     def _op(self, other, name, rev=False):
         a, b = (other, self) if rev else (self, other)
-        return _ins._alu(name, a, b)
+        return RECORD.alu(name, a, b)
 
     def __add__(self, o):
         return self._op(o, "add")
@@ -106,7 +112,7 @@ class _Arithmetic:
 
     def broadcast_to(self, shape):
         """`tile.broadcast_to(shape)` (the mamba tutorial's `B_i.broadcast_to((128, n))`): nl.broadcast_to."""
-        return _ins._alu("nl.broadcast_to", self, shape=tuple(int(s) for s in shape))
+        return RECORD.alu("nl.broadcast_to", self, shape=tuple(int(s) for s in shape))
 
 
 class Tensor(_Arithmetic):
@@ -243,7 +249,7 @@ class View(_Arithmetic):
             shape = tuple(int(c) for _, c in pattern)
         except Exception:
             _fail(f".ap(pattern=...) expects [[stride, count], ...], got {pattern!r}")
-        dyn = tuple(self.dyn) + tuple(x for x in (scalar_offset, vector_offset) if _ins._is_tile(x))
+        dyn = tuple(self.dyn) + tuple(x for x in (scalar_offset, vector_offset) if _is_tile(x))
         return _APView(self.tensor, self.dims, self.mask, dyn, shape)
 
     def __init__(self, tensor, dims, mask=None, dyn=()):
@@ -339,7 +345,7 @@ class View(_Arithmetic):
         t = self.tensor
         if t.buffer != "hbm":
             _fail(f"tensor {t.name} is indexed by a tile; only HBM tensors take run-time indices (indirect DMA)")
-        shape = _ins._as_view(k, "index").shape
+        shape = _as_view(k, "index").shape
         rows = shape[0] if shape else 1
         if rows == 1:  # one run-time value (`w[expert[0, 0], ...]`): a scalar index, recorded as 0
             return _Dim(0, 1, 1, scalar=True)
@@ -488,13 +494,13 @@ class View(_Arithmetic):
         target = self[key] if key is not None else self
         if isinstance(value, _Accumulated):
             return
-        _ins._write_into(target, value)
+        RECORD.write_into(target, value)
 
     def __setitem__(self, key, value):
         self._assign(key, value)
 
     def _accumulate(self, other):
-        _ins._accumulate_into(self, other)
+        RECORD.accumulate_into(self, other)
 
     def __iadd__(self, other):
         self._accumulate(other)
@@ -562,9 +568,9 @@ class Pending(_Arithmetic):
                 _ctx.ST.last_pending = None
             name = _unique(self.target or f"{self.api.split('.')[-1]}_{self.line}")
             shape = self.shape if len(self.shape) >= 2 else tuple(self.shape) + (1,) * (2 - len(self.shape))
-            if shape[0] > PARTITIONS:
+            if shape[0] > _ctx.ST.hw["partitions"]:
                 raise TraceError(f"{_ctx.ST.label}:{self.line}: the result of {self.api} has partition dim {shape[0]} > "
-                                 f"{PARTITIONS}")
+                                 f"{_ctx.ST.hw['partitions']}")
             t = Tensor(name, shape, self.dt, _Alloc(self.buffer, "auto"), implicit=True,
                        source=f"{_ctx.ST.label}:{self.line}")
             t.api = self.api
@@ -572,7 +578,7 @@ class Pending(_Arithmetic):
             self.tensor = t
             acc, p, b = t.view().access(write=True)
             self.instr["writes"].append(acc)
-            _ins._finish_cost(self.instr, p, b)
+            _finish_cost(self.instr, p, b)
         return self.tensor.view()
 
     def __getitem__(self, key):
@@ -630,8 +636,22 @@ def _register(t, depth=None):
         _ctx.ST.stack_alloc.place(t, depth)
 
 
-# Cycle: these modules build on the classes above, so they are imported last.
-from . import instructions as _ins  # noqa: E402
+_TILE = (View, Tensor, Pending)
+_NONE = object()
+
+
+def _is_tile(x):
+    return isinstance(x, _TILE)
+
+
+def _as_view(x, what):
+    if isinstance(x, View):
+        return x
+    if isinstance(x, Tensor):
+        return x.view()
+    if isinstance(x, Pending):
+        return x.materialize()
+    _fail(f"{what}: expected a tile, got {type(x).__name__}")
 
 
 class _APView(View):

@@ -1,0 +1,509 @@
+"""The instruction calls of the stand-in `nl` / `nisa` modules, generated from api_table.ROWS:
+each row becomes a function with the row's Python signature whose body records one instruction
+(reads, writes, engine, cost and result shape as the row says). The named rules the table
+refers to (result shapes, constraints) are the functions below. A name outside the table is
+modelled generically (_Generic), through the stand-in module type _Module."""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import types
+
+from . import context as _ctx
+from .api_table import NEW_API_DST, ROWS
+from .context import _fail, _site
+from .dtypes import _dtype_name
+from .symbolic import Pred, Sym, _ST_AR
+from .tensors import Tensor, View, _Alloc, _MGrid, _register, _unique
+from .costs import _finish_cost
+from .instructions import _accumulate_into, _dtype_of, _guard, _new_instr, _read, _result, _shape_of, _write_into
+from .tensors import _TILE, _as_view
+
+_ENGINES = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd", "dma": "DMA"}
+
+# Names the error messages give a tile parameter (default: the parameter's own name).
+_LABELS = {("nl.load", "src"): "load source", ("nl.load_transpose2d", "src"): "load source",
+           ("nl.store", "dst"): "store destination", ("nisa.dma_copy", "src"): "dma_copy source",
+           ("nisa.dma_copy", "dst"): "dma_copy destination", ("nisa.dma_transpose", "src"): "source",
+           ("nl.atomic_rmw", "dst"): "atomic_rmw destination", ("nisa.activation", "bias"): "bias/scale",
+           ("nisa.activation", "scale"): "bias/scale", ("nisa.activation_reduce", "bias"): "bias/scale",
+           ("nisa.activation_reduce", "scale"): "bias/scale"}
+
+
+def kw_engine(e, default):
+    """The engine an `engine=` value names (nisa.vector_engine & co.), else `default`."""
+    if e is None:
+        return default
+    return _ENGINES.get(getattr(e, "_engine", None), default)
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _flat(y)
+    else:
+        yield x
+
+
+def direct():
+    """Whether the kernel so far allocates some SBUF/PSUM tensor directly."""
+    return any(t.alloc.kind not in ("auto", "shared_hbm", "private_hbm", "input") and t.buffer != "hbm"
+               for t in _ctx.ST.tensors)
+
+
+def hidden(api, why):
+    """An API that creates a tensor the kernel cannot allocate: recorded as an automatic tensor
+    so that a direct-allocation kernel reports mixed_allocation at this line. The new API has no
+    such tensors (every instruction names its dst; activation's bias defaults to a constant)."""
+    if _ctx.ST.uses_new_api:
+        return
+    line, _ = _site()
+    t = Tensor(_unique(f"hidden_{api}_{line}"), (_ctx.ST.hw["partitions"], 1), "float32", _Alloc("sbuf", "auto"), implicit=True,
+               source=f"{_ctx.ST.label}:{line}")
+    t.api = f"the {why} tensor that {api} creates"
+    _register(t)
+    ins, _ = _new_instr(f"{api}.{why}", "Vector", "alu")
+    acc, p, b = t.view().access(write=True)
+    ins["writes"].append(acc)
+    ins["_isz"] = 4
+    _finish_cost(ins, p, b)
+    ins2, _ = _new_instr(f"{api}.{why}", "Vector", "alu")
+    ins2["reads"].append(dict(acc))
+    ins2["_isz"] = 4
+    _finish_cost(ins2, p, b)
+
+
+def _masked(v, mask):
+    """View `v` accessed only where `mask` holds (the DMA calls' mask= bounds both sides)."""
+    return View(v.tensor, v.dims, mask if v.mask is None else v.mask & mask, v.dyn) if isinstance(mask, Pred) else v
+
+
+# ---- rules named by the table ----
+
+def _reduced(shape, axis, keepdims, default_all_free):
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,) if axis is not None else \
+        tuple(range(1, len(shape))) if default_all_free else (axis,)
+    out = [1 if i in axes else s for i, s in enumerate(shape)] if keepdims else \
+        [s for i, s in enumerate(shape) if i not in axes]
+    if len(out) < 2:
+        out = out + [1] * (2 - len(out))
+    return axes, tuple(out)
+
+
+def _check(rule, row, a):
+    if rule == "a_tile":
+        if not any(isinstance(o, _TILE) for o in (a["x"], a["y"]) if o is not None):
+            _fail(f"{row.api}: expected a tile operand")
+    elif rule == "free_axes":
+        shape = list(_as_view(a["x"], "x").shape)
+        axes, _ = _reduced(shape, a["axis"], False, True)
+        if 0 in [x % max(len(shape), 1) for x in axes]:
+            _fail(f"{row.api} reduces free axes only, not the partition axis")
+    elif rule == "on_true":
+        if a["on_true_tile"] is None:
+            _fail(f"{row.api} needs on_true_tile")
+
+
+def _matmul_shape(row, a, views, ins):
+    s, m = views[0], views[1]
+    ss, ms = tuple(s.shape), tuple(m.shape)
+    if row.shape == "matmul_x":  # nl.matmul(x, y, transpose_x=)
+        n = ss[1] if a["transpose_x"] else ss[0]
+        ins["_stat_n"] = n
+        ins["_fp32"] = s.dt == "float32"
+        return (n, ms[1])
+    new = _ctx.ST.uses_new_api
+    if new:  # the new API's tiles may have several free dims: flattened (the compiler checks the limits)
+        ss, ms = (ss[0], math.prod(ss[1:])), (ms[0], math.prod(ms[1:]))
+    if "matmul" in row.checks:
+        if len(ss) != 2 or len(ms) != 2:
+            _fail(f"nc_matmul expects 2-D tiles, got {list(ss)} and {list(ms)}")
+        if ss[0] != ms[0] and not new:
+            _fail(f"nc_matmul contraction dims differ: stationary {list(ss)}, moving {list(ms)}")
+        if not new and (ss[1] > 128 or ms[1] > 512):
+            _fail(f"nc_matmul tile too large: stationary free {ss[1]} (max 128), moving free {ms[1]} (max 512)")
+    ins["_stat_n"] = ss[1]
+    ins["_fp32"] = s.dt == "float32"
+    return (ss[1], ms[1])
+
+
+def _iota_shape(a):
+    kw = a["kw"]
+    if a["expr"] is None and kw.get("pattern") is not None:
+        # new API: iota(dst, pattern=[[step, count], ...], offset=, channel_multiplier=): dst's shape
+        try:
+            return (_ctx.ST.hw["partitions"],) + tuple(int(c) for _, c in kw["pattern"]), "int32"
+        except Exception:
+            _fail(f"nisa.iota: pattern= expects [[step, count], ...], got {kw['pattern']!r}")
+    expr = a["expr"]
+    shape = None
+    s = Sym.of(expr) if not isinstance(expr, _MGrid) else None
+    if isinstance(s, Sym):
+        axes = {}
+        for k in s.t:
+            if k[0] == "A":
+                axes[_ST_AR[k[1]]["axis"]] = _ST_AR[k[1]]["n"]
+        # An axis no arange spans has size 1: arange(n)[None, :] is one partition of n elements.
+        shape = tuple(axes.get(x, 1) for x in range(max(axes) + 1)) if axes else None
+    if not shape:
+        _fail("nisa.iota expects an expression of nl.arange vectors")
+    if len(shape) < 2:
+        shape = shape + (1,)
+    return shape, None
+
+
+def _shape(row, a, views, ins):
+    rule = row.shape
+    if rule == "largest":
+        big = None
+        for v in views:
+            s = tuple(v.shape)
+            if big is None or math.prod(s) > math.prod(big):
+                big = s
+        if big is None:
+            _fail(f"{row.api}: expected at least one tile operand")
+        return big
+    if rule.startswith("of:"):
+        x = a[rule[3:]]
+        s = _shape_of(x) if isinstance(x, _TILE) else tuple(x) if isinstance(x, (tuple, list)) else None
+        return s if s is not None else _shape(row._replace(shape="largest"), a, views, ins)
+    if rule.startswith("read:"):
+        return tuple(views[0].shape)
+    if rule.startswith("partition:"):
+        return (views[0].shape[0], int(rule[10:]))
+    if rule == "transpose":
+        return tuple(views[0].shape)[::-1]
+    if rule == "transpose2d":
+        s = tuple(views[0].shape)
+        return s[::-1] if len(s) == 2 else s
+    if rule == "axes":
+        s = tuple(views[0].shape)
+        return tuple(s[x] for x in a["axes"]) if a["axes"] is not None else s[::-1]
+    if rule == "reduce":
+        nisa_form = row.api.startswith("nisa.")
+        _, out = _reduced(list(views[0].shape), a["axis"], a["keepdims"], not nisa_form)
+        return out
+    if rule == "partition_reduce":
+        return (1,) + tuple(views[0].shape[1:])
+    if rule == "gather":
+        idx = _as_view(a["index"], "index")
+        return tuple(idx.shape[:-1]) + (idx.shape[-1] * int(a["num_elem_per_idx"]),)
+    if rule in ("matmul", "matmul_x"):
+        return _matmul_shape(row, a, views, ins)
+    raise AssertionError(f"unknown shape rule {rule}")
+
+
+# ---- the generic call ----
+
+def _compile(row):
+    """The recorder of one call of `row`, with the row's decisions taken once (a call is recorded
+    up to millions of times): run(a) records the instruction for bound parameters `a` (a dict)."""
+    api = row.instr
+    checks = tuple(c for c in row.checks if c != "matmul")
+    fixed_engine = row.engine if row.engine not in ("transpose",) and not row.engine.startswith("engine=") else None
+    kw_default = row.engine[7:] if row.engine.startswith("engine=") else None
+    short = api.split(".")[-1]
+    why = {"always": "composite" if short in ("softmax", "rms_norm") else "identity", "no_transpose_x": "transpose",
+           "tensor_engine": "identity", "no_bias": "bias", "": None}[row.hidden]
+    # (parameter, must be a tile, label in messages, a DMA endpoint that mask= bounds)
+    reads = tuple((p.rstrip("!"), p.endswith("!"), _LABELS.get((api, p.rstrip("!")), p.rstrip("!") if p.endswith("!")
+                   else "operand"), p.rstrip("!") in ("src", "dst")) for p in row.reads)
+    writes, out, mask_on, rule = row.writes, row.out, row.mask, row.shape
+    row_cost, row_dtype, row_buffer, row_hidden = row.cost, row.dtype, row.buffer, row.hidden
+    dst_label = _LABELS.get((api, "dst"), "dst")
+    simple_shape = {"largest", "read:data", "read:src", "transpose"}
+
+    def run(a):
+        for c in checks:
+            _check(c, row, a)
+        engine = fixed_engine
+        pre = None
+        if engine is None:
+            if kw_default is not None:
+                engine = kw_engine(a.get("engine"), kw_default)
+            else:  # transpose: by the tile's size
+                pre = _as_view(a["data"], "data")
+                engine = kw_engine(a.get("engine"), "Tensor" if max(tuple(pre.shape)) > 32 else "Vector")
+        if why is not None:
+            h = row_hidden
+            if h == "always" or (h == "no_transpose_x" and not a["transpose_x"]) or \
+                    (h == "tensor_engine" and engine == "Tensor") or (h == "no_bias" and a["bias"] is None and direct()):
+                hidden(short, why)
+        cost = row_cost
+        if cost == "transpose":
+            cost = "transpose_pe" if engine == "Tensor" else "alu"
+        dma = engine == "DMA"
+        ins, line = _new_instr(api, engine, cost)
+        mask = a.get("mask")
+        if mask_on and mask is not None:
+            _guard(ins, mask)
+        views = []
+        pb = None
+        for p, req, label, endpoint in reads:
+            v = a[p]
+            if not req and not isinstance(v, _TILE):
+                if not isinstance(v, (list, tuple)):
+                    continue
+                many = [o for o in _flat(v) if isinstance(o, _TILE)]
+            else:
+                many = None
+            for o in (v,) if many is None else many:
+                if dma:
+                    o = _as_view(o, label)
+                    if endpoint:
+                        o = _masked(o, mask)
+                    o, pp, bb = _read(ins, o, label, allow_hbm=True)
+                elif pre is not None and p == "data":
+                    o, pp, bb = _read(ins, pre, label)
+                else:
+                    o, pp, bb = _read(ins, o, label)
+                if pb is None:
+                    pb = (pp, bb)
+                views.append(o)
+        for p in writes:
+            if a[p] is not None:
+                acc, _, _ = _as_view(a[p], p).access(write=True)
+                ins["writes"].append(acc)
+        if out == "dma" or out == "none":
+            if pb is None:
+                _fail(f"{api}: expected a tile operand")
+            if out == "dma":
+                d = _masked(_as_view(a["dst"], dst_label), mask)
+                acc, pd, bd = d.access(write=True)
+                ins["writes"].append(acc)
+                ins["_isz"] = 1
+                if row_cost == "dma_dst":
+                    pb = (pd, bd)
+            else:
+                ins["_isz"] = 1 if dma else views[0].tensor.itemsize
+            _finish_cost(ins, *pb)
+            return None
+        if rule == "iota":
+            shape, dt = _iota_shape(a)
+            dtype = a["dtype"]
+            return _result(ins, line, api, shape, _dtype_name(dtype) if dtype is not None else dt or _dtype_name(dtype))
+        if rule in simple_shape and views:
+            shape = tuple(views[0].shape) if rule != "largest" or len(views) == 1 else _shape(row, a, views, ins)
+            if rule == "transpose":
+                shape = shape[::-1]
+        else:
+            shape = _shape(row, a, views, ins)
+        dtype = a.get("dtype")
+        if dtype is not None and (not dma or dtype):
+            dt = _dtype_name(dtype)
+        elif row_dtype != "first":
+            dt = row_dtype
+        elif rule == "gather":
+            dt = _dtype_of(a["src_buffer"])
+        else:
+            dt = views[0].dt if views else "float32"
+        buffer = row_buffer if row_buffer != "engine" else "psum" if engine == "Tensor" else "sbuf"
+        r = _result(ins, line, api, shape, dt, buffer)
+        if out == "dst":
+            _write_into(_as_view(a["dst"], "dst"), r)
+            return None
+        return r
+    return run
+
+
+# ---- argument forms the signature alone does not give ----
+
+def _dma_copy_args(args, a):
+    if args:  # new API: dma_copy(dst, src)
+        a["dst"], a["src"] = (args + (None, None))[:2] if len(args) >= 2 else (args[0], a["src"])
+    if a["dst"] is None or a["src"] is None:
+        _fail("nisa.dma_copy needs dst= and src=")
+
+
+def _shuffle_args(args, a):
+    # Old API (src, dst, shuffle_mask); the new API puts dst first, as for every instruction.
+    pos = list(args) + [None] * 2
+    if pos[0] is not None:
+        x, y = (pos[0], pos[1]) if not _ctx.ST.uses_new_api else (pos[1], pos[0])
+        a["src"], a["dst"] = a["src"] if a["src"] is not None else x, a["dst"] if a["dst"] is not None else y
+    if a["src"] is None or a["dst"] is None:
+        _fail("nisa.nc_stream_shuffle needs src and dst")
+
+
+_ARGS = {"nisa.dma_copy": _dma_copy_args, "nisa.nc_stream_shuffle": _shuffle_args}
+
+
+def _generate(row):
+    """The stand-in function of `row`: its signature, binding into a dict for _run."""
+    short = row.api.split(".")[-1]
+    params = [p.strip() for p in row.sig.split(",")]
+    names = [p.split("=")[0].strip().lstrip("*") for p in params if p != "*"]
+    star = next((p.lstrip("*") for p in params if p.startswith("*") and not p.startswith("**") and p != "*"), None)
+    kwn = next((p.lstrip("*") for p in params if p.startswith("**")), None)
+    items = ", ".join(f"{n!r}: {n}" for n in names if n not in (star, kwn))
+    body = [f"def {short}({row.sig}):", f"    a_ = {{{items}}}"]
+    if kwn:
+        body.append(f"    a_['kw'] = {kwn}")
+        body.append(f"    if {kwn}:")
+        body.append(f"        for k_, v_ in {kwn}.items():")
+        body.append("            a_.setdefault(k_, v_)")
+    if star and row.api in _ARGS:
+        body.append(f"    _ARGS[{row.api!r}]({star}, a_)")
+    elif star:
+        body.append(f"    a_[{star!r}] = {star}")
+    body.append("    return RUN(a_)")
+    ns = {"RUN": _compile(row), "_ARGS": _ARGS}
+    # An absolute file name outside any kernel tree: source locations skip these frames as the tracer's own.
+    code = compile("\n".join(body), os.path.join(os.path.dirname(os.path.abspath(__file__)), f"<{row.api}>"), "exec")
+    exec(code, ns)  # noqa: S102 - code generated from the table's own signatures
+    return ns[short]
+
+
+def _split_dst(args, kw):
+    """(dst or None, the other positional args): dst= anywhere, or first under the new namespace."""
+    dst = kw.pop("dst", None)
+    if dst is None and _ctx.ST is not None and _ctx.ST.uses_new_api and args and isinstance(args[0], _TILE):
+        dst, args = args[0], args[1:]
+    return dst, args
+
+
+def _writes_dst(f, matmul):
+    """The new-API form of an ISA call: the result goes into dst. accumulate=True adds into it (PSUM
+    accumulation, as `dst += ...` in the old API); None, the default of nc_matmul, overwrites the
+    first write of dst and accumulates into it after that (ranges are unrolled in the new API), for
+    the matmul calls (`matmul`)."""
+
+    @functools.wraps(f)
+    def call(*args, **kw):
+        dst, args = _split_dst(args, kw)
+        accumulate = kw.pop("accumulate", False if dst is None else None)
+        r = f(*args, **kw)
+        if dst is None:
+            return r
+        target = _as_view(dst, "dst")
+        if accumulate is None and matmul and not target.tensor.written:
+            # Traced once over loops opened since dst's declaration: their first iteration writes, the rest add.
+            since = []
+            for lid in reversed(_ctx.ST.loop_scope):
+                if lid in target.tensor.scope:
+                    break
+                since.append(lid)
+            if since:
+                _accumulate_into(target, r, first_over=since)
+                target.tensor.written = True
+                return None
+        if accumulate or (accumulate is None and matmul and getattr(target.tensor, "written", False)):
+            _accumulate_into(target, r)
+        else:
+            _write_into(target, r)
+        target.tensor.written = True
+        return None
+    return call
+
+
+def _memset_dst(f):
+    """nisa.memset(dst, value) in the new API (a constant written into dst, as `dst[...] = value`);
+    memset(shape, value, dtype) returns a tile in the old."""
+    @functools.wraps(f)
+    def call(*args, **kw):
+        dst, args = _split_dst(args, kw)
+        if dst is None:
+            return f(*args, **kw)
+        value = args[0] if args else kw.get("value", 0)
+        _write_into(_as_view(dst, "dst"), value)
+        return None
+    return call
+
+
+def functions():
+    """{module ('nl' or 'nisa'): {name: stand-in function}} generated from the table."""
+    out = {"nl": {}, "nisa": {}}
+    for row in ROWS:
+        mod, name = row.api.split(".")
+        f = _generate(row)
+        if mod == "nisa" and name in NEW_API_DST:
+            f = _memset_dst(f) if name == "memset" else _writes_dst(f, row.cost == "matmul")
+        out[mod][name] = f
+    return out
+
+
+FUNCTIONS = None  # generated once per process (the functions hold no per-trace state)
+
+
+def install(nl, nisa):
+    global FUNCTIONS
+    if FUNCTIONS is None:
+        FUNCTIONS = functions()
+    for mod, table in (("nl", nl), ("nisa", nisa)):
+        for name, f in FUNCTIONS[mod].items():
+            setattr(table, name, f)
+
+
+class _Module(types.ModuleType):
+    """A stand-in module: a name outside the API table is modelled generically (_Generic)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        g = _Generic(f"{self.__name__.replace('neuronxcc.', '')}.{name}")
+        object.__setattr__(self, name, g)
+        return g
+
+
+_SHORT = {"nki.language": "nl", "nki.isa": "nisa", "nki.compiler": "ncc", "nki": "nki"}
+
+
+class _Generic:
+    """A name the API table does not list. As a value (an op= or activation function, an enum
+    member such as nisa.dge_mode.hwdge) it is an opaque constant; called with an explicit
+    destination (dst=, or the new API's first tile argument of an ISA call) it is traced
+    conservatively: every tile argument read, dst written, the engine its engine= names (DMA for
+    dma_* calls, else the Vector engine), cost by bytes, and listed once in the report as
+    "modelled generically". Called on tiles without a destination its effect on memory cannot be
+    known: refused with file:line."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Generic(f"{self._name}.{name}")
+
+    def __repr__(self):
+        return self._name
+
+    def __eq__(self, other):
+        return isinstance(other, _Generic) and other._name == self._name
+
+    def __hash__(self):
+        return hash(self._name)
+
+    def __call__(self, *args, **kw):
+        mod, _, short = self._name.rpartition(".")
+        label = f"{_SHORT.get(mod, mod)}.{short}"
+        dst = kw.pop("dst", None)
+        if dst is None and mod.endswith("isa") and args and isinstance(args[0], _TILE) and _ctx.ST is not None \
+                and _ctx.ST.uses_new_api:
+            dst, args = args[0], args[1:]
+        tiles = [x for x in _flat(list(args) + list(kw.values())) if isinstance(x, _TILE)]
+        if dst is None:
+            if tiles:
+                _fail(f"{label} is not in the tracer's API table and writes no explicit dst=, so its effect on "
+                      "memory cannot be known")
+            return _Generic(f"{self._name}(...)")
+        d = _as_view(dst, f"{label} dst")
+        # Only the DMA engine reaches HBM: a call whose dst is in HBM (nisa.core_barrier(hbm_tensor, cores))
+        # runs there whatever engine= says for its on-chip part.
+        dma = "dma" in short.lower() or getattr(kw.get("engine"), "_engine", None) == "dma" or d.tensor.buffer == "hbm"
+        engine = "DMA" if dma else kw_engine(kw.get("engine"), "Vector")
+        ins, line = _new_instr(short, engine, "dma" if dma else "alu")
+        if _ctx.ST.generic.setdefault(label, ins["source"]) is None:
+            pass
+        _guard(ins, kw.get("mask"))
+        for t in tiles:
+            _read(ins, t, "operand", allow_hbm=True)
+        acc, p, b = d.access(write=True)
+        ins["writes"].append(acc)
+        ins["_isz"] = d.tensor.itemsize
+        _finish_cost(ins, p, b)
+        d.tensor.written = True
+        return None
