@@ -564,3 +564,30 @@ def test_list_parameters_of_hbm_tensors(tmp_path):
     for bad, why in (("ws=[128x256:fp32, 12x:fp32]", "'12x:fp32' is not"), ("ws=[]", "expected NAME=[SPEC")):
         r = cli("check", path + ":kernel", "--input", "x=128x256:fp32", "--input", bad)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and why in r.stderr, r.stderr
+
+
+QUEUES_AND_PATTERNS = """from nki.isa import dma_engine
+
+
+@nki.jit
+def kernel(a):
+    out = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf, address=(0, 0))
+    idx = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf, address=(0, 256))
+    nisa.dma_copy(dst=t, src=a, dma_engine=dma_engine.gpsimd_dma if USE_GPSIMD else dma_engine.dma)
+    nisa.iota(idx, [[1, 64]], offset=3, channel_multiplier=64)  # the pattern second, positionally
+    nisa.tensor_tensor(dst=t, data1=t, data2=idx, op=nl.add)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+@pytest.mark.parametrize("gpsimd", [True, False])
+def test_dma_queue_enum_and_positional_iota_pattern(tmp_path, gpsimd):
+    k = nki.trace(write(tmp_path, f"q{gpsimd}.py", QUEUES_AND_PATTERNS.replace("USE_GPSIMD", str(gpsimd))),
+                  "128x64:int32")
+    ins = list(instrs(k["body"]))
+    assert [i["engine"] for i in ins if i["name"].startswith("dma_copy")] == ["DMA", "DMA"]
+    iota = [i for i in ins if i["name"].startswith("iota")]
+    assert len(iota) == 1 and iota[0]["engine"] == "GpSimd"
+    assert nki.check(k).clean

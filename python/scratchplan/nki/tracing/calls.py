@@ -128,14 +128,22 @@ def _matmul_shape(row, a, views, ins):
     return (ss[1], ms[1])
 
 
+def _is_pattern(x):
+    """An access pattern [[step, count], ...] (plain ints), as the new API's iota takes."""
+    return isinstance(x, (list, tuple)) and bool(x) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) for v in p) for p in x)
+
+
 def _iota_shape(a):
     kw = a["kw"]
-    if a["expr"] is None and kw.get("pattern") is not None:
-        # new API: iota(dst, pattern=[[step, count], ...], offset=, channel_multiplier=): dst's shape
+    pattern = kw.get("pattern") if a["expr"] is None else a["expr"] if _is_pattern(a["expr"]) else None
+    if pattern is not None:
+        # new API: iota(dst, pattern, offset=, channel_multiplier=), the pattern [[step, count], ...]
+        # given by keyword or second positionally: dst's shape
         try:
-            return (_ctx.ST.hw["partitions"],) + tuple(int(c) for _, c in kw["pattern"]), "int32"
+            return (_ctx.ST.hw["partitions"],) + tuple(int(c) for _, c in pattern), "int32"
         except Exception:
-            _fail(f"nisa.iota: pattern= expects [[step, count], ...], got {kw['pattern']!r}")
+            _fail(f"nisa.iota: pattern= expects [[step, count], ...], got {pattern!r}")
     expr = a["expr"]
     shape = None
     s = Sym.of(expr) if not isinstance(expr, _MGrid) else None

@@ -163,6 +163,10 @@ def _build_modules(hw):
     nl.device_print = lambda *a, **kw: None  # a debug print: no instruction of the kernel's own
     for n in ("tensor", "vector", "scalar", "gpsimd", "dma", "unknown"):
         setattr(nisa, f"{n}_engine", _Engine(n))
+    # New API: `nisa.dma_engine` is also the enum of DMA queues a transfer may name
+    # (`dma_copy(..., dma_engine=dma_engine.gpsimd_dma)`): both are DMA-engine transfers here.
+    nisa.dma_engine.dma = nisa.dma_engine
+    nisa.dma_engine.gpsimd_dma = _Engine("dma")
     nisa.engine = types.SimpleNamespace(tensor=nisa.tensor_engine, vector=nisa.vector_engine,
                                         scalar=nisa.scalar_engine, gpsimd=nisa.gpsimd_engine, dma=nisa.dma_engine,
                                         unknown=nisa.unknown_engine)
