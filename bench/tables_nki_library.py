@@ -44,6 +44,29 @@ CALLS = [
     ("core/qkv/qkv.py:qkv", "automatic (TKG path, default mode)",
      "--input input=1x4x512:bf16 --input fused_qkv_weights=512x768:bf16 --input gamma_norm_weights=1x512:bf16 "
      "--arg fused_norm_type=NormType.RMS_NORM", (1, 2)),
+    # The fused decode attention block and the decode megakernel built on it (SbufManager stack, auto
+    # scopes and HBM working space), at shapes of the docstrings' usage (B * S_tkg * q_heads <= 128).
+    ("experimental/transformer/attention_block_tkg.py:attention_block_tkg", "SbufManager (fused TKG block)",
+     "--input X=4x2x1024:bf16 --arg X_hidden_dim_actual=None --arg rmsnorm_X_enabled=True --arg rmsnorm_X_eps=1e-6 "
+     "--input rmsnorm_X_gamma=1x1024:bf16 --input W_qkv=1024x1280:bf16 --arg bias_qkv=None "
+     "--arg quantization_type_qkv=QuantizationType.NONE --arg weight_dequant_scale_qkv=None "
+     "--arg input_dequant_scale_qkv=None --arg rmsnorm_QK_pre_rope_enabled=True --arg rmsnorm_QK_pre_rope_eps=1e-6 "
+     "--input rmsnorm_QK_pre_rope_W_Q=1x128:bf16 --input rmsnorm_QK_pre_rope_W_K=1x128:bf16 "
+     "--input cos=64x4x2:bf16 --input sin=64x4x2:bf16 --arg rope_contiguous_layout=True "
+     "--arg rmsnorm_QK_post_rope_enabled=False --arg rmsnorm_QK_post_rope_eps=1e-6 --arg rmsnorm_QK_post_rope_W_Q=None "
+     "--arg rmsnorm_QK_post_rope_W_K=None --arg K_cache_transposed=False --arg active_blocks_table=None "
+     "--input K_cache=4x512x128:bf16 --input V_cache=4x512x128:bf16 --input attention_mask=512x4x8x2:bf16 "
+     "--arg sink=None --arg update_cache=True --input kv_cache_update_idx=4x1:uint32 --input W_out=1024x1024:bf16 "
+     "--arg bias_out=None --arg quantization_type_out=QuantizationType.NONE --arg weight_dequant_scale_out=None "
+     "--arg input_dequant_scale_out=None --arg transposed_out=False --arg out_in_sb=False", (1, 2)),
+    ("experimental/transformer/transformer_tkg.py:transformer_tkg", "SbufManager, HBM working space (2 layers)",
+     "--input X=1x1x512:bf16 --input W_qkvs=[512x256:bf16,512x256:bf16] --input W_outs=[128x512:bf16,128x512:bf16] "
+     "--input W_gates=[512x448:bf16,512x448:bf16] --input W_ups=[512x448:bf16,512x448:bf16] "
+     "--input W_downs=[448x512:bf16,448x512:bf16] --input W_gamma_qkvs=[1x512:bf16,1x512:bf16] "
+     "--input W_gamma_mlps=[1x512:bf16,1x512:bf16] --input K_caches=[1x64x256:bf16,1x64x256:bf16] "
+     "--input V_caches=[1x256x64:bf16,1x256x64:bf16] --input RoPE_cos=32x1x1:bf16 --input RoPE_sin=32x1x1:bf16 "
+     "--input mask_cache=256x1x2x1:bf16 --input mask_active=1x1x2x1:bf16 --arg position_ids=None --arg num_layers=2",
+     (1, 2)),
     ("core/moe_block/moe_block_tkg.py:moe_block_tkg", "mostly automatic (default mode)",
      "--input inp=1x4x512:bf16 --input gamma=1x512:bf16 --input router_weights=512x8:bf16 "
      "--input expert_gate_up_weights=8x512x2x256:bf16 --input expert_down_weights=8x256x512:bf16 --arg top_k=2", (2,)),
