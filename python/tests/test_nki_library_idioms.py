@@ -591,3 +591,36 @@ def test_dma_queue_enum_and_positional_iota_pattern(tmp_path, gpsimd):
     iota = [i for i in ins if i["name"].startswith("iota")]
     assert len(iota) == 1 and iota[0]["engine"] == "GpSimd"
     assert nki.check(k).clean
+
+
+SHARED_BETWEEN_CORES = """
+@nki.jit
+def kernel(a):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    half = nl.ndarray((128, 512), dtype=nl.float32, buffer=BUFFER)  # working space
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    core = nl.program_id(0)
+    if core == 1:  # core 1 produces, core 0 consumes after the barrier
+        nisa.dma_copy(dst=t, src=a)
+        nisa.dma_copy(dst=half, src=t)
+    nisa.core_barrier(half, (0, 1))
+    if core == 0:
+        nisa.dma_copy(dst=t, src=half)
+        nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_shared_hbm_written_by_another_logical_core_is_not_read_before_write(tmp_path):
+    shared = write(tmp_path, "shared.py", SHARED_BETWEEN_CORES.replace("BUFFER", "nl.shared_hbm"))
+    r = cli("check", shared + ":kernel", "--input", "a=128x512:fp32", "--lnc", "2")
+    assert r.returncode == 0 and r.stdout.count("violations: 0") == 2, r.stdout + r.stderr
+    k = nki.trace(shared, "128x512:fp32", lnc=2, core_id=0)
+    assert [t.get("shared") for t in k["tensors"] if t["name"] == "half"] == [True]
+    # One core alone: nothing else writes it, so the read is before any write.
+    alone = nki.trace(shared, "128x512:fp32")
+    assert "shared" not in [t for t in alone["tensors"] if t["name"] == "half"][0]
+    # Private HBM is the core's own: core 0 reads what nobody wrote.
+    private = write(tmp_path, "private.py", SHARED_BETWEEN_CORES.replace("BUFFER", "nl.private_hbm"))
+    r = cli("check", private + ":kernel", "--input", "a=128x512:fp32", "--lnc", "2")
+    assert r.returncode == 2 and "read_before_write" in r.stderr and "half" in r.stderr, r.stdout + r.stderr

@@ -448,7 +448,7 @@ struct Reader {
   }
 
   void tensor(const JsonCursor& c, Bytes& factory_next) {
-    c.expect_keys({"name", "buffer", "role", "blocks", "partitions", "free", "dtype", "alloc", "source", "comment"});
+    c.expect_keys({"name", "buffer", "role", "shared", "blocks", "partitions", "free", "dtype", "alloc", "source", "comment"});
     Tensor t;
     t.json_path = c.path();
     if (c.has("source")) t.source = c.at("source").as_string();
@@ -468,6 +468,10 @@ struct Reader {
       else if (r == "internal") t.role = HbmRole::kNone;
       else if (r == "scratch") t.role = HbmRole::kScratch;
       else c.at("role").fail("expected \"input\", \"output\", \"internal\" or \"scratch\"");
+    }
+    if (c.has("shared")) {
+      if (t.buffer != Buffer::kHbm) c.at("shared").fail("only HBM tensors are shared by logical cores");
+      t.shared_by_cores = c.at("shared").as_bool();
     }
     if (c.has("blocks")) t.blocks = c.at("blocks").as_int_array(1);
     int64_t nblocks = 1;
@@ -879,6 +883,7 @@ Json kernel_to_json(const Kernel& k) {
                    : t.role == HbmRole::kOutput ? "output"
                    : t.role == HbmRole::kScratch ? "scratch"
                                                  : "internal";
+    if (t.shared_by_cores) tj["shared"] = true;
     tj["blocks"] = t.blocks;
     tj["partitions"] = t.pdim;
     tj["free"] = t.free;

@@ -94,6 +94,7 @@ struct Tensor {
   std::string name;                 // unique
   Buffer buffer = Buffer::kSbuf;    // where it lives
   HbmRole role = HbmRole::kNone;    // hbm only
+  bool shared_by_cores = false;     // hbm only: nl.shared_hbm in a launch of several logical cores (another may write it)
   std::vector<int64_t> blocks;      // block dims (logical tiles), may be empty
   Partition pdim = 1;               // partition dim size
   std::vector<int64_t> free;        // free dims (elements)
