@@ -201,7 +201,7 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
     };
     auto check_read = [&](const Access& a, int64_t b) {
       if (!written[block_base[a.tensor] + b]) {
-        if (k.tensors[a.tensor].role != HbmRole::kInput) report(ViolationKind::kReadBeforeWrite, a.tensor, b, ii, event, {});
+        if (!k.tensors[a.tensor].arrives_written()) report(ViolationKind::kReadBeforeWrite, a.tensor, b, ii, event, {});
         return;
       }
       if (tile_of[a.tensor].empty()) return;

@@ -466,7 +466,8 @@ struct Reader {
       if (r == "input") t.role = HbmRole::kInput;
       else if (r == "output") t.role = HbmRole::kOutput;
       else if (r == "internal") t.role = HbmRole::kNone;
-      else c.at("role").fail("expected \"input\", \"output\" or \"internal\"");
+      else if (r == "scratch") t.role = HbmRole::kScratch;
+      else c.at("role").fail("expected \"input\", \"output\", \"internal\" or \"scratch\"");
     }
     if (c.has("blocks")) t.blocks = c.at("blocks").as_int_array(1);
     int64_t nblocks = 1;
@@ -874,7 +875,10 @@ Json kernel_to_json(const Kernel& k) {
     tj["name"] = t.name;
     tj["buffer"] = buffer_name(t.buffer);
     if (t.buffer == Buffer::kHbm)
-      tj["role"] = t.role == HbmRole::kInput ? "input" : t.role == HbmRole::kOutput ? "output" : "internal";
+      tj["role"] = t.role == HbmRole::kInput    ? "input"
+                   : t.role == HbmRole::kOutput ? "output"
+                   : t.role == HbmRole::kScratch ? "scratch"
+                                                 : "internal";
     tj["blocks"] = t.blocks;
     tj["partitions"] = t.pdim;
     tj["free"] = t.free;

@@ -55,7 +55,9 @@ const char* engine_name(Engine e);
 enum class Buffer { kSbuf, kPsum, kHbm };
 const char* buffer_name(Buffer b);
 
-enum class HbmRole { kNone, kInput, kOutput };  // kernel parameter or result; kNone = internal
+// kernel parameter or result; kNone = internal; kScratch = a new-API nl.shared_hbm/private_hbm tensor the kernel
+// uses as scratch (legal there, unlike an internal HBM tensor under the old API's direct allocation)
+enum class HbmRole { kNone, kInput, kOutput, kScratch };
 
 enum class AllocKind {
   kAuto,      // compiler-chosen (nl.sbuf / nl.psum)
@@ -103,6 +105,9 @@ struct Tensor {
   int64_t num_blocks() const;       // product of block dims (1 if none)
   Bytes fbytes() const;             // bytes per partition of one tile
   std::vector<int64_t> unflatten(int64_t linear) const;  // linear block -> block index
+  // Read before the kernel writes it without a violation: an input, or HBM scratch that another
+  // logical core may have written (each core is traced and checked on its own).
+  bool arrives_written() const { return role == HbmRole::kInput || role == HbmRole::kScratch; }
 };
 
 struct Access {
