@@ -643,7 +643,10 @@ def _to_json(st, hw, label):
     for t in st.tensors:
         j = {"name": t.name, "buffer": t.buffer}
         if t.buffer == "hbm":
-            j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else "internal"
+            # The new API uses internal HBM tensors as scratch (nki-library's nl.shared_hbm buffers): legal
+            # there; under the old API's direct allocation an internal HBM tensor is a violation.
+            j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else \
+                "scratch" if st.uses_new_api else "internal"
             j["blocks"] = []
             j["partitions"] = t.shape[0] if t.shape else 1
             j["free"] = list(t.shape[1:])
