@@ -70,6 +70,13 @@ CALLS = [
     ("core/moe_block/moe_block_tkg.py:moe_block_tkg", "mostly automatic (default mode)",
      "--input inp=1x4x512:bf16 --input gamma=1x512:bf16 --input router_weights=512x8:bf16 "
      "--input expert_gate_up_weights=8x512x2x256:bf16 --input expert_down_weights=8x256x512:bf16 --arg top_k=2", (2,)),
+    # MoE backward (T 256, H 512, E 2, I_TP 128, 4 blocks of 128): HBM scratch shared by the cores.
+    ("experimental/moe/bwd/blockwise_mm_backward.py:blockwise_mm_bwd", "SbufManager, HBM scratch between cores",
+     "--input hidden_states=256x512:bf16 --input expert_affinities_masked=512x1:bf16 "
+     "--input gate_up_proj_weight=2x512x2x128:bf16 --input down_proj_weight=2x128x512:bf16 "
+     "--input gate_up_proj_act_checkpoint_T=4x2x128x128:bf16 --input down_proj_act_checkpoint=4x128x512:bf16 "
+     "--input token_position_to_id=512:int32 --input block_to_expert=4x1:int32 "
+     "--input output_hidden_states_grad=256x512:bf16 --arg block_size=128", (1, 2)),
 ]
 
 

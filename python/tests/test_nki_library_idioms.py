@@ -150,6 +150,59 @@ def test_library_calls_beyond_api_md_come_from_the_table(tmp_path):
     assert nki.check(k).clean
 
 
+SCRATCH = """
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    scratch = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)  # an HBM buffer between cores
+    a = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=a, src=x)
+    nisa.dma_copy(dst=scratch, src=a)
+    nisa.core_barrier(data=scratch, cores=(0, 1))
+    nisa.dma_copy(dst=a, src=scratch)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+"""
+
+
+def test_new_api_hbm_scratch_is_legal_and_old_api_internal_hbm_is_not(tmp_path):
+    k = nki.trace(write(tmp_path, "k.py", SCRATCH), "128x512:bf16")
+    roles = {t["name"]: t.get("role") for t in k["tensors"] if t["buffer"] == "hbm"}
+    assert roles == {"x": "input", "out": "output", "scratch": "scratch"}, roles
+    assert nki.check(k).clean
+    assert nki.plan(k).to_dict()["simulated_cycles"] > 0
+    # at LNC 2 a core reads what the other core wrote into the shared scratch (after the barrier):
+    # each core's trace is checked on its own, so scratch arrives written, as an input does
+    other = SCRATCH.replace("    nisa.dma_copy(dst=scratch, src=a)\n",
+                            "    if nl.program_id(0) == 1:\n        nisa.dma_copy(dst=scratch, src=a)\n")
+    path = write(tmp_path, "lnc.py", other)
+    for core in (0, 1):
+        assert nki.check(nki.trace(path, "128x512:bf16", lnc=2, core_id=core)).clean
+    # an internal SBUF tile read before its write is still a violation
+    bad = SCRATCH.replace("    nisa.dma_copy(dst=a, src=x)\n", "")
+    rep = nki.check(nki.trace(write(tmp_path, "bad.py", bad), "128x512:bf16"))
+    assert {v["kind"] for v in rep.to_dict()["violations"]} == {"read_before_write"}
+    # the old API's direct allocation keeps its rule: an internal HBM tensor is hbm_not_output
+    old = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.compiler as ncc
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    tmp = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    a[...] = nl.load(x)
+    nl.store(tmp, value=a)
+    a[...] = nl.load(tmp)
+    nl.store(out, value=a)
+    return out
+"""
+    k = nki.trace(write(tmp_path, "old.py", old, head=""), "128x512:bf16")
+    assert {t["name"]: t.get("role") for t in k["tensors"]}["tmp"] == "internal"
+    assert "hbm_not_output" in [v["kind"] for v in nki.check(k).to_dict()["violations"]]
+
+
 def test_every_instruction_call_is_generated_from_its_table_row():
     import inspect
     from scratchplan.nki.tracing import api_table

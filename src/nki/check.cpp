@@ -206,10 +206,7 @@ Result<CheckReport> check_kernel(const Kernel& k, const CheckOptions& opt) {
     };
     auto check_read = [&](const Access& a, int64_t b) {
       if (!written[block_base[a.tensor] + b]) {
-        // An input holds data; HBM another logical core shares may hold what that core wrote.
-        const Tensor& read = k.tensors[a.tensor];
-        if (read.role != HbmRole::kInput && !read.shared_by_cores)
-          report(ViolationKind::kReadBeforeWrite, a.tensor, b, ii, event, {});
+        if (!k.tensors[a.tensor].arrives_written()) report(ViolationKind::kReadBeforeWrite, a.tensor, b, ii, event, {});
         return;
       }
       if (tile_of[a.tensor].empty()) return;

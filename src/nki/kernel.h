@@ -106,6 +106,9 @@ struct Tensor {
   int64_t num_blocks() const;       // product of block dims (1 if none)
   Bytes fbytes() const;             // bytes per partition of one tile
   std::vector<int64_t> unflatten(int64_t linear) const;  // linear block -> block index
+  // Read before the kernel writes it without a violation: an input, or HBM another logical core
+  // shares and may have written (each core is traced and checked on its own).
+  bool arrives_written() const { return role == HbmRole::kInput || shared_by_cores; }
 };
 
 struct Access {

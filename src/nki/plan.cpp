@@ -54,7 +54,7 @@ Analysis analyse(const Kernel& k) {
       if (open_start[f] >= 0) {
         open_end[f] = ev;
         if (k.tensors[a.tensor].buffer == Buffer::kHbm) an.hbm_raw[a.tensor] = 1;
-      } else if (an.uninitialized.empty() && k.tensors[a.tensor].role != HbmRole::kInput)
+      } else if (an.uninitialized.empty() && !k.tensors[a.tensor].arrives_written())
         an.uninitialized = "tensor " + k.tensors[a.tensor].name + " block " +
                            block_string(k.tensors[a.tensor].unflatten(b)) + " is read by " + ins.name + " at " +
                            iteration_string(k, ins, vals) + " before anything writes it";

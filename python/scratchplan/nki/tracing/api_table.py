@@ -13,8 +13,9 @@ Columns of a row:
 - ``writes``: other parameters it writes besides its result (``reduce_res``, ``dst_scale``).
 - ``out``: where the result goes. ``result``: returned as a new tile (old API); under the new
   namespace the call takes ``dst`` first or as ``dst=`` and writes it instead (API.md §10).
-  ``dst``: the call always writes its ``dst`` parameter. ``dma``: a DMA whose ``dst`` parameter is
-  written with the transfer's size. ``none``: no result (a barrier, a register load).
+  ``dst``: the call always writes its ``dst`` parameter. ``dma``: a DMA that writes its ``dst``
+  parameter, costed by its first operand read (``dma_dst``: by what it writes). ``none``: no
+  result (a barrier, a register load).
 - ``engine``: the engine, or ``engine=X``: the ``engine=`` keyword chooses, X by default;
   ``transpose``: the Tensor engine for tiles over 32 x 32, else Vector (API.md §9).
 - ``cost``: the cycle formula (``COSTS`` below), from N = elements per partition of what the
@@ -25,8 +26,8 @@ Columns of a row:
 - ``dtype``: the result's dtype when ``dtype=`` is not given: ``first`` (first tile read),
   or a fixed dtype (``float32`` for TensorE results).
 - ``buffer``: the result's buffer when it is a new tile (``sbuf`` or ``psum``).
-- ``mask``: whether ``mask=`` guards the instruction (see instructions._guard). False rows are
-  those whose NKI signature has a mask the tracer does not honour yet.
+- ``mask``: whether ``mask=`` guards the instruction (see instructions._guard). False: the call
+  has no mask, or its mask is not honoured (recorded unmasked, i.e. conservatively).
 - ``checks``: constraints the tracer enforces at the call (named rules of calls.py): ``a_tile``
   (some operand is a tile), ``free_axes`` (reductions keep the partition axis), ``matmul``
   (old-API tile limits: K equal, stationary free <= 128, moving free <= 512), ``on_true``

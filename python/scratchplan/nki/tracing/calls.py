@@ -13,7 +13,7 @@ import types
 from . import context as _ctx
 from .api_table import NEW_API_DST, ROWS
 from .context import _fail, _site
-from .dtypes import _dtype_name
+from .dtypes import _dtype_name, _itemsize
 from .symbolic import Pred, Sym, _ST_AR
 from .tensors import Tensor, View, _Alloc, _MGrid, _register, _unique
 from .costs import _finish_cost
@@ -204,6 +204,24 @@ def _shape(row, a, views, ins):
 
 # ---- the generic call ----
 
+def _emit(ins, line, api, shape, dt, buffer, a):
+    """The call's result: a new tile, or, for a new-API call whose result goes straight into its dst
+    (`_writes_dst` passes it as __dst__), the write of dst itself, as _write_into would record it."""
+    dst = a.get("__dst__")
+    if dst is None:
+        return _result(ins, line, api, shape, dt, buffer)
+    target = _as_view(dst, "dst")
+    if target.tensor.buffer == "hbm" and ins["engine"] != "DMA":
+        _fail(f"{api} writes HBM tensor {target.tensor.name}; compute engines write SBUF/PSUM tiles "
+              "(nl.store the result)")
+    ins["_isz"] = _itemsize(dt)
+    acc, p, b = target.access(write=True, extra=ins.get("_mcons", ()))
+    ins["writes"].append(acc)
+    _finish_cost(ins, p, b)
+    target.tensor.written = True
+    return None
+
+
 def _compile(row):
     """The recorder of one call of `row`, with the row's decisions taken once (a call is recorded
     up to millions of times): run(a) records the instruction for bound parameters `a` (a dict)."""
@@ -290,7 +308,8 @@ def _compile(row):
         if rule == "iota":
             shape, dt = _iota_shape(a)
             dtype = a["dtype"]
-            return _result(ins, line, api, shape, _dtype_name(dtype) if dtype is not None else dt or _dtype_name(dtype))
+            return _emit(ins, line, api, shape, _dtype_name(dtype) if dtype is not None else dt or _dtype_name(dtype),
+                         "sbuf", a)
         if rule in simple_shape and views:
             shape = tuple(views[0].shape) if rule != "largest" or len(views) == 1 else _shape(row, a, views, ins)
             if rule == "transpose":
@@ -307,7 +326,7 @@ def _compile(row):
         else:
             dt = views[0].dt if views else "float32"
         buffer = row_buffer if row_buffer != "engine" else "psum" if engine == "Tensor" else "sbuf"
-        r = _result(ins, line, api, shape, dt, buffer)
+        r = _emit(ins, line, api, shape, dt, buffer, a)
         if out == "dst":
             _write_into(_as_view(a["dst"], "dst"), r)
             return None
@@ -381,6 +400,10 @@ def _writes_dst(f, matmul):
     def call(*args, **kw):
         dst, args = _split_dst(args, kw)
         accumulate = kw.pop("accumulate", False if dst is None else None)
+        if dst is not None and not matmul and not accumulate and _ctx.ST.uses_new_api:
+            kw["__dst__"] = dst  # a plain write of dst: recorded directly (no intermediate result)
+            f(*args, **kw)
+            return None
         r = f(*args, **kw)
         if dst is None:
             return r
