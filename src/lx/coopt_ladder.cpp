@@ -384,7 +384,7 @@ void solve_ladder(Ctx& c, Best& best, int64_t& scored) {
           const bool had = best.found;
           const auto before = std::make_tuple(best.residency, best.st.key());
           consider(cand, true, 0);
-          if (!had || std::make_tuple(best.residency, best.st.key()) < before) {
+          if (best.found && (!had || std::make_tuple(best.residency, best.st.key()) < before)) {
             cur = best.div;
             improved = true;
           }
@@ -398,6 +398,30 @@ void solve_ladder(Ctx& c, Best& best, int64_t& scored) {
     if (!best.found || std::make_tuple(keep.residency, keep.st.key()) < std::make_tuple(best.residency, best.st.key()))
       best = keep;
   }
+  // The August engine's plan (cd_solve: HBM bytes, its own search) with the relayout copies taken
+  // out is a legal plan of this model too; it is kept when the ladder values it lower, so the
+  // local search is never worse than solve_core_divisions' August path on the same buffers.
+  // Not with disjoint groups (the August engine lets group members share bytes at other ticks).
+  bool groups = false;
+  for (const CdBuffer& x : p.buffers) groups = groups || x.group >= 0;
+  if (c.relayouts || (groups && c.o->disjoint_groups)) return;
+  auto aug = cd_solve(p, std::max(0.0, c.dl->remaining_seconds()) / 4);
+  if (!aug) return;
+  Static st = static_terms(p, aug->division);
+  if (st.cuts < 0) return;
+  std::vector<int64_t> address = aug->address;
+  int64_t cost = 0;
+  for (int b = 0; b < n; ++b) {
+    if (p.buffers[b].relayout_copy) address[b] = -1;
+    if (address[b] < 0) cost += std::max<int64_t>(c.weight[b], 0);
+  }
+  if (best.found && std::make_tuple(cost, st.key()) >= std::make_tuple(best.residency, best.st.key())) return;
+  best.found = true;
+  best.div = aug->division;
+  best.address = std::move(address);
+  best.why = exclusions(c, best.div);
+  best.residency = cost;
+  best.st = st;
 }
 
 // The cost expression: every (assignment, resident set) while small, ascending by value, until
