@@ -361,6 +361,17 @@ void solve_ladder(Ctx& c, Best& best, int64_t& scored) {
   c.proven = false;
   std::vector<int> cur(n, 0);
   consider(cur, true, 0);
+  // A second start: each buffer's first untiled candidate. Untiled ops share no loop group, so it
+  // satisfies the pair tables whenever every buffer has one (the seed may not).
+  std::vector<int> untiled(n, 0);
+  for (int b = 0; b < n; ++b)
+    for (int d = 0; d < static_cast<int>(p.buffers[b].divisions.size()); ++d)
+      if (p.buffers[b].divisions[d].tile_levels.empty()) {
+        untiled[b] = d;
+        break;
+      }
+  if (untiled != cur) consider(untiled, true, 0);
+  if (best.found) cur = best.div;
   bool improved = true;
   while (improved && !c.dl->expired()) {
     improved = false;
