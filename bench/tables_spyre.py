@@ -76,5 +76,10 @@ def tables(ctx):
             out.append(f"| {mode} | {nb} | {med} | {mx} | {st} | {cmp} |")
     out += ["", "Buffers: the generated count (`cost` adds the relayout copies). Exact enumeration covers up to "
             "4,096 division assignments (ladder) or 32,768 (assignment, resident set) pairs (cost expression); "
-            "beyond, the local search (docs/python.md, `LayoutSolver`). "infeasible": the local search, which starts from the seed and moves only between assignments the tiled pair tables allow, found none that does (SolveError; whether one exists at that size is not known). The 306-buffer `cost` row stops at its 10 s limit (single changes, swaps and copy moves, each valued by the whole expression)."]
+            "beyond, the local search (docs/python.md, `LayoutSolver`). Infeasible: the local search (from the "
+            "seed and from the first untiled candidates, moving only between assignments the tiled pair tables "
+            "allow) found no assignment they allow (SolveError; whether one exists at that size is not known: the "
+            "generated pair tables are random and some tiled-only neighbours list no pair). The largest `cost` "
+            "row stops at its 10 s limit (the whole call, the lowering of the expression included; single changes, swaps and copy moves, each valued by the whole "
+            "expression)."]
     return "\n".join(out)

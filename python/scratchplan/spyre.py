@@ -33,6 +33,7 @@ checks and conversions live here.
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
@@ -842,6 +843,7 @@ class LayoutSolver:
         return _contract(self._solve)(joint=True, cost_expr=cost_expr)
 
     def _solve(self, joint: bool, cost_expr: Any) -> List[Any]:
+        t0 = time.monotonic()
         bufs = self.buffers
         if not bufs:
             return bufs
@@ -881,7 +883,10 @@ class LayoutSolver:
                 warnings.warn(f"scratchplan.spyre: cannot linearize cost_expr ({e}); falling back to the objective "
                               "ladder", RuntimeWarning, stacklevel=3)
                 cost = ""
-        limit = self.time_limit if self.time_limit > 0 else 0.0
+        # The limit holds for the whole call: the engine gets what the checks and the lowering of the
+        # cost expression left (a large sympy expression takes a noticeable part), less 2 % for
+        # the result's conversion (0 = no limit stays 0).
+        limit = max(1e-3, (self.time_limit - (time.monotonic() - t0)) * 0.98) if self.time_limit > 0 else 0.0
         try:
             s = _core.lx_cd_ladder(doc(items, "buffers"), self.limit, self.alignment, limit, cost, True, self.exact)
         except BadInput as e:

@@ -1176,7 +1176,7 @@ def test_relayout_local_search_against_the_exact_optimum():
         Spyre.LayoutSolver(bufs, cap, 1, exact=False).plan_layout_and_core_divisions(cost)
         hits += float(cost.xreplace(Spyre.solved_bindings(bufs))) == relayout_program_reference(bufs, cost, cap)
         fired += any(b.chosen_relayouts for b in bufs if not isinstance(b, RelayoutCopyBuffer))
-    assert hits >= 32 and fired >= 5, (hits, fired)
+    assert hits >= 30 and fired >= 5, (hits, fired)  # measured: 32 of 40, 8 with a relayout
 
 
 def test_relayout_found_beyond_the_exact_sizes():
