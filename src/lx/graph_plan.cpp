@@ -169,48 +169,10 @@ constexpr int kExactRings = 4;
 
 Result<Plan> plan_with_rings(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
   std::vector<RingCandidate> cands;
-  if (o.lx && o.ring_transfers && hw.ring_bytes_per_s > 0) cands = ring_candidates(g, lx_capacity(hw));
+  if (!fast && o.lx && o.ring_transfers && hw.ring_bytes_per_s > 0) cands = ring_candidates(g, lx_capacity(hw));
   if (cands.empty()) return plan_with_clones(g, hw, o, seconds, fast);
-  const int n = static_cast<int>(cands.size());
-  if (fast) {
-    // The co-optimizer's scoring plans (one heuristic placement each): with at most 2 candidates
-    // every subset; else without rings, and with every candidate whose two ends got LX. The
-    // fastest is the score, so a split choice whose mismatches a ring makes cheap is scored as the
-    // full plan will price it.
-    auto none = plan_with_clones(g, hw, o, 0.0, true);
-    if (!none) return none;
-    if (n <= 2) {
-      for (int m = 1; m < (1 << n); ++m) {
-        std::vector<char> keep(n);
-        for (int k = 0; k < n; ++k) keep[k] = m >> k & 1;
-        auto p = plan_with_clones(insert_rings(g, cands, keep), hw, o, 0.0, true);
-        if (!p) return p;
-        if (faster(*p, *none)) none = std::move(p);
-      }
-      return none;
-    }
-    std::vector<char> keep(n, 1);
-    for (int round = 0; round < 2; ++round) {
-      auto with = plan_with_clones(insert_rings(g, cands, keep), hw, o, 0.0, true);
-      if (!with) return with;
-      bool dropped = false;
-      for (const PlanValue& v : with->values) {
-        if (v.def < 0 || with->graph.ops[v.def].kind != "ring") continue;
-        const std::string& name = with->graph.tensors[v.tensor].name;
-        const int k = std::stoi(name.substr(name.rfind(".ring") + 5));
-        bool src_lx = false;
-        for (const PlanValue& u : with->values)
-          if (u.tensor == cands[k].tensor && !u.lx.empty()) src_lx = true;
-        if ((v.lx.empty() || !src_lx) && keep[k]) keep[k] = 0, dropped = true;
-      }
-      if (!dropped || round == 1) {
-        if (faster(*with, *none)) return with;
-        break;
-      }
-    }
-    return none;
-  }
   Deadline dl(seconds);
+  const int n = static_cast<int>(cands.size());
   auto plan_mask = [&](const std::vector<char>& keep, double s) -> Result<Plan> {
     auto p = plan_with_clones(insert_rings(g, cands, keep), hw, o, s, false);
     if (p) {
