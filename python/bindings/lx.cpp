@@ -116,7 +116,7 @@ void bind_lx(py::module_& m) {
   m.def(
       "lx_cd_ladder",
       [](const Doc& buffers, int64_t capacity, int64_t alignment, double time_limit, const std::string& cost,
-         bool disjoint_groups) {
+         bool disjoint_groups, bool exact) {
         if (capacity < 0) throw BadInputError("capacity must be >= 0");
         if (alignment < 1) throw BadInputError("alignment must be >= 1");
         if (time_limit < 0) throw BadInputError("time_limit must be >= 0");
@@ -134,12 +134,13 @@ void bind_lx(py::module_& m) {
         o.time_limit = time_limit;
         o.cost = cost.empty() ? nullptr : &e;
         o.disjoint_groups = disjoint_groups;
+        o.exact = exact;
         lx::LadderSolution s = run_cancellable([&] { return take(lx::cd_solve_ladder(p, o)); });
         check(lx::cd_check(p, s.division, s.address, s.served));  // independent check before returning
         return s;
       },
       py::arg("buffers"), py::arg("capacity"), py::arg("alignment"), py::arg("time_limit"), py::arg("cost"),
-      py::arg("disjoint_groups"));
+      py::arg("disjoint_groups"), py::arg("exact") = true);
 
   py::class_<lx::Plan>(m, "LxPlan")
       .def_property_readonly("name", [](const lx::Plan& p) { return p.graph.name; })

@@ -33,6 +33,7 @@ checks and conversions live here.
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
@@ -399,39 +400,130 @@ def _cd_buffer(b: Any, i: int, keys: Dict[str, int], plain: bool = False) -> Dic
         parent = _get(b, "relayout_parent") or (_get(cands[0], "parent") if cands else None)
         if parent:
             d["relayout_parent"] = _name(parent)
-            d["relayout_options"] = [
-                [exact_int(_get(c, "source_division"), _where(b, i, f"candidates[{k}].source_division")),
-                 _name(_get(c, "consumer")),
-                 exact_int(_get(c, "consumer_division"), _where(b, i, f"candidates[{k}].consumer_division"))]
-                for k, c in enumerate(cands)]
+            d["relayout_options"] = []  # _relayout_options fills them in
     return d
 
 
+def _candidate(c: Any, where: str) -> Tuple[int, str, int]:
+    """A RelayoutCandidate as (source_division, consumer name, consumer_division)."""
+    return (exact_int(_get(c, "source_division"), f"{where}.source_division"), _name(_get(c, "consumer")),
+            exact_int(_get(c, "consumer_division"), f"{where}.consumer_division"))
+
+
+def _relayout_options(bufs: List[Any], items: List[Dict[str, Any]]) -> Dict[int, List[Tuple[Tuple[int, int, int], Any]]]:
+    """The options of each relayout copy: (source division, consumer index, consumer division) with
+    its RelayoutCandidate. A consumer's ``cd_parent_relayouts[parent]`` is its list of the priced
+    candidates (NOTES 1.14.9): where it has an entry for the copy's parent, the copy serves that
+    consumer through exactly the listed candidates of the copy's group whose source division the
+    copy prices (its own ``candidates``: ``cost_by_source_division``); a consumer without an entry
+    is served through the copy's own candidates for it. Sets ``relayout_options`` on the items."""
+    names = {str(_get(b, "name")): i for i, b in enumerate(bufs)}
+    listed: Dict[Tuple[int, str], List[Tuple[Any, str]]] = {}  # (consumer, parent) -> [(candidate, where)]
+    for i, b in enumerate(bufs):
+        rel = _get(b, "cd_parent_relayouts") or {}
+        if not hasattr(rel, "items"):
+            raise ContractError(f"{_where(b, i, 'cd_parent_relayouts')}: expected a mapping parent -> candidates")
+        for p, cands in rel.items():
+            pn = _name(p)
+            if pn not in names:
+                raise ContractError(f"{_where(b, i, 'cd_parent_relayouts')}: parent '{pn}' is not in the buffer list")
+            listed.setdefault((i, pn), [])  # an empty list: this edge is served by no copy
+            for k, c in enumerate(cands or ()):
+                where = _where(b, i, f"cd_parent_relayouts[{pn!r}][{k}]")
+                if _name(_get(c, "parent")) != pn or _name(_get(c, "consumer")) != str(_get(b, "name")):
+                    raise ContractError(f"{where}: a candidate of this edge names parent '{pn}' and consumer "
+                                        f"'{_get(b, 'name')}', got {_name(_get(c, 'parent'))!r} -> "
+                                        f"{_name(_get(c, 'consumer'))!r}")
+                listed.setdefault((i, pn), []).append((c, where))
+    out: Dict[int, List[Tuple[Tuple[int, int, int], Any]]] = {}
+    for x, item in enumerate(items):
+        if "relayout_parent" not in item:
+            continue
+        b, parent = bufs[x], item["relayout_parent"]
+        own = list(_get(b, "candidates") or ())
+        group = _get(b, "group", -1)
+        priced = set()
+        opts: List[Tuple[Tuple[int, int, int], Any]] = []
+        for k, c in enumerate(own):
+            sd, cn, cd = _candidate(c, _where(b, x, f"candidates[{k}]"))
+            priced.add(sd)
+            ci = names.get(cn)
+            if ci is None:
+                raise ContractError(f"{_where(b, x, f'candidates[{k}]')}: consumer '{cn}' is not in the buffer list")
+            if (ci, parent) not in listed:
+                opts.append(((sd, ci, cd), c))
+        for (ci, pn), cands in listed.items():
+            if pn != parent:
+                continue
+            for c, where in cands:
+                sd, _, cd = _candidate(c, where)
+                if _get(c, "group", group) == group and sd in priced:
+                    opts.append(((sd, ci, cd), c))
+        seen = set()
+        opts = [o for o in opts if not (o[0] in seen or seen.add(o[0]))]
+        out[x] = opts
+        item["relayout_options"] = [[sd, str(_get(bufs[ci], "name")), cd] for (sd, ci, cd), _ in opts]
+    return out
+
+
 class CoreDivisionResult:
-    """What ``solve_core_divisions`` found (divisions and addresses are set on the buffers)."""
+    """What ``solve_core_divisions`` found (divisions and addresses are already set on the buffers).
+    ``contract`` says which objective was minimized: "august" (HBM bytes) or "september"
+    (torch-spyre's ladder or cost expression; its ``last_solve_stats`` and stage values here)."""
 
-    __slots__ = ("_s",)
+    __slots__ = ("_s", "_sept", "_hbm")
 
-    def __init__(self, s: Any) -> None:
-        self._s = s
+    def __init__(self, s: Any, september: Optional[Tuple[Dict[str, Any], int, List[Any]]] = None) -> None:
+        self._s, self._sept = s, september
+        self._hbm = None
+        if september is not None:
+            self._hbm = sum(_size(b, 0) * len(_get(b, "uses") or []) for i, b in enumerate(september[2])
+                            if s.address[i] < 0 and _size(b, 0) > 0)
+
+    @property
+    def contract(self) -> str:
+        return "august" if self._sept is None else "september"
 
     @property
     def hbm_bytes(self) -> int:
         """HBM bytes of the plan: sum over non-resident sized buffers of size x len(uses)."""
-        return self._s.hbm_bytes
+        return self._s.hbm_bytes if self._sept is None else self._hbm
 
     @property
-    def seed_hbm_bytes(self) -> int:
-        """The best plan with every buffer at division 0 (the committed seed)."""
-        return self._s.seed_hbm_bytes
+    def seed_hbm_bytes(self) -> Optional[int]:
+        """The best plan with every buffer at division 0 (the committed seed); August only (None)."""
+        return self._s.seed_hbm_bytes if self._sept is None else None
 
     @property
     def lower_bound(self) -> int:
-        return self._s.lower_bound
+        """Proven lower bound on ``hbm_bytes`` (September: the bytes of buffers no choice can keep)."""
+        return self._s.lower_bound if self._sept is None else self._sept[1]
 
     @property
     def proven(self) -> bool:
-        return self._s.proven_optimal
+        """``hbm_bytes == lower_bound``."""
+        return self._s.proven_optimal if self._sept is None else self._hbm == self._sept[1]
+
+    @property
+    def optimal(self) -> bool:
+        """The contract's own objective is proven optimal (August: HBM bytes at the bound;
+        September: every choice enumerated and every placement proven)."""
+        return self._s.proven_optimal if self._sept is None else bool(self._s.optimal)
+
+    @property
+    def last_solve_stats(self) -> Dict[str, Any]:
+        """September: torch-spyre's ``last_solve_stats`` of this solve; August: {}."""
+        return {} if self._sept is None else dict(self._sept[0])
+
+    @property
+    def stages(self) -> Optional[Dict[str, Any]]:
+        """September: the ladder's stage values (residency cost in alignment units, cuts, cores,
+        split^2, tiles) and the cost expression's value; August: None."""
+        if self._sept is None:
+            return None
+        s = self._s
+        return {"residency": s.residency_cost, "cuts": s.cuts, "cores": s.cores, "split_sq": s.split_sq,
+                "tiles": s.tiles, "objective": s.objective}
 
     @property
     def divisions(self) -> List[int]:
@@ -448,26 +540,71 @@ class CoreDivisionResult:
         return [r or None for r in self._s.reason]
 
     def __repr__(self) -> str:
+        if self._sept is not None:
+            return (f"<scratchplan.spyre.CoreDivisionResult (september, {self._sept[0].get('status')}) HBM "
+                    f"{self.hbm_bytes} B (lower bound {self.lower_bound} B)>")
         return (f"<scratchplan.spyre.CoreDivisionResult HBM {self.hbm_bytes} B (seed {self.seed_hbm_bytes} B, "
                 f"lower bound {self.lower_bound} B)>")
 
 
+_CONTRACTS = ("auto", "september", "august")
+
+
+def _september_input(bufs: List[Any]) -> bool:
+    """True when some candidate is in torch-spyre's September form: it carries a ``tiling`` (its
+    ``CoreDivision`` always does, ``TileSpec()`` by default; the August dicts and the captures have
+    none)."""
+    for b in bufs:
+        for cd in _get(b, "core_divisions") or ():
+            if _get(cd, "tiling") is not None:
+                return True
+    return False
+
+
 @_contract
 def solve_core_divisions(buffers: Iterable[Any], capacity: int, alignment: int = 128,
-                         time_limit: float = 1.0, set_reasons: bool = True) -> CoreDivisionResult:
+                         time_limit: float = 1.0, set_reasons: bool = True, cost_expr: Any = None,
+                         contract: str = "auto", warn_on_cost_expr: bool = True) -> CoreDivisionResult:
     """Co-optimizes core divisions and LX placement of torch-spyre CoreDivisionBuffers: sets
     ``chosen_division`` (the integer index into ``core_divisions``; 0 is the seed) and ``address``
     (per-core LX offset, ``None`` = HBM) on each buffer. A buffer is resident only when every
-    child edge slices it compatibly (``cd_parent_matches``); footprints are
-    ``ceil(size / output_partition)``. Never worse than the seed divisions. With ``set_reasons``
-    a buffer left in HBM without a ``residency_reason`` gets one ("capacity: ..." when it did not
-    fit, "core div mismatch" when a consumer slices it differently). The same checks as
-    ``solve`` (ContractError), and every buffer needs ``core_divisions``."""
+    child edge slices it compatibly (``cd_parent_matches``).
+
+    ``contract``: "september" follows torch-spyre's current ``plan_layout_and_core_divisions``
+    (the objective ladder: residency, loop-group cuts, cores, balance, tile count; or ``cost_expr``
+    alone, lowered as ``LayoutSolver`` lowers it, with its fallback), as ``LayoutSolver`` does;
+    "august" minimizes HBM bytes (never worse than the seed divisions). "auto" (default) takes
+    "september" when ``cost_expr`` is given or some candidate is in September's form (it carries
+    a ``tiling``, ``TileSpec()`` included), else "august", so the dicts and captures that work
+    today keep their results. With ``set_reasons`` a buffer left in HBM without a
+    ``residency_reason`` gets one ("capacity ..." when it did not fit, "core div mismatch" when a
+    consumer slices it differently). The same checks as ``solve`` (ContractError), and every
+    buffer needs ``core_divisions``."""
     capacity = flag("--capacity", "bytes", exact_int(capacity, "capacity"))
     alignment = flag("alignment", "count", exact_int(alignment, "alignment"), 1, 2 ** 62)
     time_limit = flag("--time-limit", "seconds", time_limit)
+    if contract not in _CONTRACTS:
+        raise ContractError(f"contract: expected one of {', '.join(_CONTRACTS)}, got {contract!r}")
     bufs = list(buffers)
     _check_contract(bufs, joint=True)
+    if contract == "august" and cost_expr is not None:
+        raise ContractError("cost_expr: the August objective (contract='august') takes no cost expression")
+    if bufs and (contract == "september" or (contract == "auto" and (cost_expr is not None or
+                                                                      _september_input(bufs)))):
+        solver = LayoutSolver(bufs, capacity, alignment, time_limit=time_limit, warn_on_cost_expr=warn_on_cost_expr)
+        solver._fresh_only = False  # the module-level entry has always overwritten addresses
+        solver._solve(joint=True, cost_expr=cost_expr)
+        s = solver._engine
+        if set_reasons:
+            for i, b in enumerate(bufs):
+                if s.address[i] < 0 and not _get(b, "residency_reason"):
+                    _set(b, "residency_reason", s.reason[i])
+        forced = 0  # HBM bytes no choice avoids: barred, or no candidate fits (torch-spyre's excluded())
+        for b in bufs:
+            size, uses = _size(b, 0), _get(b, "uses") or []
+            if size > 0 and solver.excluded(b) is not None:
+                forced += size * len(uses)
+        return CoreDivisionResult(s, september=(solver.last_solve_stats, forced, bufs))
     keys: Dict[str, int] = {}
     items = []
     for i, b in enumerate(bufs):
@@ -641,15 +778,18 @@ class LayoutSolver:
     decides_lx_relayouts = True     # with a cost expression, LX-to-LX relayout copies may be chosen
 
     def __init__(self, buffers: Iterable[Any], size: Any, alignment: Any = 128, *, time_limit: float = 30.0,
-                 warn_on_cost_expr: bool = True) -> None:
+                 warn_on_cost_expr: bool = True, exact: bool = True) -> None:
         self.buffers = list(buffers)
         self.limit = _contract(lambda: flag("--capacity", "bytes", exact_int(size, "size")))()
         self.alignment = _contract(lambda: flag("alignment", "count", exact_int(alignment, "alignment"), 1,
                                                 2 ** 62))()
         self.time_limit = _contract(lambda: flag("--time-limit", "seconds", time_limit))()
         self.warn_on_cost_expr = warn_on_cost_expr
+        self.exact = bool(exact)  # False: skip the enumeration, use the local search (as beyond the exact sizes)
         self.spill_reasons: Dict[str, str] = {}
         self.last_solve_stats: Dict[str, Any] = {}
+        self._fresh_only = True  # torch-spyre asserts the buffers carry no address yet
+        self._engine: Any = None  # the engine's LadderSolution of the last solve
 
     @classmethod
     def replans_after_tiling(cls) -> bool:
@@ -703,13 +843,14 @@ class LayoutSolver:
         return _contract(self._solve)(joint=True, cost_expr=cost_expr)
 
     def _solve(self, joint: bool, cost_expr: Any) -> List[Any]:
+        t0 = time.monotonic()
         bufs = self.buffers
         if not bufs:
             return bufs
         _check_contract(bufs, joint=joint)
         for b in bufs:
             a = _get(b, "address")
-            if a is not None:
+            if a is not None and self._fresh_only:
                 raise ContractError(f"buffer '{_get(b, 'name')}' already has an address ({a!r}): "
                                     "plan fresh buffers (torch-spyre asserts this too)")
         keys: Dict[str, int] = {}
@@ -721,6 +862,7 @@ class LayoutSolver:
                 if isinstance(e, BadInput):
                     raise
                 raise ContractError(f"buffers[{i}]: expected a CoreDivisionBuffer's fields: {e}") from None
+        options = _relayout_options(bufs, items)
         cost = ""
         if cost_expr is not None:
             leaves: Dict[Any, Any] = {}
@@ -741,9 +883,12 @@ class LayoutSolver:
                 warnings.warn(f"scratchplan.spyre: cannot linearize cost_expr ({e}); falling back to the objective "
                               "ladder", RuntimeWarning, stacklevel=3)
                 cost = ""
-        limit = self.time_limit if self.time_limit > 0 else 0.0
+        # The limit holds for the whole call: the engine gets what the checks and the lowering of the
+        # cost expression left (a large sympy expression takes a noticeable part), less 2 % for
+        # the result's conversion (0 = no limit stays 0).
+        limit = max(1e-3, (self.time_limit - (time.monotonic() - t0)) * 0.98) if self.time_limit > 0 else 0.0
         try:
-            s = _core.lx_cd_ladder(doc(items, "buffers"), self.limit, self.alignment, limit, cost, True)
+            s = _core.lx_cd_ladder(doc(items, "buffers"), self.limit, self.alignment, limit, cost, True, self.exact)
         except BadInput as e:
             if "no division choice satisfies" not in str(e):
                 raise
@@ -752,7 +897,10 @@ class LayoutSolver:
             self.last_solve_stats = {"status": "INFEASIBLE", "solve_s": 0.0, "variables": 0, "constraints": 0,
                                      "limit_s": float(self.time_limit) if self.time_limit > 0 else None,
                                      "objective_used": bool(cost)}
-            raise SolveError(f"scratchplan returned INFEASIBLE without a plan: {e}") from None
+            err = SolveError(f"scratchplan returned INFEASIBLE without a plan: {e}")
+            err.last_solve_stats = dict(self.last_solve_stats)  # type: ignore[attr-defined]
+            raise err from None
+        self._engine = s
         self.last_solve_stats = {
             "status": "OPTIMAL" if s.optimal else "FEASIBLE",
             "solve_s": round(s.seconds, 3),
@@ -772,10 +920,8 @@ class LayoutSolver:
                 if joint or hasattr(b, "chosen_relayouts") or isinstance(b, dict):
                     _set(b, "chosen_relayouts", {})
         for consumer, parent, copy in s.served:
-            c, p, x = bufs[consumer], bufs[parent], bufs[copy]
-            pname, cname = str(_get(p, "name")), str(_get(c, "name"))
+            c, p = bufs[consumer], bufs[parent]
             sd, cd = int(s.division[parent]), int(s.division[consumer])
-            cand = next(k for k in _get(x, "candidates") if _get(k, "source_division") == sd and
-                        _name(_get(k, "consumer")) == cname and _get(k, "consumer_division") == cd)
-            _get(c, "chosen_relayouts")[pname] = ChosenRelayout(cand, int(s.address[copy]))
+            cand = next(k for (ksd, kc, kcd), k in options[copy] if (ksd, kc, kcd) == (sd, consumer, cd))
+            _get(c, "chosen_relayouts")[str(_get(p, "name"))] = ChosenRelayout(cand, int(s.address[copy]))
         return bufs

@@ -129,6 +129,7 @@ struct LadderOptions {
   double time_limit = 30;          // seconds (0 = no limit; the search is then bounded by its size caps)
   const CdExpr* cost = nullptr;    // minimize this alone (no ladder) when given
   bool disjoint_groups = false;    // members of a paired_with group never share bytes (relayout source/destinations)
+  bool exact = true;               // enumerate every choice while small; false: the local search used beyond
 };
 
 struct LadderSolution {

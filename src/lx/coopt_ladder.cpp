@@ -334,7 +334,7 @@ void solve_ladder(Ctx& c, Best& best, int64_t& scored) {
       best.st = st;
     }
   };
-  if (assignment_count(p) <= kMaxAssignments) {
+  if (c.o->exact && assignment_count(p) <= kMaxAssignments) {
     std::vector<Cand> all;
     std::vector<int> a(n, 0);
     do {
@@ -361,6 +361,17 @@ void solve_ladder(Ctx& c, Best& best, int64_t& scored) {
   c.proven = false;
   std::vector<int> cur(n, 0);
   consider(cur, true, 0);
+  // A second start: each buffer's first untiled candidate. Untiled ops share no loop group, so it
+  // satisfies the pair tables whenever every buffer has one (the seed may not).
+  std::vector<int> untiled(n, 0);
+  for (int b = 0; b < n; ++b)
+    for (int d = 0; d < static_cast<int>(p.buffers[b].divisions.size()); ++d)
+      if (p.buffers[b].divisions[d].tile_levels.empty()) {
+        untiled[b] = d;
+        break;
+      }
+  if (untiled != cur) consider(untiled, true, 0);
+  if (best.found) cur = best.div;
   bool improved = true;
   while (improved && !c.dl->expired()) {
     improved = false;
@@ -384,7 +395,7 @@ void solve_ladder(Ctx& c, Best& best, int64_t& scored) {
           const bool had = best.found;
           const auto before = std::make_tuple(best.residency, best.st.key());
           consider(cand, true, 0);
-          if (!had || std::make_tuple(best.residency, best.st.key()) < before) {
+          if (best.found && (!had || std::make_tuple(best.residency, best.st.key()) < before)) {
             cur = best.div;
             improved = true;
           }
@@ -398,6 +409,30 @@ void solve_ladder(Ctx& c, Best& best, int64_t& scored) {
     if (!best.found || std::make_tuple(keep.residency, keep.st.key()) < std::make_tuple(best.residency, best.st.key()))
       best = keep;
   }
+  // The August engine's plan (cd_solve: HBM bytes, its own search) with the relayout copies taken
+  // out is a legal plan of this model too; it is kept when the ladder values it lower, so the
+  // local search is never worse than solve_core_divisions' August path on the same buffers.
+  // Not with disjoint groups (the August engine lets group members share bytes at other ticks).
+  bool groups = false;
+  for (const CdBuffer& x : p.buffers) groups = groups || x.group >= 0;
+  if (c.relayouts || (groups && c.o->disjoint_groups)) return;
+  auto aug = cd_solve(p, std::max(0.0, c.dl->remaining_seconds()) / 4);
+  if (!aug) return;
+  Static st = static_terms(p, aug->division);
+  if (st.cuts < 0) return;
+  std::vector<int64_t> address = aug->address;
+  int64_t cost = 0;
+  for (int b = 0; b < n; ++b) {
+    if (p.buffers[b].relayout_copy) address[b] = -1;
+    if (address[b] < 0) cost += std::max<int64_t>(c.weight[b], 0);
+  }
+  if (best.found && std::make_tuple(cost, st.key()) >= std::make_tuple(best.residency, best.st.key())) return;
+  best.found = true;
+  best.div = aug->division;
+  best.address = std::move(address);
+  best.why = exclusions(c, best.div);
+  best.residency = cost;
+  best.st = st;
 }
 
 // The cost expression: every (assignment, resident set) while small, ascending by value, until
@@ -452,7 +487,7 @@ void solve_expression(Ctx& c, Best& best, int64_t& scored) {
   };
   int64_t total = 0;
   std::vector<std::vector<int>> divs;
-  if (assignment_count(p) <= kMaxAssignments) {
+  if (c.o->exact && assignment_count(p) <= kMaxAssignments) {
     std::vector<int> a(n, 0);
     do {
       if (ladder_cuts(p, a) < 0) continue;
@@ -503,7 +538,12 @@ void solve_expression(Ctx& c, Best& best, int64_t& scored) {
     }
     if (best.found || c.dl->expired()) return;
   }
-  // Local search from the ladder's plan: flip one buffer's residency or division (copies stay out).
+  // Local search from the ladder's plan: flip one buffer's residency or division, copies out;
+  // then, when copies may be chosen, the same moves plus "serve a consumer through a copy" (the
+  // copy, its source and the two divisions of one priced option set together). Every candidate
+  // is valued by the expression and kept only when strictly lower, so the plan is never worse
+  // than the best one found without relayouts.
+  const bool with_copies = c.relayouts;
   c.proven = false;
   c.relayouts = false;
   solve_ladder(c, best, scored);
@@ -511,37 +551,134 @@ void solve_expression(Ctx& c, Best& best, int64_t& scored) {
   std::vector<char> lx(n);
   for (int b = 0; b < n; ++b) lx[b] = best.address[b] >= 0;
   best.value = rank(eval(f, p, best.div, lx));
-  bool improved = true;
-  while (improved && !c.dl->expired()) {
-    improved = false;
-    for (int b = 0; b < n && !improved && !c.dl->expired(); ++b) {
-      const int nd = static_cast<int>(p.buffers[b].divisions.size());
-      for (int d = -1; d < nd && !improved; ++d) {  // -1: flip residency
-        std::vector<int> div = best.div;
-        std::vector<char> l = lx;
-        if (d < 0) l[b] = !l[b];
-        else if (d == div[b]) continue;
-        else div[b] = d;
-        if (ladder_cuts(p, div) < 0) continue;
-        std::vector<std::string> why = exclusions(c, div);
-        for (int x = 0; x < n; ++x)
-          if (!why[x].empty()) l[x] = 0;
-        if (p.buffers[b].group >= 0)  // the group goes with b
-          for (int x = 0; x < n; ++x)
-            if (p.buffers[x].group == p.buffers[b].group) l[x] = why[x].empty() ? l[b] : 0;
-        const double v = rank(eval(f, p, div, l));
-        if (!(v < best.value)) continue;
-        std::vector<int64_t> address;
-        if (!fits(div, l, address)) continue;
-        best.div = div;
-        best.address = address;
-        best.why = why;
-        best.value = v;
-        lx = l;
-        improved = true;
+  best.served.clear();
+  // Copies that cannot serve anything under `div` leave LX (their source out, no option matching,
+  // or every consumer edge already served by an earlier copy).
+  auto drop_idle_copies = [&](const std::vector<int>& div, std::vector<char>& l) {
+    std::set<std::pair<int, int>> edges;
+    for (int x = 0; x < n; ++x) {
+      const CdBuffer& cp = p.buffers[x];
+      if (!cp.relayout_copy || !l[x]) continue;
+      const int src = cp.relayout_source;
+      bool serves = false;
+      if (src >= 0 && l[src])
+        for (const auto& o : cp.relayout_options)
+          if (o.source_division == div[src] && o.consumer_division == div[o.consumer] && edges.emplace(o.consumer, src).second)
+            serves = true;
+      if (!serves) l[x] = 0;
+    }
+  };
+  auto try_move = [&](const std::vector<int>& div, std::vector<char> l) {
+    if (ladder_cuts(p, div) < 0) return false;
+    std::vector<std::string> why = exclusions(c, div);
+    for (int x = 0; x < n; ++x)
+      if (!why[x].empty()) l[x] = 0;
+    std::vector<CdServed> served;
+    if (c.relayouts) {
+      drop_idle_copies(div, l);
+      if (!relayout_valid(c, div, l, served)) return false;
+    }
+    const double v = rank(eval(f, p, div, l));
+    if (!(v < best.value)) return false;
+    std::vector<int64_t> address;
+    if (!fits(div, l, address)) return false;
+    best.div = div;
+    best.address = address;
+    best.why = why;
+    best.value = v;
+    best.served = served;
+    lx = l;
+    return true;
+  };
+  auto with_group = [&](std::vector<char>& l, int b, char on) {  // a group goes in or out with b
+    l[b] = on;
+    if (p.buffers[b].group >= 0)
+      for (int x = 0; x < n; ++x)
+        if (p.buffers[x].group == p.buffers[b].group) l[x] = on;
+  };
+  auto rematch = [&](std::vector<int>& div, int b) {  // neighbours take a listed pair with b's division
+    for (int ch : c.children[b])
+      for (const auto& [q, list] : p.buffers[ch].matches)
+        if (q == b)
+          for (auto [pd, cd] : list)
+            if (pd == div[b]) { div[ch] = cd; break; }
+    for (const auto& [q, list] : p.buffers[b].matches)
+      for (auto [pd, cd] : list)
+        if (cd == div[b]) { div[q] = pd; break; }
+  };
+  auto descend = [&] {
+    bool improved = true;
+    while (improved && !c.dl->expired()) {
+      improved = false;
+      // Single changes: b's residency, or b's division (alone, resident, or with its neighbours
+      // re-matched and b resident).
+      for (int b = 0; b < n && !improved && !c.dl->expired(); ++b) {
+        const int nd = static_cast<int>(p.buffers[b].divisions.size());
+        for (int d = -1; d < nd && !improved; ++d) {  // -1: flip residency
+          for (int mode = 0; mode < (d < 0 ? 1 : 3) && !improved; ++mode) {
+            std::vector<int> div = best.div;
+            std::vector<char> l = lx;
+            if (d < 0) {
+              with_group(l, b, !l[b]);
+            } else {
+              if (d == div[b] && mode == 0) continue;
+              div[b] = d;
+              if (mode == 2) rematch(div, b);
+              if (mode >= 1) with_group(l, b, 1);
+            }
+            improved = try_move(div, std::move(l));
+          }
+        }
+      }
+      // Swaps: one resident unit out, another in (a full LX refuses single additions).
+      for (int a = 0; a < n && !improved && !c.dl->expired(); ++a) {
+        if (!lx[a]) continue;
+        for (int b = 0; b < n && !improved && !c.dl->expired(); ++b) {
+          if (lx[b] || p.buffers[b].relayout_copy) continue;
+          std::vector<char> l = lx;
+          with_group(l, a, 0);
+          with_group(l, b, 1);
+          improved = try_move(best.div, std::move(l));
+        }
+      }
+      for (int x = 0; x < n && c.relayouts && !improved && !c.dl->expired(); ++x) {
+        const CdBuffer& cp = p.buffers[x];
+        if (!cp.relayout_copy || cp.relayout_source < 0) continue;
+        for (const auto& o : cp.relayout_options) {
+          std::vector<int> div = best.div;
+          std::vector<char> l = lx;
+          div[cp.relayout_source] = o.source_division;
+          rematch(div, cp.relayout_source);  // the source's other readers take a listed pair where one exists
+          div[o.consumer] = o.consumer_division;
+          with_group(l, cp.relayout_source, 1);
+          with_group(l, x, 1);
+          if ((improved = try_move(div, std::move(l)))) break;
+        }
       }
     }
-  }
+  };
+  auto both_phases = [&] {
+    c.relayouts = false;
+    descend();
+    if (with_copies) {
+      c.relayouts = true;
+      descend();
+      best.why = exclusions(c, best.div);  // copies left out are out by choice, not "not priced"
+    }
+  };
+  both_phases();
+  // A second start: everything in HBM under the ladder's divisions (the ladder's plan can sit
+  // where single changes and swaps cannot leave it); the better end is kept.
+  Best first = best;
+  const std::vector<int> start = best.div;
+  lx.assign(n, 0);
+  best.address.assign(n, -1);
+  best.served.clear();
+  c.relayouts = false;
+  best.why = exclusions(c, start);
+  best.value = rank(eval(f, p, start, lx));
+  both_phases();
+  if (first.value <= best.value) best = std::move(first);
 }
 
 }  // namespace
@@ -679,7 +816,7 @@ Result<CdExpr> cd_expr_from_json(const Json& j, const std::string& source, int b
 Result<LadderSolution> cd_solve_ladder(const CdProblem& p, const LadderOptions& o) {
   Deadline dl(o.time_limit > 0 ? o.time_limit : -1.0);
   const int n = static_cast<int>(p.buffers.size());
-  Ctx c{&p, &o, std::vector<std::vector<int>>(n), std::vector<int64_t>(n), &dl, true};
+  Ctx c{&p, &o, std::vector<std::vector<int>>(n), std::vector<int64_t>(n), &dl, true, false, {}};
   c.has_copy.assign(n, 0);
   for (int b = 0; b < n; ++b) {
     for (int q : p.buffers[b].parents) c.children[q].push_back(b);
