@@ -19,6 +19,7 @@ enum class SolverKind {
   kGreedy,        // torch-spyre GreedyLayoutSolver: time sweep, in-place reuse, address 0 / top / first gap
   kFirstFit,      // torch-spyre FirstFit: score order + in-place topological order, first fitting gap
   kBestFit,       // torch-spyre BestFit: same order, gap with the smallest remainder
+  kBestOfFits,    // bestfit and firstfit, the better plan (ties: bestfit): a fast answer that honours hand-offs
   kGreedyBySize,  // TFLite: size-descending, best-fitting gap among time-overlapping placed buffers
   kSweep,         // scalable: greedy-by-size lowest fit over a bucketed time index (100k-1M buffers)
   kOnline,        // malloc-style: time order, best-fitting free gap (O(n log n)); the first answer on huge inputs
@@ -63,7 +64,7 @@ struct SolveOptions {
   SolverKind solver = SolverKind::kAuto;
   Objective objective = Objective::kPack;
   bool minimize = false;      // pack: minimize the height (capacity is the upper limit)
-  double time_limit = 10.0;   // seconds for anytime solvers (exact, annealing, auto)
+  double time_limit = 10.0;   // seconds for anytime solvers (exact, annealing, auto); negative: no limit
   int threads = 1;            // auto and exact: exact-search workers
   int sweep_threads = 0;      // auto, pack --minimize from 2,000 buffers: multi-start workers (0: all hardware threads)
   uint64_t seed = 1;          // annealing

@@ -79,25 +79,14 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
   cd_link_alloc_buffers(p, idx, back, ap);
   Eval e;
   e.address.assign(n, -1);
+  // (An engine that refuses the problem leaves every eligible buffer in HBM, with its reason.)
+  auto placed = place_on_lx(ap, fast, seconds);
   alloc::Placement pl;
-  if (fast) {
-    alloc::Placement a = alloc::place_first_fit(ap, ap.capacity, true);
-    alloc::Placement b = alloc::place_first_fit(ap, ap.capacity, false);
-    alloc::keep_groups_whole(ap, a);
-    alloc::keep_groups_whole(ap, b);
-    pl = alloc::spilled_cost(ap, a) <= alloc::spilled_cost(ap, b) ? a : b;
+  if (placed) {
+    pl = std::move(placed->placement);
   } else {
-    alloc::SolveOptions so;
-    so.objective = alloc::Objective::kSelect;
-    so.solver = alloc::SolverKind::kAuto;
-    so.time_limit = std::max(0.0, seconds);
-    auto r = alloc::solve(ap, so);
-    if (r) {
-      pl = r->placement;
-    } else {
-      pl = alloc::place_first_fit(ap, ap.capacity, true);
-      alloc::keep_groups_whole(ap, pl);
-    }
+    pl.offsets.assign(ap.buffers.size(), alloc::kSpilled);
+    pl.spill_reasons.assign(ap.buffers.size(), "LX placement failed: " + placed.error().message);
   }
   for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
     e.address[back[k]] = pl.offsets[k];
@@ -199,6 +188,14 @@ int64_t lower_bound(const CdProblem& p) {
 }
 
 }  // namespace
+
+Result<alloc::SolveResult> place_on_lx(const alloc::Problem& ap, bool fast, double seconds) {
+  alloc::SolveOptions so;
+  so.objective = alloc::Objective::kSelect;
+  so.solver = fast ? alloc::SolverKind::kBestOfFits : alloc::SolverKind::kAuto;
+  so.time_limit = fast ? -1.0 : std::max(0.0, seconds);  // the fast answer runs to the end
+  return alloc::solve(ap, so);
+}
 
 void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why) {
   const int n = static_cast<int>(p.buffers.size());

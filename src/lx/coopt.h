@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "alloc/problem.h"
+#include "alloc/solver.h"
 #include "core/json_reader.h"
 #include "core/result.h"
 
@@ -85,6 +86,10 @@ void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why);
 // the child's start + 1, child no larger, parent read after its write).
 void cd_link_alloc_buffers(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
                            alloc::Problem& ap);
+// Places the eligible buffers `ap` (a selection at ap.capacity) through the alloc engine, which
+// validates every plan: fast = best-of-fits run to the end (the local searches score many
+// assignments), else the auto portfolio within `seconds`.
+Result<alloc::SolveResult> place_on_lx(const alloc::Problem& ap, bool fast, double seconds);
 // Sum of per-core footprints under division 0 (torch-spyre's "tot").
 int64_t cd_seed_footprint(const CdProblem& p);
 // The objective of a (division, address) assignment (does not check validity).

@@ -117,26 +117,9 @@ Placed place(Ctx& c, const std::vector<int>& div, const std::vector<char>& allow
   alloc::Placement pl;
   if (ap.buffers.empty()) {
     r.proven = true;
-  } else if (fast) {
-    alloc::Placement a = alloc::place_first_fit(ap, ap.capacity, true);
-    alloc::Placement b = alloc::place_first_fit(ap, ap.capacity, false);
-    alloc::keep_groups_whole(ap, a);
-    alloc::keep_groups_whole(ap, b);
-    pl = alloc::spilled_cost(ap, a) <= alloc::spilled_cost(ap, b) ? a : b;
-    r.proven = alloc::spilled_cost(ap, pl) == 0;
-  } else {
-    alloc::SolveOptions so;
-    so.objective = alloc::Objective::kSelect;
-    so.solver = alloc::SolverKind::kAuto;
-    so.time_limit = std::max(0.0, seconds);
-    auto s = alloc::solve(ap, so);
-    if (s) {
-      pl = s->placement;
-      r.proven = s->proven_optimal || s->spill_cost == 0;
-    } else {
-      pl = alloc::place_first_fit(ap, ap.capacity, true);
-      alloc::keep_groups_whole(ap, pl);
-    }
+  } else if (auto s = place_on_lx(ap, fast, seconds)) {  // (refused by the engine: all in HBM)
+    pl = std::move(s->placement);
+    r.proven = s->spill_cost == 0 || (!fast && s->proven_optimal);
   }
   for (std::size_t k = 0; k < ap.buffers.size(); ++k) r.address[back[k]] = pl.offsets.empty() ? -1 : pl.offsets[k];
   for (int b = 0; b < n; ++b)
