@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "alloc/internal/select_bound.h"
 #include "alloc/solver.h"
 #include "core/deadline.h"
 

@@ -1,5 +1,10 @@
 // solve(): problem checks, solver dispatch, the annealing search, the `auto` portfolio, and the
 // final independent validation of whatever is returned.
+#include "alloc/internal/dive.h"
+#include "alloc/internal/exact.h"
+#include "alloc/internal/heuristics.h"
+#include "alloc/internal/repair.h"
+#include "alloc/internal/select_bound.h"
 #include "alloc/solver.h"
 
 #include <algorithm>

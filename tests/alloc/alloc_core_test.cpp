@@ -6,6 +6,9 @@
 #include <numeric>
 
 #include "alloc/generate.h"
+#include "alloc/internal/exact.h"
+#include "alloc/internal/heuristics.h"
+#include "alloc/internal/select_bound.h"
 #include "alloc/io.h"
 #include "alloc/problem.h"
 #include "alloc/solver.h"

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "alloc/internal/heuristics.h"
 #include "alloc/problem.h"
 #include "alloc/solver.h"
 #include "alloc/validator.h"
