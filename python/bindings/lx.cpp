@@ -164,7 +164,10 @@ void bind_lx(py::module_& m) {
       .def("report", [](const lx::Plan& p) { return lx::plan_report(p); })
       .def("svg", [](const lx::Plan& p) { return lx::plan_svg(p); })
       .def("trace", [](const lx::Plan& p) { return lx::plan_trace(p); })
-      .def("check", [](const lx::Plan& p) { check(lx::check_plan(p)); });
+      .def("check", [](const lx::Plan& p) {
+        const lx::PlanCheck c = lx::check_plan(p);
+        if (!c.ok()) check(Status(internal_error(c.violations.front().message)));
+      });
 
   m.def(
       "lx_plan",

@@ -958,7 +958,7 @@ Result<SolveResult> Solve::finish(bool grouped) {
     // Pack plans are judged without a ceiling here, then on their height below.
     ValidationReport rep = validate(p, cands[best].pl, pack, pack ? kUnbounded : -1);
     if (!rep.ok())
-      return internal_error(std::string("solver '") + cands[best].solver + "' produced an invalid plan: " + rep.issues[0].message);
+      return internal_error(std::string("solver '") + cands[best].solver + "' produced an invalid plan: " + rep.violations[0].message);
   }
   res.seconds = dl.elapsed_seconds();
   if (best < 0) {  // exact found nothing (infeasible or out of time)

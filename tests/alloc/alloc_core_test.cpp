@@ -113,21 +113,21 @@ TEST(AllocValidator, DetectsEachViolation) {
   p.buffers = {buf("a", 4, 0, 2), buf("b", 4, 1, 3)};
   p.buffers[1].alignment = 4;
   auto kinds = [&](const Placement& pl, bool all = false) {
-    std::vector<Violation> v;
-    for (auto& i : validate(p, pl, all).issues) v.push_back(i.kind);
+    std::vector<ViolationKind> v;
+    for (auto& i : validate(p, pl, all).violations) v.push_back(i.kind);
     return v;
   };
   EXPECT_TRUE(validate(p, {{0, 4}, {"", ""}}).ok());
-  EXPECT_EQ(kinds({{0, 2}, {"", ""}}), (std::vector<Violation>{Violation::kMisaligned, Violation::kOverlap}));
-  EXPECT_EQ(kinds({{0, 8}, {"", ""}}), std::vector<Violation>{Violation::kOverCapacity});
-  EXPECT_EQ(kinds({{0}, {""}}), std::vector<Violation>{Violation::kWrongLength});
-  EXPECT_EQ(kinds({{-5, 4}, {"", ""}}), std::vector<Violation>{Violation::kNegativeOffset});
-  EXPECT_EQ(kinds({{0, kSpilled}, {"", "x"}}, true), std::vector<Violation>{Violation::kSpillRequired});
+  EXPECT_EQ(kinds({{0, 2}, {"", ""}}), (std::vector<ViolationKind>{ViolationKind::kMisaligned, ViolationKind::kOverlap}));
+  EXPECT_EQ(kinds({{0, 8}, {"", ""}}), std::vector<ViolationKind>{ViolationKind::kOverCapacity});
+  EXPECT_EQ(kinds({{0}, {""}}), std::vector<ViolationKind>{ViolationKind::kWrongLength});
+  EXPECT_EQ(kinds({{-5, 4}, {"", ""}}), std::vector<ViolationKind>{ViolationKind::kNegativeOffset});
+  EXPECT_EQ(kinds({{0, kSpilled}, {"", "x"}}, true), std::vector<ViolationKind>{ViolationKind::kSpillRequired});
   p.buffers[0].residency_reason = "barred";
-  EXPECT_EQ(kinds({{0, 4}, {"", ""}}), std::vector<Violation>{Violation::kForcedPlaced});
+  EXPECT_EQ(kinds({{0, 4}, {"", ""}}), std::vector<ViolationKind>{ViolationKind::kForcedPlaced});
   p.buffers[0].residency_reason.clear();
   p.buffers[0].fixed_offset = 4;
-  EXPECT_EQ(kinds({{0, 4}, {"", ""}}), std::vector<Violation>{Violation::kFixedMoved});
+  EXPECT_EQ(kinds({{0, 4}, {"", ""}}), std::vector<ViolationKind>{ViolationKind::kFixedMoved});
 }
 
 TEST(AllocValidator, InPlaceHandOffOnlyAtParentBaseOnce) {
@@ -140,9 +140,9 @@ TEST(AllocValidator, InPlaceHandOffOnlyAtParentBaseOnce) {
   EXPECT_FALSE(validate(p, {{0, 10, 40}, {"", "", ""}}).ok());  // not at the base: overlap
   auto rep = validate(p, {{0, 0, 0}, {"", "", ""}});                // both children take the slot
   ASSERT_FALSE(rep.ok());
-  EXPECT_EQ(rep.issues[0].kind, Violation::kBadInPlace);
+  EXPECT_EQ(rep.violations[0].kind, ViolationKind::kBadInPlace);
   p.buffers[1].in_place_parents.clear();  // undeclared: plain overlap
-  EXPECT_EQ(validate(p, {{0, 0, 40}, {"", "", ""}}).issues.at(0).kind, Violation::kOverlap);
+  EXPECT_EQ(validate(p, {{0, 0, 40}, {"", "", ""}}).violations.at(0).kind, ViolationKind::kOverlap);
 }
 
 TEST(AllocIo, CsvReadsAndReportsLines) {
@@ -349,8 +349,8 @@ TEST(AllocValidator, HandOffKeepsTheParentsWholeFootprint) {
   EXPECT_TRUE(validate(p, {{0, 0, 256}, {"", "", ""}}).ok());
   auto third = validate(p, {{0, 0, 128}, {"", "", ""}});  // S inside P's remainder at tick 1
   ASSERT_FALSE(third.ok());
-  EXPECT_EQ(third.issues[0].kind, Violation::kOverlap);
-  EXPECT_EQ(validate(p, {{0, kSpilled, 128}, {"", "", ""}}).issues.at(0).kind, Violation::kOverlap);  // spilled child too
+  EXPECT_EQ(third.violations[0].kind, ViolationKind::kOverlap);
+  EXPECT_EQ(validate(p, {{0, kSpilled, 128}, {"", "", ""}}).violations.at(0).kind, ViolationKind::kOverlap);  // spilled child too
   // A sibling child in the parent's remainder, beside the child at the base.
   Problem q;
   q.capacity = 400;
@@ -417,7 +417,7 @@ TEST(AllocSolvers, PairedGroupsArePlacedWholeOrSpilledWhole) {
   for (auto& b : p.buffers) b.spill_cost = b.size;
   auto split = validate(p, {{0, kSpilled, 60}, {"", "", ""}});
   ASSERT_FALSE(split.ok());
-  EXPECT_EQ(split.issues[0].kind, Violation::kGroupSplit);
+  EXPECT_EQ(split.violations[0].kind, ViolationKind::kGroupSplit);
   SolveOptions o;
   o.objective = Objective::kSelect;
   o.time_limit = 0.5;
