@@ -187,6 +187,60 @@ int64_t lower_bound(const CdProblem& p) {
   return forced + alloc::selection_lower_bound(ap);
 }
 
+// A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
+std::vector<std::pair<int64_t, int64_t>> read_splits(const JsonCursor& m) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  m.require_object();
+  for (const auto& [k, v] : m.node().items()) {
+    JsonCursor f(v, m.source(), m.path() + "." + k);
+    int64_t dim = -1;
+    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), dim);
+    if (k.empty() || ec != std::errc() || ptr != k.data() + k.size() || dim < 0)
+      f.fail("expected a non-negative integer as the key");
+    int64_t factor = f.as_int_at_least(1);
+    if (factor > 1024) f.fail("expected a split factor 1..1024, got " + std::to_string(factor));
+    out.emplace_back(dim, factor);
+  }
+  return out;
+}
+
+// One menu entry of the capture format: its splits, coarse tiling, and the derived footprint divisor,
+// cores and balance term.
+CdDivision read_division(const JsonCursor& d) {
+  static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
+                                                         "tiling"};
+  d.expect_keys(kDivisionKeys);
+  CdDivision cd;
+  // Coarse tiling: [[count, is_reduction], ...] outermost first (empty = untiled).
+  if (d.has("tiling"))
+    for (const auto& lv : d.at("tiling").elements()) {
+      if (lv.array_size() != 2) lv.fail("expected [count, is_reduction]");
+      int64_t count = lv.at(0).as_int_at_least(1);
+      if (count > 1024) lv.at(0).fail("expected a tile count 1..1024, got " + std::to_string(count));
+      cd.tile_levels.push_back(count);
+      cd.tile_count = std::min<int64_t>(cd.tile_count * count, int64_t{1} << 40);
+      if (!lv.at(1).as_bool()) cd.output_tile_count = std::min<int64_t>(cd.output_tile_count * count, int64_t{1} << 40);
+    }
+  std::map<int64_t, int64_t> all;  // every split entry once: cores_used and the balance term
+  std::set<int64_t> red;
+  for (auto [dim, f] : read_splits(d.at("reduction_splits"))) {
+    cd.reduction_splits.emplace_back(dim, f);
+    red.insert(dim);
+    all[dim] = f;
+  }
+  for (auto [dim, f] : read_splits(d.at("output_splits"))) {
+    cd.output_splits.emplace_back(dim, f);
+    // Many factors could overflow; the product is capped (it only divides sizes).
+    if (!red.count(dim)) cd.output_partition = std::min<int64_t>(cd.output_partition * f, int64_t{1} << 40);
+    all.emplace(dim, f);
+  }
+  for (auto [dim, f] : all) {
+    cd.cores = std::min<int64_t>(cd.cores * f, int64_t{1} << 40);
+    cd.split_sq += f * f;
+  }
+  return cd;
+}
+
 }  // namespace
 
 Result<alloc::SolveResult> place_on_lx(const alloc::Problem& ap, bool fast, double seconds) {
@@ -273,24 +327,6 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
         "cd_parent_matches", "lifetime_end_override", "lifetime_start_override", "paired_with", "start", "end", "boundary",
         "placement", "boundary_cost", "spill_write_cost", "plain", "relayout_copy", "relayout_parent",
         "relayout_options"};
-    static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
-                                                           "tiling"};
-    // A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
-    auto splits = [](const JsonCursor& m) {
-      std::vector<std::pair<int64_t, int64_t>> out;
-      m.require_object();
-      for (const auto& [k, v] : m.node().items()) {
-        JsonCursor f(v, m.source(), m.path() + "." + k);
-        int64_t dim = -1;
-        auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), dim);
-        if (k.empty() || ec != std::errc() || ptr != k.data() + k.size() || dim < 0)
-          f.fail("expected a non-negative integer as the key");
-        int64_t factor = f.as_int_at_least(1);
-        if (factor > 1024) f.fail("expected a split factor 1..1024, got " + std::to_string(factor));
-        out.emplace_back(dim, factor);
-      }
-      return out;
-    };
     for (const auto& b : list) {
       b.expect_keys(kKeys);
       CdBuffer x;
@@ -356,38 +392,7 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
         for (const auto& q : b.at("parents").elements()) x.parents.push_back(ref(q));
       const std::size_t ndiv = b.at("core_divisions").array_size();
       if (ndiv == 0) b.at("core_divisions").fail("expected at least one core division (index 0 is the committed one)");
-      for (const auto& d : b.at("core_divisions").elements()) {
-        d.expect_keys(kDivisionKeys);
-        CdDivision cd;
-        // Coarse tiling: [[count, is_reduction], ...] outermost first (empty = untiled).
-        if (d.has("tiling"))
-          for (const auto& lv : d.at("tiling").elements()) {
-            if (lv.array_size() != 2) lv.fail("expected [count, is_reduction]");
-            int64_t count = lv.at(0).as_int_at_least(1);
-            if (count > 1024) lv.at(0).fail("expected a tile count 1..1024, got " + std::to_string(count));
-            cd.tile_levels.push_back(count);
-            cd.tile_count = std::min<int64_t>(cd.tile_count * count, int64_t{1} << 40);
-            if (!lv.at(1).as_bool()) cd.output_tile_count = std::min<int64_t>(cd.output_tile_count * count, int64_t{1} << 40);
-          }
-        std::map<int64_t, int64_t> all;  // every split entry once: cores_used and the balance term
-        std::set<int64_t> red;
-        for (auto [dim, f] : splits(d.at("reduction_splits"))) {
-          cd.reduction_splits.emplace_back(dim, f);
-          red.insert(dim);
-          all[dim] = f;
-        }
-        for (auto [dim, f] : splits(d.at("output_splits"))) {
-          cd.output_splits.emplace_back(dim, f);
-          // Many factors could overflow; the product is capped (it only divides sizes).
-          if (!red.count(dim)) cd.output_partition = std::min<int64_t>(cd.output_partition * f, int64_t{1} << 40);
-          all.emplace(dim, f);
-        }
-        for (auto [dim, f] : all) {
-          cd.cores = std::min<int64_t>(cd.cores * f, int64_t{1} << 40);
-          cd.split_sq += f * f;
-        }
-        x.divisions.push_back(std::move(cd));
-      }
+      for (const auto& d : b.at("core_divisions").elements()) x.divisions.push_back(read_division(d));
       if (b.has("cd_parent_matches")) {
         JsonCursor m = b.at("cd_parent_matches");
         m.require_object();
