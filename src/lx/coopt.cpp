@@ -39,7 +39,7 @@ std::string exclusion(const Ctx& c, const std::vector<int>& div, int b) {
   if (!x.residency_reason.empty()) return x.residency_reason;
   if (x.size < 0) return "unsized";
   if (x.uses.empty()) return "no consumer reads it from LX";
-  const int64_t fp = cd_footprint(x, div[b]);
+  const int64_t fp = per_core_footprint(x, div[b]);
   if (fp > c.p->capacity)
     return "capacity: per-core footprint " + std::to_string(fp) + " B exceeds LX capacity " + std::to_string(c.p->capacity);
   for (int ch : c.children[b]) {
@@ -58,7 +58,7 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
   const int n = static_cast<int>(p.buffers.size());
   std::vector<std::string> why(n);
   for (int b = 0; b < n; ++b) why[b] = exclusion(c, div, b);
-  cd_groups_out_whole(p, why);
+  send_groups_to_hbm_whole(p, why);
   alloc::Problem ap;
   ap.capacity = p.capacity;
   std::vector<int> idx(n, -1), back;
@@ -67,7 +67,7 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
     if (!why[b].empty()) continue;
     alloc::Buffer ab;
     ab.id = x.name;
-    ab.size = cd_footprint(x, div[b]);
+    ab.size = per_core_footprint(x, div[b]);
     ab.start = x.start;
     ab.end = x.end;
     ab.alignment = p.alignment;
@@ -76,7 +76,7 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
     back.push_back(b);
     ap.buffers.push_back(std::move(ab));
   }
-  cd_link_alloc_buffers(p, idx, back, ap);
+  link_groups_and_in_place_edges(p, idx, back, ap);
   Eval e;
   e.address.assign(n, -1);
   // (An engine that refuses the problem leaves every eligible buffer in HBM, with its reason.)
@@ -172,8 +172,8 @@ int64_t lower_bound(const CdProblem& p) {
       forced += cost_of(x);
       continue;
     }
-    int64_t fp = cd_footprint(x, 0);
-    for (std::size_t d = 1; d < x.divisions.size(); ++d) fp = std::min(fp, cd_footprint(x, static_cast<int>(d)));
+    int64_t fp = per_core_footprint(x, 0);
+    for (std::size_t d = 1; d < x.divisions.size(); ++d) fp = std::min(fp, per_core_footprint(x, static_cast<int>(d)));
     alloc::Buffer ab;
     ab.id = x.name;
     ab.size = fp;
@@ -251,7 +251,7 @@ Result<alloc::SolveResult> place_on_lx(const alloc::Problem& ap, bool fast, doub
   return alloc::solve(ap, so);
 }
 
-void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why) {
+void send_groups_to_hbm_whole(const CdProblem& p, std::vector<std::string>& why) {
   const int n = static_cast<int>(p.buffers.size());
   std::vector<int> out_member(n, -1);  // per group: its first member with a reason
   for (int b = 0; b < n; ++b)
@@ -263,7 +263,7 @@ void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why) {
   }
 }
 
-void cd_link_alloc_buffers(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
+void link_groups_and_in_place_edges(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
                            alloc::Problem& ap) {
   std::vector<int> first_in_ap(p.buffers.size(), -1);  // cd group -> its lowest member in `ap` (the group's id there)
   for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
@@ -283,27 +283,27 @@ void cd_link_alloc_buffers(const CdProblem& p, const std::vector<int>& idx, cons
   }
 }
 
-int64_t cd_footprint(const CdBuffer& b, int d) {
+int64_t per_core_footprint(const CdBuffer& b, int d) {
   if (b.size < 0) return 0;
   int64_t part = b.divisions.empty() ? 1 : b.divisions[d].output_partition * b.divisions[d].output_tile_count;
   part = std::max<int64_t>(1, part);
   return (b.size + part - 1) / part;
 }
 
-int64_t cd_seed_footprint(const CdProblem& p) {
+int64_t seed_footprint_total(const CdProblem& p) {
   int64_t t = 0;
-  for (const CdBuffer& b : p.buffers) t += cd_footprint(b, 0);
+  for (const CdBuffer& b : p.buffers) t += per_core_footprint(b, 0);
   return t;
 }
 
-int64_t cd_hbm_bytes(const CdProblem& p, const std::vector<char>& resident) {
+int64_t hbm_bytes_of(const CdProblem& p, const std::vector<char>& resident) {
   int64_t t = 0;
   for (std::size_t b = 0; b < p.buffers.size(); ++b)
     if (!resident[b]) t += cost_of(p.buffers[b]);
   return t;
 }
 
-Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& source, int64_t capacity,
+Result<CdProblem> division_problem_from_json(const Json& buffers, const std::string& source, int64_t capacity,
                                        int64_t alignment) {
   try {
     JsonCursor c(buffers, source);
@@ -442,7 +442,7 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
   }
 }
 
-Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
+Status check_division_plan(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
                 const std::vector<CdServed>& served) {
   const int n = static_cast<int>(p.buffers.size());
   if (static_cast<int>(division.size()) != n || static_cast<int>(address.size()) != n)
@@ -539,7 +539,7 @@ Status cd_check(const CdProblem& p, const std::vector<int>& division, const std:
   return ok_status();
 }
 
-Result<CdSolution> cd_solve(const CdProblem& p, double time_limit) {
+Result<CdSolution> solve_divisions(const CdProblem& p, double time_limit) {
   Deadline dl(time_limit);
   Ctx c{&p, std::vector<std::vector<int>>(p.buffers.size())};
   for (std::size_t b = 0; b < p.buffers.size(); ++b)
@@ -587,7 +587,7 @@ Result<CdSolution> cd_solve(const CdProblem& p, double time_limit) {
   s.reason = final_full.reason;
   s.hbm_bytes = final_full.cost;
   s.proven_optimal = s.hbm_bytes <= s.lower_bound;
-  if (Status st = cd_check(p, s.division, s.address); !st) return st.error();
+  if (Status st = check_division_plan(p, s.division, s.address); !st) return st.error();
   return s;
 }
 

@@ -79,7 +79,7 @@ CdProblem generated_division_problem(Rng& rng, int n, int64_t capacity) {
     b.first_use_is_read = rng.chance(0.15);
     if (rng.chance(0.08)) b.residency_reason = "pinned by the caller";
     for (int d = static_cast<int>(rng.range(1, 3)); d > 0; --d) {
-      CdDivision div;  // (as cd_problem_from_json derives it from one output split)
+      CdDivision div;  // (as division_problem_from_json derives it from one output split)
       const int64_t factor = int64_t{1} << rng.range(0, 3);
       div.output_splits = {{0, factor}};
       div.output_partition = div.cores = factor;
@@ -126,7 +126,7 @@ TEST(LxEngine, TheAugustCoOptimizerPlacesOnlyThroughTheEngine) {
     const int64_t capacity = int64_t{1} << rng.range(14, 17);
     CdProblem p = generated_division_problem(rng, static_cast<int>(rng.range(6, 30)), capacity);
     EngineRecorder engine;
-    auto s = cd_solve(p, 2.0);
+    auto s = solve_divisions(p, 2.0);
     ASSERT_TRUE(s.ok()) << s.error().message;
     // Each scored assignment is one engine solve, and the seed's full placement one more.
     EXPECT_GE(static_cast<int64_t>(engine.solves.size()), s->evaluations + 1) << round;
@@ -145,7 +145,7 @@ TEST(LxEngine, TheSeptemberLadderPlacesOnlyThroughTheEngine) {
     EngineRecorder engine;
     LadderOptions o;
     o.time_limit = 2.0;
-    auto s = cd_solve_ladder(p, o);
+    auto s = solve_division_ladder(p, o);
     ASSERT_TRUE(s.ok()) << s.error().message;
     ASSERT_FALSE(engine.solves.empty());
     const auto placed = resident_of(p, s->address);
