@@ -7,6 +7,7 @@
 #include <map>
 
 #include "alloc/generate.h"
+#include "alloc/internal/heuristics.h"
 #include "alloc/solver.h"
 #include "alloc/validator.h"
 #include "core/json_reader.h"

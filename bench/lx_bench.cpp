@@ -22,16 +22,16 @@ const sp::Json& captures() {
 
 void BM_LxCapture(benchmark::State& st, std::string name, int fraction) {
   const sp::Json& g = captures()[name][0];
-  auto p0 = sp::lx::cd_problem_from_json(g["inputs"], name, 1625344);
+  auto p0 = sp::lx::division_problem_from_json(g["inputs"], name, 1625344);
   if (!p0) {
     st.SkipWithError(p0.error().message.c_str());
     return;
   }
   sp::lx::CdProblem p = *p0;
-  if (fraction > 0) p.capacity = std::max<int64_t>(1, sp::lx::cd_seed_footprint(p) / fraction);
+  if (fraction > 0) p.capacity = std::max<int64_t>(1, sp::lx::seed_footprint_total(p) / fraction);
   sp::lx::CdSolution s;
   for (auto _ : st) {
-    auto r = sp::lx::cd_solve(p, 1.0);
+    auto r = sp::lx::solve_divisions(p, 1.0);
     if (!r) {
       st.SkipWithError(r.error().message.c_str());
       return;

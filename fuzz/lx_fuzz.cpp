@@ -18,12 +18,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.cores = 4;
   o.time_limit = 0.01;
   if (j.is_array()) {
-    auto p = sp::lx::cd_problem_from_json(j, "fuzz.json", 4096);
+    auto p = sp::lx::division_problem_from_json(j, "fuzz.json", 4096);
     if (p && p->buffers.size() <= 64) {
-      (void)sp::lx::cd_solve(*p, 0.01);
+      (void)sp::lx::solve_divisions(*p, 0.01);
       sp::lx::LadderOptions lo;  // the September engine (objective ladder, cut stage, relayout copies)
       lo.time_limit = 0.01;
-      (void)sp::lx::cd_solve_ladder(*p, lo);
+      (void)sp::lx::solve_division_ladder(*p, lo);
     }
     return 0;
   }

@@ -3,7 +3,10 @@
 view of itself and the modules it may use (CMakeLists.txt, SCRATCHPLAN_USES_<module>). For every
 pair of modules this preprocesses `#include "<other>/<a header>"` with the module's view: it must
 succeed exactly for the modules it may use. Also reads every #include of src/<module>: one of a
-module it may not use is named with its file and line (the build would stop there too).
+module it may not use is named with its file and line (the build would stop there too). And the
+alloc engine's building blocks stay internal: outside src/alloc, only tests/ and bench/ may
+include "alloc/internal/..." (other modules, the CLI, the Python bindings, fuzzers and tools use
+its public headers).
 
   check_layering.py --compiler c++ --views build/release/module_views --src src \\
       --uses core= alloc=core ...
@@ -86,6 +89,21 @@ def main():
                     failures.append(f"{rel} is compiled with {inc}: every module is visible to it")
         if seen == 0:
             failures.append("no source of src/<module> in " + a.compile_commands)
+    # 4. The alloc engine's internal headers: src/alloc, tests/ and bench/ only.
+    root = os.path.dirname(os.path.abspath(a.src))
+    for top in ("src", "python", "fuzz", "tools"):
+        for d, _, files in os.walk(os.path.join(root, top)):
+            if os.path.abspath(d).startswith(os.path.join(os.path.abspath(a.src), "alloc")):
+                continue
+            for f in files:
+                if not f.endswith((".cpp", ".h", ".hpp", ".cc")):
+                    continue
+                path = os.path.join(d, f)
+                with open(path, encoding="utf-8") as fh:
+                    for n, line in enumerate(fh, 1):
+                        if re.match(r'\s*#\s*include\s+"alloc/internal/', line):
+                            failures.append(f"{path}:{n}: includes an internal header of the alloc engine "
+                                            "(use alloc/problem.h, solver.h, validator.h, io.h)")
     for f in failures:
         print(f)
     print(f"layering: {len(uses)} modules, {len(failures)} problems")

@@ -83,10 +83,10 @@ void bind_lx(py::module_& m) {
         {
           py::gil_scoped_release nogil;
           Json j = take(load_json(buffers));
-          p = take(lx::cd_problem_from_json(j, buffers.name(), capacity, alignment));
+          p = take(lx::division_problem_from_json(j, buffers.name(), capacity, alignment));
         }
-        lx::CdSolution s = run_cancellable([&] { return take(lx::cd_solve(p, time_limit)); });
-        check(lx::cd_check(p, s.division, s.address));  // independent check before returning
+        lx::CdSolution s = run_cancellable([&] { return take(lx::solve_divisions(p, time_limit)); });
+        check(lx::check_division_plan(p, s.division, s.address));  // independent check before returning
         return s;
       },
       py::arg("buffers"), py::arg("capacity"), py::arg("alignment"), py::arg("time_limit"));
@@ -112,7 +112,7 @@ void bind_lx(py::module_& m) {
         return out;
       });
   // torch-spyre's September joint contract: the objective ladder, or a lowered cost expression
-  // (JSON tree, "" = none). The plan is checked by cd_check inside the engine and here again.
+  // (JSON tree, "" = none). The plan is checked by check_division_plan inside the engine and here again.
   m.def(
       "lx_cd_ladder",
       [](const Doc& buffers, int64_t capacity, int64_t alignment, double time_limit, const std::string& cost,
@@ -125,9 +125,9 @@ void bind_lx(py::module_& m) {
         {
           py::gil_scoped_release nogil;
           Json j = take(load_json(buffers));
-          p = take(lx::cd_problem_from_json(j, buffers.name(), capacity, alignment));
+          p = take(lx::division_problem_from_json(j, buffers.name(), capacity, alignment));
           if (!cost.empty())
-            e = take(lx::cd_expr_from_json(take(parse_json_text(cost, "<cost_expr>")), "<cost_expr>",
+            e = take(lx::cost_expr_from_json(take(parse_json_text(cost, "<cost_expr>")), "<cost_expr>",
                                             static_cast<int>(p.buffers.size())));
         }
         lx::LadderOptions o;
@@ -135,8 +135,8 @@ void bind_lx(py::module_& m) {
         o.cost = cost.empty() ? nullptr : &e;
         o.disjoint_groups = disjoint_groups;
         o.exact = exact;
-        lx::LadderSolution s = run_cancellable([&] { return take(lx::cd_solve_ladder(p, o)); });
-        check(lx::cd_check(p, s.division, s.address, s.served));  // independent check before returning
+        lx::LadderSolution s = run_cancellable([&] { return take(lx::solve_division_ladder(p, o)); });
+        check(lx::check_division_plan(p, s.division, s.address, s.served));  // independent check before returning
         return s;
       },
       py::arg("buffers"), py::arg("capacity"), py::arg("alignment"), py::arg("time_limit"), py::arg("cost"),
@@ -165,7 +165,10 @@ void bind_lx(py::module_& m) {
       .def("report", [](const lx::Plan& p) { return lx::plan_report(p); })
       .def("svg", [](const lx::Plan& p) { return lx::plan_svg(p); })
       .def("trace", [](const lx::Plan& p) { return lx::plan_trace(p); })
-      .def("check", [](const lx::Plan& p) { check(lx::check_plan(p)); });
+      .def("check", [](const lx::Plan& p) {
+        const lx::PlanCheck c = lx::check_plan(p);
+        if (!c.ok()) check(Status(internal_error(c.violations.front().message)));
+      });
 
   m.def(
       "lx_plan",

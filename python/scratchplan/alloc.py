@@ -14,7 +14,7 @@ from ._common import BadInput, Result, doc, exact_int, flag
 
 __all__ = ["AllocResult", "pack", "select", "alloc", "generate_stream", "SOLVERS"]
 
-SOLVERS = ("greedy", "firstfit", "bestfit", "greedy-by-size", "sweep", "annealing", "exact", "auto")
+SOLVERS = ("greedy", "firstfit", "bestfit", "best-of-fits", "greedy-by-size", "sweep", "annealing", "exact", "auto")
 
 
 class AllocResult(Result):

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "alloc/internal/conflicts.h"
 #include "alloc/solver.h"
 
 namespace sp::alloc {

@@ -9,6 +9,9 @@
 #include <numeric>
 #include <tuple>
 
+#include "alloc/internal/conflicts.h"
+#include "alloc/internal/dive.h"
+#include "alloc/internal/repair.h"
 #include "alloc/solver.h"
 
 namespace sp::alloc {

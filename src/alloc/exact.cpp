@@ -13,6 +13,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "alloc/internal/conflicts.h"
+#include "alloc/internal/exact.h"
 #include "alloc/solver.h"
 #include "core/deadline.h"
 #include "core/rng.h"

@@ -11,6 +11,7 @@
 #include <limits>
 #include <utility>
 
+#include "alloc/internal/heuristics.h"
 #include "alloc/solver.h"
 #include "core/deadline.h"
 

@@ -110,6 +110,8 @@ Problem handoff_restriction(const Problem& p, std::vector<int>& merged_of);
 // least every pinned buffer's end (fixed_offset + size). With
 // in-place edges, take it on handoff_relaxation(p): a hand-off pair counts the parent once.
 Size max_load(const Problem& p);
+// Selection lower bound: forced spills plus, per instant, the cheapest fractional removal of the excess load.
+Cost selection_lower_bound(const Problem& p);
 // True when a and b are live at a common tick.
 inline bool lifetimes_overlap(const Buffer& a, const Buffer& b) { return a.start < b.end && b.start < a.end; }
 // Highest offset+size over placed buffers (0 if none).

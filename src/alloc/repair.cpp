@@ -14,6 +14,8 @@
 #include <mutex>
 #include <numeric>
 
+#include "alloc/internal/heuristics.h"
+#include "alloc/internal/repair.h"
 #include "alloc/solver.h"
 #include "core/rng.h"
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "alloc/internal/select_bound.h"
 #include "alloc/solver.h"
 #include "core/deadline.h"
 
@@ -175,6 +176,34 @@ struct Relax {
   }
 };
 
+// An instant whose load exceeds the capacity: one constraint of the relaxation.
+struct Instant {
+  Size excess;        // load - capacity
+  Time t;             // the start time it is taken at
+  int live;           // buffers live there (the constraint's nonzeros)
+  std::size_t event;  // index of its last event in the sweep
+};
+
+// Which instants give constraints: all, or when their nonzeros add up to more than `max_nonzeros`,
+// those of largest excess up to that many (any subset is still a relaxation).
+std::vector<char> largest_excess_first(const std::vector<Instant>& over, std::size_t max_nonzeros) {
+  std::vector<char> keep(over.size(), 1);
+  std::size_t total = 0;
+  for (const Instant& x : over) total += static_cast<std::size_t>(x.live);
+  if (total <= max_nonzeros) return keep;
+  std::vector<std::size_t> by(over.size());
+  std::iota(by.begin(), by.end(), 0);
+  std::stable_sort(by.begin(), by.end(), [&](std::size_t a, std::size_t b) { return over[a].excess > over[b].excess; });
+  std::fill(keep.begin(), keep.end(), 0);
+  std::size_t nnz = 0;
+  for (std::size_t i : by) {
+    if (nnz + static_cast<std::size_t>(over[i].live) > max_nonzeros) continue;
+    nnz += static_cast<std::size_t>(over[i].live);
+    keep[i] = 1;
+  }
+  return keep;
+}
+
 }  // namespace
 
 LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int64_t node_limit) {
@@ -223,7 +252,6 @@ LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int
     ev.push_back({end[vars[k]], -(k + 1)});
   }
   std::sort(ev.begin(), ev.end());
-  struct Instant { Size excess; Time t; int live; std::size_t event; };
   std::vector<Instant> over;
   {
     Size load = 0;
@@ -236,23 +264,7 @@ LoadRelaxation load_relaxation(const Problem& p, Cost upper, double seconds, int
       if (last_at_t && ev[e].second > 0 && load > p.capacity) over.push_back({load - p.capacity, ev[e].first, live, e});
     }
   }
-  std::vector<char> keep(over.size(), 1);
-  {
-    std::size_t total = 0;
-    for (const Instant& x : over) total += static_cast<std::size_t>(x.live);
-    if (total > 4'000'000) {  // the instants of largest excess, up to 4M nonzeros
-      std::vector<std::size_t> by(over.size());
-      std::iota(by.begin(), by.end(), 0);
-      std::stable_sort(by.begin(), by.end(), [&](std::size_t a, std::size_t b) { return over[a].excess > over[b].excess; });
-      std::fill(keep.begin(), keep.end(), 0);
-      std::size_t nnz = 0;
-      for (std::size_t i : by) {
-        if (nnz + static_cast<std::size_t>(over[i].live) > 4'000'000) continue;
-        nnz += static_cast<std::size_t>(over[i].live);
-        keep[i] = 1;
-      }
-    }
-  }
+  const std::vector<char> keep = largest_excess_first(over, 4'000'000);
   std::vector<std::vector<int>> sets;
   {
     std::vector<int> live_list, pos(R.n, -1);  // the live set, O(1) insert and erase

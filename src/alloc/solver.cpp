@@ -1,5 +1,10 @@
 // solve(): problem checks, solver dispatch, the annealing search, the `auto` portfolio, and the
 // final independent validation of whatever is returned.
+#include "alloc/internal/dive.h"
+#include "alloc/internal/exact.h"
+#include "alloc/internal/heuristics.h"
+#include "alloc/internal/repair.h"
+#include "alloc/internal/select_bound.h"
 #include "alloc/solver.h"
 
 #include <algorithm>
@@ -20,11 +25,13 @@ namespace sp::alloc {
 Result<SolverKind> parse_solver_kind(const std::string& name) {
   static const std::pair<const char*, SolverKind> kNames[] = {
       {"greedy", SolverKind::kGreedy},         {"firstfit", SolverKind::kFirstFit}, {"bestfit", SolverKind::kBestFit},
+      {"best-of-fits", SolverKind::kBestOfFits},
       {"greedy-by-size", SolverKind::kGreedyBySize}, {"sweep", SolverKind::kSweep}, {"online", SolverKind::kOnline}, {"annealing", SolverKind::kAnnealing},
       {"exact", SolverKind::kExact},           {"auto", SolverKind::kAuto}};
   for (auto& [n, k] : kNames)
     if (name == n) return k;
-  return bad_input("unknown solver '" + name + "' (greedy, firstfit, bestfit, greedy-by-size, sweep, online, annealing, exact, auto)");
+  return bad_input("unknown solver '" + name +
+                   "' (greedy, firstfit, bestfit, best-of-fits, greedy-by-size, sweep, online, annealing, exact, auto)");
 }
 
 Status disable_exact_technique(ExactToggles& t, const std::string& name) {
@@ -94,6 +101,7 @@ const char* solver_kind_name(SolverKind k) {
     case SolverKind::kGreedy: return "greedy";
     case SolverKind::kFirstFit: return "firstfit";
     case SolverKind::kBestFit: return "bestfit";
+    case SolverKind::kBestOfFits: return "best-of-fits";
     case SolverKind::kGreedyBySize: return "greedy-by-size";
     case SolverKind::kSweep: return "sweep";
     case SolverKind::kOnline: return "online";
@@ -331,6 +339,7 @@ class Solve {
   bool bound();
   // The strategies.
   void chosen_solver();   // a named solver, with the online placer as its fallback (pack)
+  void best_of_fits(const Deadline* limit);  // bestfit and firstfit: the better plan is the candidate
   void auto_portfolio();  // auto: first answers, then the regime's improvement phase
   SolveResult finish_infeasible_by_bound();
   Result<SolveResult> finish(bool grouped);
@@ -632,6 +641,9 @@ void Solve::chosen_solver() {
     case SolverKind::kAnnealing:
       consider(anneal(p, obj, hcap, o, pack ? chosen : dl, nullptr), "annealing");
       break;
+    case SolverKind::kBestOfFits:
+      best_of_fits(!pack ? &dl : &chosen);
+      break;
     case SolverKind::kExact: {
       // (Under the deadline: a selection's incumbent cut short is still a plan; a pack's is no incumbent.)
       Placement inc = place_greedy_by_size(p, hcap, pack ? &chosen : &dl);
@@ -655,6 +667,19 @@ void Solve::chosen_solver() {
   if (!fallback.offsets.empty() &&
       std::none_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.value < kUnbounded && all_placed(p, c.pl); }))
     consider(std::move(fallback), std::string("online (") + solver_kind_name(o.solver) + " found no plan in time)");
+}
+
+// torch-spyre's two placers, one candidate: the better plan, bestfit on a tie (a selection's
+// groups kept whole before comparing). The fast answer of the LX co-optimizer's local search.
+void Solve::best_of_fits(const Deadline* limit) {
+  Placement best_fit = run_heuristic(p, SolverKind::kBestFit, hcap, limit);
+  Placement first_fit = run_heuristic(p, SolverKind::kFirstFit, hcap, limit);
+  if (!pack) {
+    keep_groups_whole(p, best_fit);
+    keep_groups_whole(p, first_fit);
+  }
+  if (score(p, first_fit, obj) < score(p, best_fit, obj)) consider(std::move(first_fit), "firstfit");
+  else consider(std::move(best_fit), "bestfit");
 }
 
 // auto's policy. A valid answer first (first_answers), then one improvement phase chosen by the
@@ -933,7 +958,7 @@ Result<SolveResult> Solve::finish(bool grouped) {
     // Pack plans are judged without a ceiling here, then on their height below.
     ValidationReport rep = validate(p, cands[best].pl, pack, pack ? kUnbounded : -1);
     if (!rep.ok())
-      return internal_error(std::string("solver '") + cands[best].solver + "' produced an invalid plan: " + rep.issues[0].message);
+      return internal_error(std::string("solver '") + cands[best].solver + "' produced an invalid plan: " + rep.violations[0].message);
   }
   res.seconds = dl.elapsed_seconds();
   if (best < 0) {  // exact found nothing (infeasible or out of time)

@@ -7,18 +7,18 @@
 
 namespace sp::alloc {
 
-const char* violation_name(Violation v) {
+const char* violation_name(ViolationKind v) {
   switch (v) {
-    case Violation::kWrongLength: return "wrong_length";
-    case Violation::kNegativeOffset: return "negative_offset";
-    case Violation::kMisaligned: return "misaligned";
-    case Violation::kOverCapacity: return "over_capacity";
-    case Violation::kFixedMoved: return "fixed_offset_moved";
-    case Violation::kForcedPlaced: return "forced_spill_placed";
-    case Violation::kOverlap: return "overlap";
-    case Violation::kBadInPlace: return "bad_in_place";
-    case Violation::kSpillRequired: return "spilled_in_pack";
-    case Violation::kGroupSplit: return "group_split";
+    case ViolationKind::kWrongLength: return "wrong_length";
+    case ViolationKind::kNegativeOffset: return "negative_offset";
+    case ViolationKind::kMisaligned: return "misaligned";
+    case ViolationKind::kOverCapacity: return "over_capacity";
+    case ViolationKind::kFixedMoved: return "fixed_offset_moved";
+    case ViolationKind::kForcedPlaced: return "forced_spill_placed";
+    case ViolationKind::kOverlap: return "overlap";
+    case ViolationKind::kBadInPlace: return "bad_in_place";
+    case ViolationKind::kSpillRequired: return "spilled_in_pack";
+    case ViolationKind::kGroupSplit: return "group_split";
   }
   return "unknown";
 }
@@ -28,10 +28,15 @@ namespace {
 constexpr std::size_t kMaxIssues = 32;
 
 struct Reporter {
+  const Problem& p;
   ValidationReport r;
-  bool full() const { return r.issues.size() >= kMaxIssues; }
-  void add(Violation k, int a, int b, std::string msg) {
-    if (!full()) r.issues.push_back({k, a, b, std::move(msg)});
+  bool full() const { return r.violations.size() >= kMaxIssues; }
+  void add(ViolationKind k, int a, int b, std::string msg) {
+    if (full()) return;
+    std::vector<std::string> involved;
+    for (int i : {a, b})
+      if (i >= 0) involved.push_back(p.buffers[i].id);
+    r.violations.push_back({k, std::move(involved), std::move(msg), {a, b}});
   }
 };
 
@@ -42,11 +47,11 @@ bool ends_past(Offset o, Size size, Size cap) { return size < 0 || o > cap || si
 
 ValidationReport validate(const Problem& p, const Placement& pl, bool require_all_placed, Size capacity) {
   const Size cap = capacity >= 0 ? capacity : p.capacity;
-  Reporter rep;
+  Reporter rep{p, {}};
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
   if (static_cast<int>(pl.offsets.size()) != n) {
-    rep.add(Violation::kWrongLength, -1, -1,
+    rep.add(ViolationKind::kWrongLength, -1, -1,
             "plan has " + std::to_string(pl.offsets.size()) + " offsets for " + std::to_string(n) + " buffers");
     return rep.r;
   }
@@ -55,19 +60,19 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
     const Buffer& b = bs[i];
     const Offset o = pl.offsets[i];
     if (o == kSpilled) {
-      if (b.fixed_offset != kNoFixedOffset) rep.add(Violation::kFixedMoved, i, -1, "'" + b.id + "' has a fixed offset but was spilled");
-      else if (require_all_placed && b.residency_reason.empty()) rep.add(Violation::kSpillRequired, i, -1, "'" + b.id + "' was not placed");
+      if (b.fixed_offset != kNoFixedOffset) rep.add(ViolationKind::kFixedMoved, i, -1, "'" + b.id + "' has a fixed offset but was spilled");
+      else if (require_all_placed && b.residency_reason.empty()) rep.add(ViolationKind::kSpillRequired, i, -1, "'" + b.id + "' was not placed");
       continue;
     }
-    if (o < 0) { rep.add(Violation::kNegativeOffset, i, -1, "'" + b.id + "' has negative offset"); continue; }
+    if (o < 0) { rep.add(ViolationKind::kNegativeOffset, i, -1, "'" + b.id + "' has negative offset"); continue; }
     if (b.alignment > 1 && o % b.alignment != 0)
-      rep.add(Violation::kMisaligned, i, -1, "'" + b.id + "' offset " + std::to_string(o) + " not a multiple of " + std::to_string(b.alignment));
+      rep.add(ViolationKind::kMisaligned, i, -1, "'" + b.id + "' offset " + std::to_string(o) + " not a multiple of " + std::to_string(b.alignment));
     if (ends_past(o, b.size, cap))
-      rep.add(Violation::kOverCapacity, i, -1, "'" + b.id + "' at " + std::to_string(o) + " with size " + std::to_string(b.size) +
+      rep.add(ViolationKind::kOverCapacity, i, -1, "'" + b.id + "' at " + std::to_string(o) + " with size " + std::to_string(b.size) +
                                                    " ends past capacity " + std::to_string(cap));
     if (b.fixed_offset != kNoFixedOffset && o != b.fixed_offset)
-      rep.add(Violation::kFixedMoved, i, -1, "'" + b.id + "' must be at " + std::to_string(b.fixed_offset));
-    if (!b.residency_reason.empty()) rep.add(Violation::kForcedPlaced, i, -1, "'" + b.id + "' must be spilled: " + b.residency_reason);
+      rep.add(ViolationKind::kFixedMoved, i, -1, "'" + b.id + "' must be at " + std::to_string(b.fixed_offset));
+    if (!b.residency_reason.empty()) rep.add(ViolationKind::kForcedPlaced, i, -1, "'" + b.id + "' must be spilled: " + b.residency_reason);
   }
   // Atomic groups: a member placed and another spilled.
   {
@@ -79,7 +84,7 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
     }
     for (int g = 0; g < n; ++g)
       if (placed_member[g] >= 0 && spilled_member[g] >= 0)
-        rep.add(Violation::kGroupSplit, placed_member[g], spilled_member[g],
+        rep.add(ViolationKind::kGroupSplit, placed_member[g], spilled_member[g],
                 "'" + bs[placed_member[g]].id + "' is placed but '" + bs[spilled_member[g]].id + "', paired with it, is spilled");
   }
   // Legal hand-offs: a placed child at a placed declared parent's exact base, no larger than the
@@ -96,7 +101,7 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
       if (q < 0 || q >= n || pl.offsets[q] != pl.offsets[c] || bs[q].end != bs[c].start + 1 || bs[c].size > bs[q].size) continue;
       if (bs[c].size == 0 || bs[q].size == 0) continue;
       if (taken_by[q] != -1) {
-        rep.add(Violation::kBadInPlace, c, taken_by[q], "'" + bs[c].id + "' and '" + bs[taken_by[q]].id + "' both take the slot of '" + bs[q].id + "'");
+        rep.add(ViolationKind::kBadInPlace, c, taken_by[q], "'" + bs[c].id + "' and '" + bs[taken_by[q]].id + "' both take the slot of '" + bs[q].id + "'");
         continue;
       }
       taken_by[q] = c;
@@ -131,13 +136,13 @@ ValidationReport validate(const Problem& p, const Placement& pl, bool require_al
     auto it = live.lower_bound({lo, -1});
     bool clash = false;
     if (it != live.end() && it->first - lo < bs[i].size) {
-      rep.add(Violation::kOverlap, i, it->second, "'" + bs[i].id + "' overlaps '" + bs[it->second].id + "' at tick " + std::to_string(t));
+      rep.add(ViolationKind::kOverlap, i, it->second, "'" + bs[i].id + "' overlaps '" + bs[it->second].id + "' at tick " + std::to_string(t));
       clash = true;
     }
     if (!clash && it != live.begin()) {
       auto pr = std::prev(it);
       if (lo - pr->first < bs[pr->second].size) {
-        rep.add(Violation::kOverlap, i, pr->second, "'" + bs[i].id + "' overlaps '" + bs[pr->second].id + "' at tick " + std::to_string(t));
+        rep.add(ViolationKind::kOverlap, i, pr->second, "'" + bs[i].id + "' overlaps '" + bs[pr->second].id + "' at tick " + std::to_string(t));
         clash = true;
       }
     }

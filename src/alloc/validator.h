@@ -6,10 +6,11 @@
 #include <vector>
 
 #include "alloc/problem.h"
+#include "core/violations.h"
 
 namespace sp::alloc {
 
-enum class Violation {
+enum class ViolationKind {
   kWrongLength,      // offsets vector does not have one entry per buffer
   kNegativeOffset,   // offset < 0 (other than kSpilled)
   kMisaligned,       // offset not a multiple of the buffer's alignment
@@ -22,19 +23,16 @@ enum class Violation {
   kGroupSplit,       // an atomic group (paired_with) has members placed and members spilled
 };
 
-const char* violation_name(Violation v);
+const char* violation_name(ViolationKind v);
 
-struct ValidationIssue {
-  Violation kind;       // what rule is broken
-  int buffer = -1;      // first buffer involved
-  int other = -1;       // second buffer involved (overlaps), or -1
-  std::string message;  // one line
+// Which buffers a violation involves, by index (its `involved` names them).
+struct ViolationBuffers {
+  int buffer = -1;  // first buffer involved
+  int other = -1;   // second buffer involved (overlaps, split groups, a slot taken twice), or -1
 };
-
-struct ValidationReport {
-  std::vector<ValidationIssue> issues;  // empty = valid (capped at a few dozen)
-  bool ok() const { return issues.empty(); }
-};
+// The core checker shape (core/violations.h): violations = empty when valid (capped at a few dozen).
+using ValidationIssue = sp::Violation<ViolationKind, ViolationBuffers>;
+using ValidationReport = sp::CheckResult<ViolationKind, ViolationBuffers>;
 
 // Checks `pl` against `p`: alignment, capacity, fixed offsets, forced spills, and that no two
 // co-live placed buffers overlap in address space, except an in-place child at its declared

@@ -116,7 +116,7 @@ void register_alloc(CLI::App& app, int& exit_code) {
   cmd->add_flag("--minimize", a->minimize, "pack: find the smallest height (capacity is the upper limit)");
   cmd->add_option("--objective", a->objective, "pack (place all) or select (minimize spill cost)")
       ->check(CLI::IsMember({"pack", "select"}));
-  cmd->add_option("--solver", a->solver, "greedy, firstfit, bestfit, greedy-by-size, sweep, online, annealing, exact, auto (default: auto)");
+  cmd->add_option("--solver", a->solver, "greedy, firstfit, bestfit, best-of-fits, greedy-by-size, sweep, online, annealing, exact, auto (default: auto)");
   cmd->add_option("--time-limit", a->time_limit, "Seconds for the whole run, reading and writing included (default: 10)")->check(seconds());
   CLI::Option* threads = cmd->add_option("--threads", a->threads, "Worker threads of auto and exact")->check(thread_count());
   CLI::Option* seed = cmd->add_option("--seed", a->seed, "Annealing seed (auto, annealing)")->check(count_in(0, INT64_MAX));

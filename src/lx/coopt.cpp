@@ -39,7 +39,7 @@ std::string exclusion(const Ctx& c, const std::vector<int>& div, int b) {
   if (!x.residency_reason.empty()) return x.residency_reason;
   if (x.size < 0) return "unsized";
   if (x.uses.empty()) return "no consumer reads it from LX";
-  const int64_t fp = cd_footprint(x, div[b]);
+  const int64_t fp = per_core_footprint(x, div[b]);
   if (fp > c.p->capacity)
     return "capacity: per-core footprint " + std::to_string(fp) + " B exceeds LX capacity " + std::to_string(c.p->capacity);
   for (int ch : c.children[b]) {
@@ -58,7 +58,7 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
   const int n = static_cast<int>(p.buffers.size());
   std::vector<std::string> why(n);
   for (int b = 0; b < n; ++b) why[b] = exclusion(c, div, b);
-  cd_groups_out_whole(p, why);
+  send_groups_to_hbm_whole(p, why);
   alloc::Problem ap;
   ap.capacity = p.capacity;
   std::vector<int> idx(n, -1), back;
@@ -67,7 +67,7 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
     if (!why[b].empty()) continue;
     alloc::Buffer ab;
     ab.id = x.name;
-    ab.size = cd_footprint(x, div[b]);
+    ab.size = per_core_footprint(x, div[b]);
     ab.start = x.start;
     ab.end = x.end;
     ab.alignment = p.alignment;
@@ -76,28 +76,17 @@ Eval evaluate(const Ctx& c, const std::vector<int>& div, bool fast, double secon
     back.push_back(b);
     ap.buffers.push_back(std::move(ab));
   }
-  cd_link_alloc_buffers(p, idx, back, ap);
+  link_groups_and_in_place_edges(p, idx, back, ap);
   Eval e;
   e.address.assign(n, -1);
+  // (An engine that refuses the problem leaves every eligible buffer in HBM, with its reason.)
+  auto placed = place_on_lx(ap, fast, seconds);
   alloc::Placement pl;
-  if (fast) {
-    alloc::Placement a = alloc::place_first_fit(ap, ap.capacity, true);
-    alloc::Placement b = alloc::place_first_fit(ap, ap.capacity, false);
-    alloc::keep_groups_whole(ap, a);
-    alloc::keep_groups_whole(ap, b);
-    pl = alloc::spilled_cost(ap, a) <= alloc::spilled_cost(ap, b) ? a : b;
+  if (placed) {
+    pl = std::move(placed->placement);
   } else {
-    alloc::SolveOptions so;
-    so.objective = alloc::Objective::kSelect;
-    so.solver = alloc::SolverKind::kAuto;
-    so.time_limit = std::max(0.0, seconds);
-    auto r = alloc::solve(ap, so);
-    if (r) {
-      pl = r->placement;
-    } else {
-      pl = alloc::place_first_fit(ap, ap.capacity, true);
-      alloc::keep_groups_whole(ap, pl);
-    }
+    pl.offsets.assign(ap.buffers.size(), alloc::kSpilled);
+    pl.spill_reasons.assign(ap.buffers.size(), "LX placement failed: " + placed.error().message);
   }
   for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
     e.address[back[k]] = pl.offsets[k];
@@ -183,8 +172,8 @@ int64_t lower_bound(const CdProblem& p) {
       forced += cost_of(x);
       continue;
     }
-    int64_t fp = cd_footprint(x, 0);
-    for (std::size_t d = 1; d < x.divisions.size(); ++d) fp = std::min(fp, cd_footprint(x, static_cast<int>(d)));
+    int64_t fp = per_core_footprint(x, 0);
+    for (std::size_t d = 1; d < x.divisions.size(); ++d) fp = std::min(fp, per_core_footprint(x, static_cast<int>(d)));
     alloc::Buffer ab;
     ab.id = x.name;
     ab.size = fp;
@@ -198,9 +187,71 @@ int64_t lower_bound(const CdProblem& p) {
   return forced + alloc::selection_lower_bound(ap);
 }
 
+// A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
+std::vector<std::pair<int64_t, int64_t>> read_splits(const JsonCursor& m) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  m.require_object();
+  for (const auto& [k, v] : m.node().items()) {
+    JsonCursor f(v, m.source(), m.path() + "." + k);
+    int64_t dim = -1;
+    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), dim);
+    if (k.empty() || ec != std::errc() || ptr != k.data() + k.size() || dim < 0)
+      f.fail("expected a non-negative integer as the key");
+    int64_t factor = f.as_int_at_least(1);
+    if (factor > 1024) f.fail("expected a split factor 1..1024, got " + std::to_string(factor));
+    out.emplace_back(dim, factor);
+  }
+  return out;
+}
+
+// One menu entry of the capture format: its splits, coarse tiling, and the derived footprint divisor,
+// cores and balance term.
+CdDivision read_division(const JsonCursor& d) {
+  static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
+                                                         "tiling"};
+  d.expect_keys(kDivisionKeys);
+  CdDivision cd;
+  // Coarse tiling: [[count, is_reduction], ...] outermost first (empty = untiled).
+  if (d.has("tiling"))
+    for (const auto& lv : d.at("tiling").elements()) {
+      if (lv.array_size() != 2) lv.fail("expected [count, is_reduction]");
+      int64_t count = lv.at(0).as_int_at_least(1);
+      if (count > 1024) lv.at(0).fail("expected a tile count 1..1024, got " + std::to_string(count));
+      cd.tile_levels.push_back(count);
+      cd.tile_count = std::min<int64_t>(cd.tile_count * count, int64_t{1} << 40);
+      if (!lv.at(1).as_bool()) cd.output_tile_count = std::min<int64_t>(cd.output_tile_count * count, int64_t{1} << 40);
+    }
+  std::map<int64_t, int64_t> all;  // every split entry once: cores_used and the balance term
+  std::set<int64_t> red;
+  for (auto [dim, f] : read_splits(d.at("reduction_splits"))) {
+    cd.reduction_splits.emplace_back(dim, f);
+    red.insert(dim);
+    all[dim] = f;
+  }
+  for (auto [dim, f] : read_splits(d.at("output_splits"))) {
+    cd.output_splits.emplace_back(dim, f);
+    // Many factors could overflow; the product is capped (it only divides sizes).
+    if (!red.count(dim)) cd.output_partition = std::min<int64_t>(cd.output_partition * f, int64_t{1} << 40);
+    all.emplace(dim, f);
+  }
+  for (auto [dim, f] : all) {
+    cd.cores = std::min<int64_t>(cd.cores * f, int64_t{1} << 40);
+    cd.split_sq += f * f;
+  }
+  return cd;
+}
+
 }  // namespace
 
-void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why) {
+Result<alloc::SolveResult> place_on_lx(const alloc::Problem& ap, bool fast, double seconds) {
+  alloc::SolveOptions so;
+  so.objective = alloc::Objective::kSelect;
+  so.solver = fast ? alloc::SolverKind::kBestOfFits : alloc::SolverKind::kAuto;
+  so.time_limit = fast ? -1.0 : std::max(0.0, seconds);  // the fast answer runs to the end
+  return alloc::solve(ap, so);
+}
+
+void send_groups_to_hbm_whole(const CdProblem& p, std::vector<std::string>& why) {
   const int n = static_cast<int>(p.buffers.size());
   std::vector<int> out_member(n, -1);  // per group: its first member with a reason
   for (int b = 0; b < n; ++b)
@@ -212,7 +263,7 @@ void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why) {
   }
 }
 
-void cd_link_alloc_buffers(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
+void link_groups_and_in_place_edges(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
                            alloc::Problem& ap) {
   std::vector<int> first_in_ap(p.buffers.size(), -1);  // cd group -> its lowest member in `ap` (the group's id there)
   for (std::size_t k = 0; k < ap.buffers.size(); ++k) {
@@ -232,27 +283,27 @@ void cd_link_alloc_buffers(const CdProblem& p, const std::vector<int>& idx, cons
   }
 }
 
-int64_t cd_footprint(const CdBuffer& b, int d) {
+int64_t per_core_footprint(const CdBuffer& b, int d) {
   if (b.size < 0) return 0;
   int64_t part = b.divisions.empty() ? 1 : b.divisions[d].output_partition * b.divisions[d].output_tile_count;
   part = std::max<int64_t>(1, part);
   return (b.size + part - 1) / part;
 }
 
-int64_t cd_seed_footprint(const CdProblem& p) {
+int64_t seed_footprint_total(const CdProblem& p) {
   int64_t t = 0;
-  for (const CdBuffer& b : p.buffers) t += cd_footprint(b, 0);
+  for (const CdBuffer& b : p.buffers) t += per_core_footprint(b, 0);
   return t;
 }
 
-int64_t cd_hbm_bytes(const CdProblem& p, const std::vector<char>& resident) {
+int64_t hbm_bytes_of(const CdProblem& p, const std::vector<char>& resident) {
   int64_t t = 0;
   for (std::size_t b = 0; b < p.buffers.size(); ++b)
     if (!resident[b]) t += cost_of(p.buffers[b]);
   return t;
 }
 
-Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& source, int64_t capacity,
+Result<CdProblem> division_problem_from_json(const Json& buffers, const std::string& source, int64_t capacity,
                                        int64_t alignment) {
   try {
     JsonCursor c(buffers, source);
@@ -276,24 +327,6 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
         "cd_parent_matches", "lifetime_end_override", "lifetime_start_override", "paired_with", "start", "end", "boundary",
         "placement", "boundary_cost", "spill_write_cost", "plain", "relayout_copy", "relayout_parent",
         "relayout_options"};
-    static const std::vector<std::string> kDivisionKeys = {"reduction_splits", "output_splits", "reduction_syms", "splits",
-                                                           "tiling"};
-    // A split map {"<dim>": factor}: dim keys are non-negative integers, factors 1..1024.
-    auto splits = [](const JsonCursor& m) {
-      std::vector<std::pair<int64_t, int64_t>> out;
-      m.require_object();
-      for (const auto& [k, v] : m.node().items()) {
-        JsonCursor f(v, m.source(), m.path() + "." + k);
-        int64_t dim = -1;
-        auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), dim);
-        if (k.empty() || ec != std::errc() || ptr != k.data() + k.size() || dim < 0)
-          f.fail("expected a non-negative integer as the key");
-        int64_t factor = f.as_int_at_least(1);
-        if (factor > 1024) f.fail("expected a split factor 1..1024, got " + std::to_string(factor));
-        out.emplace_back(dim, factor);
-      }
-      return out;
-    };
     for (const auto& b : list) {
       b.expect_keys(kKeys);
       CdBuffer x;
@@ -359,38 +392,7 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
         for (const auto& q : b.at("parents").elements()) x.parents.push_back(ref(q));
       const std::size_t ndiv = b.at("core_divisions").array_size();
       if (ndiv == 0) b.at("core_divisions").fail("expected at least one core division (index 0 is the committed one)");
-      for (const auto& d : b.at("core_divisions").elements()) {
-        d.expect_keys(kDivisionKeys);
-        CdDivision cd;
-        // Coarse tiling: [[count, is_reduction], ...] outermost first (empty = untiled).
-        if (d.has("tiling"))
-          for (const auto& lv : d.at("tiling").elements()) {
-            if (lv.array_size() != 2) lv.fail("expected [count, is_reduction]");
-            int64_t count = lv.at(0).as_int_at_least(1);
-            if (count > 1024) lv.at(0).fail("expected a tile count 1..1024, got " + std::to_string(count));
-            cd.tile_levels.push_back(count);
-            cd.tile_count = std::min<int64_t>(cd.tile_count * count, int64_t{1} << 40);
-            if (!lv.at(1).as_bool()) cd.output_tile_count = std::min<int64_t>(cd.output_tile_count * count, int64_t{1} << 40);
-          }
-        std::map<int64_t, int64_t> all;  // every split entry once: cores_used and the balance term
-        std::set<int64_t> red;
-        for (auto [dim, f] : splits(d.at("reduction_splits"))) {
-          cd.reduction_splits.emplace_back(dim, f);
-          red.insert(dim);
-          all[dim] = f;
-        }
-        for (auto [dim, f] : splits(d.at("output_splits"))) {
-          cd.output_splits.emplace_back(dim, f);
-          // Many factors could overflow; the product is capped (it only divides sizes).
-          if (!red.count(dim)) cd.output_partition = std::min<int64_t>(cd.output_partition * f, int64_t{1} << 40);
-          all.emplace(dim, f);
-        }
-        for (auto [dim, f] : all) {
-          cd.cores = std::min<int64_t>(cd.cores * f, int64_t{1} << 40);
-          cd.split_sq += f * f;
-        }
-        x.divisions.push_back(std::move(cd));
-      }
+      for (const auto& d : b.at("core_divisions").elements()) x.divisions.push_back(read_division(d));
       if (b.has("cd_parent_matches")) {
         JsonCursor m = b.at("cd_parent_matches");
         m.require_object();
@@ -440,7 +442,7 @@ Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& s
   }
 }
 
-Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
+Status check_division_plan(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
                 const std::vector<CdServed>& served) {
   const int n = static_cast<int>(p.buffers.size());
   if (static_cast<int>(division.size()) != n || static_cast<int>(address.size()) != n)
@@ -537,7 +539,7 @@ Status cd_check(const CdProblem& p, const std::vector<int>& division, const std:
   return ok_status();
 }
 
-Result<CdSolution> cd_solve(const CdProblem& p, double time_limit) {
+Result<CdSolution> solve_divisions(const CdProblem& p, double time_limit) {
   Deadline dl(time_limit);
   Ctx c{&p, std::vector<std::vector<int>>(p.buffers.size())};
   for (std::size_t b = 0; b < p.buffers.size(); ++b)
@@ -585,7 +587,7 @@ Result<CdSolution> cd_solve(const CdProblem& p, double time_limit) {
   s.reason = final_full.reason;
   s.hbm_bytes = final_full.cost;
   s.proven_optimal = s.hbm_bytes <= s.lower_bound;
-  if (Status st = cd_check(p, s.division, s.address); !st) return st.error();
+  if (Status st = check_division_plan(p, s.division, s.address); !st) return st.error();
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "alloc/problem.h"
+#include "alloc/solver.h"
 #include "core/json_reader.h"
 #include "core/result.h"
 
@@ -73,22 +74,26 @@ struct CdSolution {
 };
 
 // Reads the "inputs" array of a capture graph (or a synthetic graph's buffer list).
-Result<CdProblem> cd_problem_from_json(const Json& buffers, const std::string& source, int64_t capacity,
+Result<CdProblem> division_problem_from_json(const Json& buffers, const std::string& source, int64_t capacity,
                                        int64_t alignment = 128);
 // Per-core footprint of buffer b under division d: ceil(size / output_partition).
-int64_t cd_footprint(const CdBuffer& b, int d);
+int64_t per_core_footprint(const CdBuffer& b, int d);
 // Atomic groups go to HBM whole: a member without a reason of its own, in a group with a member
 // that has one, gets "paired with X, which stays in HBM" (`why`: one reason per buffer, "" = eligible).
-void cd_groups_out_whole(const CdProblem& p, std::vector<std::string>& why);
+void send_groups_to_hbm_whole(const CdProblem& p, std::vector<std::string>& why);
 // The eligible buffers in `ap` (`back[k]`: ap buffer k's cd buffer; `idx[b]`: cd buffer b's index
 // in ap, or -1) get their atomic groups and the in-place edges torch-spyre allows (parent ends at
 // the child's start + 1, child no larger, parent read after its write).
-void cd_link_alloc_buffers(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
+void link_groups_and_in_place_edges(const CdProblem& p, const std::vector<int>& idx, const std::vector<int>& back,
                            alloc::Problem& ap);
+// Places the eligible buffers `ap` (a selection at ap.capacity) through the alloc engine, which
+// validates every plan: fast = best-of-fits run to the end (the local searches score many
+// assignments), else the auto portfolio within `seconds`.
+Result<alloc::SolveResult> place_on_lx(const alloc::Problem& ap, bool fast, double seconds);
 // Sum of per-core footprints under division 0 (torch-spyre's "tot").
-int64_t cd_seed_footprint(const CdProblem& p);
+int64_t seed_footprint_total(const CdProblem& p);
 // The objective of a (division, address) assignment (does not check validity).
-int64_t cd_hbm_bytes(const CdProblem& p, const std::vector<char>& resident);
+int64_t hbm_bytes_of(const CdProblem& p, const std::vector<char>& resident);
 // Independent check: menu indices, residency gate, forced spills, atomic groups, alignment,
 // capacity, and no overlap of co-live residents except a declared in-place child (no larger than
 // its parent, starting at the parent's last tick) at its parent's exact base address: on that
@@ -96,10 +101,10 @@ int64_t cd_hbm_bytes(const CdProblem& p, const std::vector<char>& resident);
 // With `served`, a resident relayout copy is legal when its source is resident under a priced
 // division and it serves at least one consumer through a listed option; a served edge relaxes the
 // source's gate; a consumer reads each parent through at most one copy. Without it, copies stay out.
-Status cd_check(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
+Status check_division_plan(const CdProblem& p, const std::vector<int>& division, const std::vector<int64_t>& address,
                 const std::vector<CdServed>& served = {});
-// Anytime search from the seed division; the result passed cd_check and is never worse than the seed.
-Result<CdSolution> cd_solve(const CdProblem& p, double time_limit);
+// Anytime search from the seed division; the result passed check_division_plan and is never worse than the seed.
+Result<CdSolution> solve_divisions(const CdProblem& p, double time_limit);
 
 // ---- torch-spyre's September joint contract (docs/lx.md, "The September contract") ----
 
@@ -123,7 +128,7 @@ struct CdExpr {
 // "split" <buffer index> <key>, "division" <buffer index>, "add", "mul", "pow", "min", "max",
 // "abs", "log", "exp", "floor", "ceiling", "delta", "charge", "piecewise", "lt", "le", "gt",
 // "ge", "eq", "ne", "and", "or", "not".
-Result<CdExpr> cd_expr_from_json(const Json& j, const std::string& source, int buffers);
+Result<CdExpr> cost_expr_from_json(const Json& j, const std::string& source, int buffers);
 
 struct LadderOptions {
   double time_limit = 30;          // seconds (0 = no limit; the search is then bounded by its size caps)
@@ -158,7 +163,7 @@ int64_t ladder_footprint(const CdBuffer& b, int d);
 int64_t ladder_cuts(const CdProblem& p, const std::vector<int>& division);
 // Exact (enumerates every division choice and, for a cost expression, every residency set, while
 // small; local search beyond) minimization of the lexicographic ladder (residency, cuts, -cores,
-// split^2, tile count) or of the cost expression. The result passed cd_check.
-Result<LadderSolution> cd_solve_ladder(const CdProblem& p, const LadderOptions& o);
+// split^2, tile count) or of the cost expression. The result passed check_division_plan.
+Result<LadderSolution> solve_division_ladder(const CdProblem& p, const LadderOptions& o);
 
 }  // namespace sp::lx

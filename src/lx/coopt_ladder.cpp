@@ -36,7 +36,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t min_footprint(const CdBuffer& x) {
   if (x.divisions.empty()) return std::max<int64_t>(x.size, 0);
   int64_t m = std::numeric_limits<int64_t>::max();
-  for (std::size_t d = 0; d < x.divisions.size(); ++d) m = std::min(m, cd_footprint(x, static_cast<int>(d)));
+  for (std::size_t d = 0; d < x.divisions.size(); ++d) m = std::min(m, per_core_footprint(x, static_cast<int>(d)));
   return m;
 }
 
@@ -51,7 +51,7 @@ std::string exclusion(const Ctx& c, const std::vector<int>& div, int b) {
   const int64_t m = min_footprint(x);
   if (m > c.p->capacity)
     return "min footprint " + std::to_string(m) + " B > LX capacity " + std::to_string(c.p->capacity) + " B";
-  const int64_t fp = cd_footprint(x, div[b]);
+  const int64_t fp = per_core_footprint(x, div[b]);
   if (fp > c.p->capacity)
     return "capacity: per-core footprint " + std::to_string(fp) + " B under division " + std::to_string(div[b]) +
            " exceeds LX capacity " + std::to_string(c.p->capacity) + " B";
@@ -72,7 +72,7 @@ std::vector<std::string> exclusions(const Ctx& c, const std::vector<int>& div) {
   const int n = static_cast<int>(p.buffers.size());
   std::vector<std::string> why(n);
   for (int b = 0; b < n; ++b) why[b] = exclusion(c, div, b);
-  cd_groups_out_whole(p, why);
+  send_groups_to_hbm_whole(p, why);
   return why;
 }
 
@@ -101,7 +101,7 @@ Placed place(Ctx& c, const std::vector<int>& div, const std::vector<char>& allow
     const CdBuffer& x = p.buffers[b];
     alloc::Buffer ab;
     ab.id = x.name;
-    ab.size = cd_footprint(x, div[b]);
+    ab.size = per_core_footprint(x, div[b]);
     ab.start = x.start;
     ab.end = x.end;
     if (c.o->disjoint_groups && x.group >= 0) std::tie(ab.start, ab.end) = span[x.group];
@@ -111,32 +111,15 @@ Placed place(Ctx& c, const std::vector<int>& div, const std::vector<char>& allow
     back.push_back(b);
     ap.buffers.push_back(std::move(ab));
   }
-  cd_link_alloc_buffers(p, idx, back, ap);
+  link_groups_and_in_place_edges(p, idx, back, ap);
   Placed r;
   r.address.assign(n, -1);
   alloc::Placement pl;
   if (ap.buffers.empty()) {
     r.proven = true;
-  } else if (fast) {
-    alloc::Placement a = alloc::place_first_fit(ap, ap.capacity, true);
-    alloc::Placement b = alloc::place_first_fit(ap, ap.capacity, false);
-    alloc::keep_groups_whole(ap, a);
-    alloc::keep_groups_whole(ap, b);
-    pl = alloc::spilled_cost(ap, a) <= alloc::spilled_cost(ap, b) ? a : b;
-    r.proven = alloc::spilled_cost(ap, pl) == 0;
-  } else {
-    alloc::SolveOptions so;
-    so.objective = alloc::Objective::kSelect;
-    so.solver = alloc::SolverKind::kAuto;
-    so.time_limit = std::max(0.0, seconds);
-    auto s = alloc::solve(ap, so);
-    if (s) {
-      pl = s->placement;
-      r.proven = s->proven_optimal || s->spill_cost == 0;
-    } else {
-      pl = alloc::place_first_fit(ap, ap.capacity, true);
-      alloc::keep_groups_whole(ap, pl);
-    }
+  } else if (auto s = place_on_lx(ap, fast, seconds)) {  // (refused by the engine: all in HBM)
+    pl = std::move(s->placement);
+    r.proven = s->spill_cost == 0 || (!fast && s->proven_optimal);
   }
   for (std::size_t k = 0; k < ap.buffers.size(); ++k) r.address[back[k]] = pl.offsets.empty() ? -1 : pl.offsets[k];
   for (int b = 0; b < n; ++b)
@@ -409,14 +392,14 @@ void solve_ladder(Ctx& c, Best& best, int64_t& scored) {
     if (!best.found || std::make_tuple(keep.residency, keep.st.key()) < std::make_tuple(best.residency, best.st.key()))
       best = keep;
   }
-  // The August engine's plan (cd_solve: HBM bytes, its own search) with the relayout copies taken
+  // The August engine's plan (solve_divisions: HBM bytes, its own search) with the relayout copies taken
   // out is a legal plan of this model too; it is kept when the ladder values it lower, so the
   // local search is never worse than solve_core_divisions' August path on the same buffers.
   // Not with disjoint groups (the August engine lets group members share bytes at other ticks).
   bool groups = false;
   for (const CdBuffer& x : p.buffers) groups = groups || x.group >= 0;
   if (c.relayouts || (groups && c.o->disjoint_groups)) return;
-  auto aug = cd_solve(p, std::max(0.0, c.dl->remaining_seconds()) / 4);
+  auto aug = solve_divisions(p, std::max(0.0, c.dl->remaining_seconds()) / 4);
   if (!aug) return;
   Static st = static_terms(p, aug->division);
   if (st.cuts < 0) return;
@@ -446,7 +429,7 @@ void solve_expression(Ctx& c, Best& best, int64_t& scored) {
     std::vector<std::pair<int64_t, int64_t>> events;  // (tick, +/- footprint), ends before starts
     for (int b = 0; b < n; ++b)
       if (lx[b]) {
-        const int64_t f = cd_footprint(p.buffers[b], div[b]);
+        const int64_t f = per_core_footprint(p.buffers[b], div[b]);
         int64_t start = p.buffers[b].start;  // an in-place child lies inside its parent on the hand-off tick
         for (int q : p.buffers[b].in_place_parents)
           if (lx[q] && p.buffers[q].end == start + 1) start = p.buffers[b].start + 1;
@@ -692,7 +675,7 @@ int64_t ladder_spill_cost(const CdBuffer& b, int64_t alignment) {
   return std::max<int64_t>(k, 0) * ceil_div(b.size, std::max<int64_t>(alignment, 1));
 }
 
-int64_t ladder_footprint(const CdBuffer& b, int d) { return cd_footprint(b, d); }
+int64_t ladder_footprint(const CdBuffer& b, int d) { return per_core_footprint(b, d); }
 
 int64_t ladder_cuts(const CdProblem& p, const std::vector<int>& div) {
   const int n = static_cast<int>(p.buffers.size());
@@ -761,7 +744,7 @@ int64_t ladder_cuts(const CdProblem& p, const std::vector<int>& div) {
   return cuts;
 }
 
-Result<CdExpr> cd_expr_from_json(const Json& j, const std::string& source, int buffers) {
+Result<CdExpr> cost_expr_from_json(const Json& j, const std::string& source, int buffers) {
   using Op = CdExpr::Op;
   static const std::map<std::string, Op> kOps = {
       {"add", Op::kAdd},     {"mul", Op::kMul},     {"pow", Op::kPow},       {"min", Op::kMin},
@@ -813,7 +796,7 @@ Result<CdExpr> cd_expr_from_json(const Json& j, const std::string& source, int b
   }
 }
 
-Result<LadderSolution> cd_solve_ladder(const CdProblem& p, const LadderOptions& o) {
+Result<LadderSolution> solve_division_ladder(const CdProblem& p, const LadderOptions& o) {
   Deadline dl(o.time_limit > 0 ? o.time_limit : -1.0);
   const int n = static_cast<int>(p.buffers.size());
   Ctx c{&p, &o, std::vector<std::vector<int>>(n), std::vector<int64_t>(n), &dl, true, false, {}};
@@ -865,7 +848,7 @@ Result<LadderSolution> cd_solve_ladder(const CdProblem& p, const LadderOptions& 
   s.served = best.served;
   s.optimal = c.proven;
   s.seconds = dl.elapsed_seconds();
-  if (Status st = cd_check(p, s.division, s.address, s.served); !st) return st.error();
+  if (Status st = check_division_plan(p, s.division, s.address, s.served); !st) return st.error();
   return s;
 }
 

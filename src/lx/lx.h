@@ -13,6 +13,7 @@
 
 #include "core/json_reader.h"
 #include "core/result.h"
+#include "core/violations.h"
 #include "program/program.h"
 
 namespace sp::lx {
@@ -222,8 +223,22 @@ Graph insert_rings(const Graph& g, const std::vector<RingCandidate>& cands, cons
 
 // Independent checker: re-derives liveness and HBM traffic from the plan's op list and residency
 // (no planner code), checks addresses (alignment, capacity, no overlap of co-live values except an
-// in-place hand-off at the same base) and that the reported totals match.
-Status check_plan(const Plan& p);
+// in-place hand-off at the same base) and that the reported totals match. It stops at the first
+// broken rule: the result holds at most one violation.
+enum class PlanViolationKind {
+  kGraph,        // an op reads a tensor no op or graph input defines
+  kPartialSums,  // a reduction split's partial sums are malformed or never combined
+  kValues,       // the plan's values are not the versions the op list defines
+  kResidency,    // a value may not be on LX there (LX off, graph input, op that cannot write or read LX, output without HBM copy)
+  kSize,         // a value's per-core size is below what its producer writes
+  kAddress,      // an LX address is misaligned or past the capacity
+  kSegments,     // residency segments reversed, overlapping, or not starting / ending at a def or use
+  kOverlap,      // two co-live values share LX bytes (not an in-place hand-off)
+  kTraffic,      // the re-derived HBM traffic differs from the plan's totals (or a layout fix is too small)
+  kBound,        // a reported lower bound is above the plan's traffic
+};
+using PlanCheck = CheckResult<PlanViolationKind>;
+PlanCheck check_plan(const Plan& p);
 
 // Output.
 // arrays = false leaves out "ops" and "buffers" (plan_json_text streams them).

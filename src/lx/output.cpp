@@ -153,7 +153,7 @@ struct Writer {
 };
 
 void write_ops(const Plan& p, Writer& w) {
-  const int L = 2;  // an element of a top-level array
+  const int element_level = 2;  // an element of a top-level array
   if (p.graph.ops.empty()) {
     w.out += "[]";
     return;
@@ -161,32 +161,32 @@ void write_ops(const Plan& p, Writer& w) {
   w.out += "[\n";
   for (std::size_t i = 0; i < p.graph.ops.size(); ++i) {
     const GOp& op = p.graph.ops[i];
-    w.indent(L);
+    w.indent(element_level);
     w.out += "{\n";
     bool first = true;
-    w.key(L + 1, "cores", first), w.num(op.cores);
-    w.key(L + 1, "hbm_bytes", first), w.num(p.op_hbm[i]);
-    w.key(L + 1, "index", first), w.num(static_cast<long long>(i));
-    if (op.kind == "clone" || op.kind == "ring") w.key(L + 1, "inserted", first), w.out += "true";
-    w.key(L + 1, "kind", first), w.str(op.kind);
-    w.key(L + 1, "name", first), w.str(op.name);
+    w.key(element_level + 1, "cores", first), w.num(op.cores);
+    w.key(element_level + 1, "hbm_bytes", first), w.num(p.op_hbm[i]);
+    w.key(element_level + 1, "index", first), w.num(static_cast<long long>(i));
+    if (op.kind == "clone" || op.kind == "ring") w.key(element_level + 1, "inserted", first), w.out += "true";
+    w.key(element_level + 1, "kind", first), w.str(op.kind);
+    w.key(element_level + 1, "name", first), w.str(op.name);
     std::vector<std::string> rd, wr;
     for (const auto& r : op.reads) rd.push_back(p.graph.tensors[r.tensor].name);
     for (const auto& x : op.writes) wr.push_back(p.graph.tensors[x.tensor].name);
-    w.key(L + 1, "reads", first), w.string_array(L + 1, rd);
-    if (op.ring_bytes > 0) w.key(L + 1, "ring_bytes", first), w.num(op.ring_bytes);
-    w.key(L + 1, "splits", first), w.str(op.splits);
-    w.key(L + 1, "writes", first), w.string_array(L + 1, wr);
+    w.key(element_level + 1, "reads", first), w.string_array(element_level + 1, rd);
+    if (op.ring_bytes > 0) w.key(element_level + 1, "ring_bytes", first), w.num(op.ring_bytes);
+    w.key(element_level + 1, "splits", first), w.str(op.splits);
+    w.key(element_level + 1, "writes", first), w.string_array(element_level + 1, wr);
     w.out += "\n";
-    w.indent(L);
+    w.indent(element_level);
     w.out += i + 1 < p.graph.ops.size() ? "},\n" : "}\n";
   }
-  w.indent(L - 1);
+  w.indent(element_level - 1);
   w.out += ']';
 }
 
 void write_buffers(const Plan& p, Writer& w) {
-  const int L = 2;
+  const int element_level = 2;
   if (p.values.empty()) {
     w.out += "[]";
     return;
@@ -195,58 +195,58 @@ void write_buffers(const Plan& p, Writer& w) {
   for (std::size_t k = 0; k < p.values.size(); ++k) {
     const PlanValue& v = p.values[k];
     const bool lx = !v.lx.empty();
-    w.indent(L);
+    w.indent(element_level);
     w.out += "{\n";
     bool first = true;
-    if (lx) w.key(L + 1, "address", first), w.num(v.lx.front().address);
-    w.key(L + 1, "bytes", first), w.num(v.bytes);
-    if (lx && v.clone) w.key(L + 1, "clone_of_input", first), w.out += "true";
-    w.key(L + 1, "defined_by", first), w.str(v.def >= 0 ? p.graph.ops[v.def].name : std::string("graph input"));
-    if (lx && v.in_place_parent >= 0) w.key(L + 1, "in_place_of", first), w.str(p.values[v.in_place_parent].name);
-    w.key(L + 1, "location", first), w.str(lx ? "lx" : "hbm");
+    if (lx) w.key(element_level + 1, "address", first), w.num(v.lx.front().address);
+    w.key(element_level + 1, "bytes", first), w.num(v.bytes);
+    if (lx && v.clone) w.key(element_level + 1, "clone_of_input", first), w.out += "true";
+    w.key(element_level + 1, "defined_by", first), w.str(v.def >= 0 ? p.graph.ops[v.def].name : std::string("graph input"));
+    if (lx && v.in_place_parent >= 0) w.key(element_level + 1, "in_place_of", first), w.str(p.values[v.in_place_parent].name);
+    w.key(element_level + 1, "location", first), w.str(lx ? "lx" : "hbm");
     if (lx) {
-      w.key(L + 1, "lx_segments", first);
+      w.key(element_level + 1, "lx_segments", first);
       w.out += "[\n";
       for (std::size_t s = 0; s < v.lx.size(); ++s) {
         const Segment& sg = v.lx[s];
-        w.indent(L + 2);
+        w.indent(element_level + 2);
         w.out += "{\n";
         bool f2 = true;
-        w.key(L + 3, "address", f2), w.num(sg.address);
-        w.key(L + 3, "first_op", f2), w.num(sg.start);
-        w.key(L + 3, "last_op", f2), w.num(sg.end);
-        w.key(L + 3, "reload", f2), w.out += sg.reload ? "true" : "false";
+        w.key(element_level + 3, "address", f2), w.num(sg.address);
+        w.key(element_level + 3, "first_op", f2), w.num(sg.start);
+        w.key(element_level + 3, "last_op", f2), w.num(sg.end);
+        w.key(element_level + 3, "reload", f2), w.out += sg.reload ? "true" : "false";
         w.out += "\n";
-        w.indent(L + 2);
+        w.indent(element_level + 2);
         w.out += s + 1 < v.lx.size() ? "},\n" : "}\n";
       }
-      w.indent(L + 1);
+      w.indent(element_level + 1);
       w.out += ']';
     }
-    w.key(L + 1, "name", first), w.str(v.name);
-    if (lx && !v.reason.empty()) w.key(L + 1, "note", first), w.str(v.reason);
-    if (lx && v.output_clone) w.key(L + 1, "output_clone", first), w.str("computed on LX, written to HBM once");
-    w.key(L + 1, "per_core_bytes", first), w.num(v.per_core);
-    if (!lx) w.key(L + 1, "reason", first), w.str(v.reason);
-    w.key(L + 1, "tensor", first), w.str(p.graph.tensors[v.tensor].name);
-    w.key(L + 1, "uses", first);
+    w.key(element_level + 1, "name", first), w.str(v.name);
+    if (lx && !v.reason.empty()) w.key(element_level + 1, "note", first), w.str(v.reason);
+    if (lx && v.output_clone) w.key(element_level + 1, "output_clone", first), w.str("computed on LX, written to HBM once");
+    w.key(element_level + 1, "per_core_bytes", first), w.num(v.per_core);
+    if (!lx) w.key(element_level + 1, "reason", first), w.str(v.reason);
+    w.key(element_level + 1, "tensor", first), w.str(p.graph.tensors[v.tensor].name);
+    w.key(element_level + 1, "uses", first);
     if (v.uses.empty()) {
       w.out += "[]";
     } else {
       w.out += "[\n";
       for (std::size_t u = 0; u < v.uses.size(); ++u) {
-        w.indent(L + 2);
+        w.indent(element_level + 2);
         w.num(v.uses[u]);
         w.out += u + 1 < v.uses.size() ? ",\n" : "\n";
       }
-      w.indent(L + 1);
+      w.indent(element_level + 1);
       w.out += ']';
     }
     w.out += "\n";
-    w.indent(L);
+    w.indent(element_level);
     w.out += k + 1 < p.values.size() ? "},\n" : "}\n";
   }
-  w.indent(L - 1);
+  w.indent(element_level - 1);
   w.out += ']';
 }
 
@@ -378,10 +378,11 @@ std::string plan_svg(const Plan& p) {
   }
   const int np = static_cast<int>(panels.size());
   const int cols = np == 1 ? 1 : 2, rows = (np + cols - 1) / cols;
-  const double W = 960, font = 11, colw = W / cols, L = 80, R = 20, PW = colw - L - R, PH = np == 1 ? 400 : 220;
+  const double width = 960, font = 11, colw = width / cols, margin_left = 80, margin_right = 20;
+  const double panel_width = colw - margin_left - margin_right, panel_height = np == 1 ? 400 : 220;
   const double nops = std::max<double>(1, static_cast<double>(p.graph.ops.size()));
   const double ymax = std::max<double>(1, static_cast<double>(peak));
-  const double sx = PW / nops, sy = PH / ymax;
+  const double sx = panel_width / nops, sy = panel_height / ymax;
 
   // One colour per role; a segment takes the first that applies.
   const svg::Role value{"value on LX", "#6baed6"}, in_place{"in place of a dying input", "#fdae6b"},
@@ -407,7 +408,7 @@ std::string plan_svg(const Plan& p) {
       if (v.lx.empty() || panels[k].first >= cores_of(v)) continue;
       for (const Segment& s : v.lx) {
         const double h = static_cast<double>(v.per_core) * sy;
-        segs[k].push_back(Seg{&v, &s, static_cast<double>(s.start) * sx, PH - static_cast<double>(s.address) * sy - h,
+        segs[k].push_back(Seg{&v, &s, static_cast<double>(s.start) * sx, panel_height - static_cast<double>(s.address) * sy - h,
                               static_cast<double>(s.end - s.start + 1) * sx, h, role_of(v, s)});
         ++total;
       }
@@ -436,24 +437,24 @@ std::string plan_svg(const Plan& p) {
     if (used[r]) roles.push_back(*role_list[r]);
   if (any_band) roles.push_back(band);
 
-  svg::SvgCanvas c(W, 100, p.graph.name + ": per-core LX residency", font);
-  c.text(W / 2, 18, p.graph.name + ": per-core LX residency", W - 20, "middle", 14);
-  c.text(W / 2, 34,
+  svg::SvgCanvas c(width, 100, p.graph.name + ": per-core LX residency", font);
+  c.text(width / 2, 18, p.graph.name + ": per-core LX residency", width - 20, "middle", 14);
+  c.text(width / 2, 34,
          "peak " + svg::human_bytes(static_cast<double>(peak)) + " of " + svg::human_bytes(static_cast<double>(p.capacity)) +
              " per core, " + std::to_string(on_lx) + " values on LX, " + std::to_string(p.graph.ops.size()) + " ops, " +
              std::to_string(cores) + (cores == 1 ? " core" : " cores"),
-         W - 20, "middle");
-  const double top = 44 + (roles.empty() ? 0 : c.legend(L, 42, W - L - R, roles)) + 8;
-  const double row_h = 22 + PH + 2 * font + 20;
+         width - 20, "middle");
+  const double top = 44 + (roles.empty() ? 0 : c.legend(margin_left, 42, width - margin_left - margin_right, roles)) + 8;
+  const double row_h = 22 + panel_height + 2 * font + 20;
   svg::LabelBoxes boxes;
   for (int k = 0; k < np; ++k) {
     const auto [c0, c1] = panels[k];
-    const double X = (k % cols) * colw + L, Y = top + (k / cols) * row_h + 22;
+    const double X = (k % cols) * colw + margin_left, Y = top + (k / cols) * row_h + 22;
     c.text(X, Y - 6, c0 == c1 ? "core " + std::to_string(c0) : "cores " + std::to_string(c0) + "-" + std::to_string(c1),
-           PW, "start", 0, "font-weight=\"bold\"");
-    c.rect(X, Y, PW, PH, "#f8f8f8", "", "stroke=\"#888\"");
+           panel_width, "start", 0, "font-weight=\"bold\"");
+    c.rect(X, Y, panel_width, panel_height, "#f8f8f8", "", "stroke=\"#888\"");
     if (any_band) {
-      svg::OccupancyGrid g(X, Y, PW, PH, 3);
+      svg::OccupancyGrid g(X, Y, panel_width, panel_height, 3);
       std::size_t nb = 0;
       for (const Seg& s : segs[k])
         if (banded(s)) g.add(X + s.x, Y + s.y, X + s.x + s.w, Y + s.y + s.h), ++nb;
@@ -480,9 +481,9 @@ std::string plan_svg(const Plan& p) {
       if (shown.empty() || (shown != s->v->name && shown.size() < 6) || !boxes.claim(x, y, x + svg::text_width(shown, font), y + font + 1)) continue;
       c.text(x, y + font - 1, s->v->name, s->w - 4);
     }
-    if (segs[k].empty()) c.text(X + PW / 2, Y + PH / 2, "no value on LX: every tensor stays in HBM", PW - 8, "middle");
-    c.x_axis(X, X + PW, Y + PH, 0, nops, false, svg::human_count, "op index");
-    c.y_axis(X, Y + PH, Y, 0, ymax, true, svg::human_bytes, "LX address", X - L + font);
+    if (segs[k].empty()) c.text(X + panel_width / 2, Y + panel_height / 2, "no value on LX: every tensor stays in HBM", panel_width - 8, "middle");
+    c.x_axis(X, X + panel_width, Y + panel_height, 0, nops, false, svg::human_count, "op index");
+    c.y_axis(X, Y + panel_height, Y, 0, ymax, true, svg::human_bytes, "LX address", X - margin_left + font);
   }
   c.set_height(std::ceil(top + rows * row_h));
   return c.finish();

@@ -416,7 +416,8 @@ Result<Plan> plan_graph_once(Graph graph, const Hardware& hw, const Options& o, 
   account(plan);
   // Heuristic plans that only score a search move are not returned; every returned plan is checked.
   if (!fast)
-    if (Status st = check_plan(plan); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
+    if (PlanCheck c = check_plan(plan); !c.ok())
+      return internal_error("LX plan failed the independent check: " + c.violations.front().message);
   return plan;
 }
 

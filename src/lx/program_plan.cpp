@@ -1374,7 +1374,8 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     result.notes.push_back("cores: best at " + std::to_string(result.planned_cores) + " of at most " +
                            std::to_string(o.cores) + " cores (" + tried + ")");
   }
-  if (Status st = check_plan(result); !st) return internal_error("LX plan failed the independent check: " + st.error().message);
+  if (PlanCheck c = check_plan(result); !c.ok())
+    return internal_error("LX plan failed the independent check: " + c.violations.front().message);
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "alloc/generate.h"
+#include "alloc/internal/dive.h"
 #include "alloc/solver.h"
 #include "alloc/validator.h"
 #include "alloc/alloc_test_util.h"

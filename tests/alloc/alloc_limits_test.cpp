@@ -15,6 +15,10 @@
 #include <tuple>
 
 #include "alloc/generate.h"
+#include "alloc/internal/dive.h"
+#include "alloc/internal/exact.h"
+#include "alloc/internal/heuristics.h"
+#include "alloc/internal/repair.h"
 #include "alloc/io.h"
 #include "alloc/problem.h"
 #include "core/rng.h"

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "alloc/internal/heuristics.h"
 #include "alloc/problem.h"
 #include "alloc/solver.h"
 #include "alloc/validator.h"
@@ -77,7 +78,7 @@ Offset addr(const Case& c, const SolveResult& r, const std::string& name) { retu
 // Checks one expectation; returns "" or a description of the mismatch.
 std::string check(const Case& c, const SolveResult& r, const Json& e, bool relaxed) {
   auto rep = validate(c.p, r.placement);
-  if (!rep.ok()) return std::string("illegal layout: ") + rep.issues[0].message;
+  if (!rep.ok()) return std::string("illegal layout: ") + rep.violations[0].message;
   const std::string kind = e.value("kind", "predicate");
   if (relaxed) {  // conventions.relaxed_solvers: legal + at least as many placed as the first tuple
     if (kind != "addresses") return "";

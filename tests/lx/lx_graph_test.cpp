@@ -137,10 +137,16 @@ TEST(LxGraph, CheckerRejectsOverlapsAndWrongTotals) {
   Plan bad = *plan;
   for (auto& v : bad.values)
     if (!v.lx.empty()) v.lx.front().address = 0;  // m and n are co-live: now they collide
-  EXPECT_FALSE(check_plan(bad).ok());
+  const PlanCheck collide = check_plan(bad);
+  ASSERT_EQ(collide.violations.size(), 1u);
+  EXPECT_EQ(collide.violations[0].kind, PlanViolationKind::kOverlap);
+  EXPECT_EQ(collide.violations[0].involved.size(), 2u);  // the two values, by name
+  EXPECT_NE(collide.violations[0].message.find("LX overlap: "), std::string::npos);
   bad = *plan;
   bad.totals.hbm_read -= 1;
-  EXPECT_FALSE(check_plan(bad).ok());
+  const PlanCheck traffic = check_plan(bad);
+  ASSERT_FALSE(traffic.ok());
+  EXPECT_EQ(traffic.violations[0].kind, PlanViolationKind::kTraffic);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace {
 CdProblem problem(const std::string& text, int64_t capacity, int64_t alignment = 1) {
   auto j = parse_json_text(text, "<test>");
   EXPECT_TRUE(j.ok());
-  auto p = cd_problem_from_json(*j, "<test>", capacity, alignment);
+  auto p = division_problem_from_json(*j, "<test>", capacity, alignment);
   EXPECT_TRUE(p.ok()) << p.error().message;
   return p.ok() ? *p : CdProblem{};
 }
@@ -23,7 +23,7 @@ TEST(LxLadder, BalanceAmongEqualCores) {
   CdProblem p = problem(R"([{"name": "a", "size": 64, "uses": [0, 1], "residency_reason": "barred",
       "core_divisions": [{"output_splits": {"1": 4}, "reduction_splits": {}},
                          {"output_splits": {"1": 2, "2": 2}, "reduction_splits": {}}]}])", 256);
-  auto s = cd_solve_ladder(p, {});
+  auto s = solve_division_ladder(p, {});
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->division, std::vector<int>{1});
   EXPECT_EQ(s->cores, 4);
@@ -43,7 +43,7 @@ TEST(LxLadder, CutsOfATiledOutputAndThePairTable) {
   CdProblem p = problem(text, 1 << 20);
   EXPECT_EQ(ladder_cuts(p, {0, 0, 0}), 1);  // c (its reader is untileable)
   EXPECT_EQ(ladder_cuts(p, {1, 0, 0}), 2);  // a tiled graph output is always a cut
-  auto s = cd_solve_ladder(p, {});
+  auto s = solve_division_ladder(p, {});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->division[0], 0);
   EXPECT_EQ(s->cuts, 1);
@@ -56,12 +56,12 @@ TEST(LxLadder, ExpressionIsTheOnlyObjective) {
                             R"(]}, {"name": "b1", "size": 128, "uses": [1, 3], "core_divisions": [)" + kWhole + "]}]",
                         1 << 20);
   // 5 * is_lx(b1) - is_lx(b0): b1 out, b0 in, although both fit.
-  auto e = cd_expr_from_json(*parse_json_text(R"(["add", ["mul", 5, ["is_lx", 1]], ["mul", -1, ["is_lx", 0]]])", "<e>"),
+  auto e = cost_expr_from_json(*parse_json_text(R"(["add", ["mul", 5, ["is_lx", 1]], ["mul", -1, ["is_lx", 0]]])", "<e>"),
                              "<e>", 2);
   ASSERT_TRUE(e.ok()) << e.error().message;
   LadderOptions o;
   o.cost = &*e;
-  auto s = cd_solve_ladder(p, o);
+  auto s = solve_division_ladder(p, o);
   ASSERT_TRUE(s.ok());
   EXPECT_GE(s->address[0], 0);
   EXPECT_EQ(s->address[1], -1);
@@ -73,7 +73,7 @@ TEST(LxLadder, ExpressionReaderRefusesBadTrees) {
   for (const char* bad : {R"(["nosuch", 1])", R"(["is_lx", 5])", R"(["pow", 1])", R"("x")", R"([])"}) {
     auto j = parse_json_text(bad, "<e>");
     ASSERT_TRUE(j.ok());
-    EXPECT_FALSE(cd_expr_from_json(*j, "<e>", 2).ok()) << bad;
+    EXPECT_FALSE(cost_expr_from_json(*j, "<e>", 2).ok()) << bad;
   }
 }
 
@@ -88,21 +88,21 @@ TEST(LxLadder, RelayoutCopyCoupling) {
        "relayout_options": [[0, "C", 1]], "core_divisions": [{"output_splits": {"9": 2}, "reduction_splits": {}}]}])";
   CdProblem p = problem(text, 1 << 20);
   // 500 (1 - is_lx S) + 1000 [division C == 0] + is_lx X * [100][division S]
-  auto e = cd_expr_from_json(*parse_json_text(R"(["add", ["mul", 500, ["add", 1, ["mul", -1, ["is_lx", 0]]]],
+  auto e = cost_expr_from_json(*parse_json_text(R"(["add", ["mul", 500, ["add", 1, ["mul", -1, ["is_lx", 0]]]],
       ["mul", 1000, ["delta", ["division", 1], 0]], ["charge", ["is_lx", 2], ["division", 0], 100]])", "<e>"), "<e>", 3);
   ASSERT_TRUE(e.ok()) << e.error().message;
   LadderOptions o;
   o.cost = &*e;
-  auto s = cd_solve_ladder(p, o);
+  auto s = solve_division_ladder(p, o);
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->objective, 100.0);
   ASSERT_EQ(s->served.size(), 1u);
   EXPECT_EQ(s->served[0].copy, 2);
   // The checker: without the served edge the same plan breaks S's gate and X serves nothing.
-  EXPECT_FALSE(cd_check(p, s->division, s->address).ok());
-  EXPECT_TRUE(cd_check(p, s->division, s->address, s->served).ok());
+  EXPECT_FALSE(check_division_plan(p, s->division, s->address).ok());
+  EXPECT_TRUE(check_division_plan(p, s->division, s->address, s->served).ok());
   // The ladder keeps the copy out.
-  auto l = cd_solve_ladder(p, {});
+  auto l = solve_division_ladder(p, {});
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->address[2], -1);
   EXPECT_TRUE(l->served.empty());
