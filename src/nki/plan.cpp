@@ -6,14 +6,13 @@
 #include <optional>
 #include <queue>
 
+#include "alloc/solver.h"
 #include "core/deadline.h"
 #include "nki/check.h"
 
 namespace sp::nki {
 
 namespace {
-
-Bytes round_up(Bytes v, Bytes a) { return (v + a - 1) / a * a; }
 
 constexpr std::size_t kMaxSpans = 1'000'000;  // recorded per timeline (pictures use far fewer)
 
@@ -538,12 +537,55 @@ bool live_together(const BufferRequest& a, const BufferRequest& b) {
 
 enum class PackOrder { kArea, kStart };
 
+// Where a buffer may go: a start row and whether it may meet placed buffers it is never live
+// with. `busy` are the byte ranges [b0, b1) it must avoid there (merged, ascending).
+struct Slot {
+  Partition row = 0;
+  bool shared = false;
+  std::vector<std::pair<Bytes, Bytes>> busy;
+};
+
+// The engine's answer for one buffer: each slot is a time step of its own in one alloc problem,
+// where the busy ranges are pinned obstacles and a copy of the buffer is placed by first fit
+// (lowest aligned offset). Returns, per slot, the offset the engine chose.
+Result<std::vector<Bytes>> engine_offsets(const std::vector<Slot>& slots, Bytes size, Bytes align) {
+  alloc::Problem prob;  // capacity unbounded: the caller compares with its own
+  for (std::size_t s = 0; s < slots.size(); ++s) {
+    const alloc::Time t = static_cast<alloc::Time>(s);
+    alloc::Buffer copy;
+    copy.id = "slot " + std::to_string(s);
+    copy.size = size;
+    copy.start = t;
+    copy.end = t + 1;
+    copy.alignment = std::max<Bytes>(align, 1);
+    prob.buffers.push_back(std::move(copy));
+  }
+  for (std::size_t s = 0; s < slots.size(); ++s)
+    for (auto [b0, b1] : slots[s].busy) {
+      alloc::Buffer obstacle;
+      obstacle.id = "slot " + std::to_string(s) + " busy " + std::to_string(b0);
+      obstacle.size = b1 - b0;
+      obstacle.start = static_cast<alloc::Time>(s);
+      obstacle.end = obstacle.start + 1;
+      obstacle.fixed_offset = b0;
+      prob.buffers.push_back(std::move(obstacle));
+    }
+  alloc::SolveOptions o;
+  o.solver = alloc::SolverKind::kFirstFit;
+  o.time_limit = 1e6;  // first fit always finishes; a deadline must not spill a slot
+  auto r = alloc::solve(prob, o);
+  if (!r) return r.error();
+  if (!r->feasible) return internal_error("the allocation engine left an NKI buffer unplaced");
+  return std::vector<Bytes>(r->placement.offsets.begin(), r->placement.offsets.begin() + static_cast<std::ptrdiff_t>(slots.size()));
+}
+
 // First fit by decreasing area, or by first use (`kStart`: buffers that come later in time
 // take the space of dead ones, as in interval colouring, instead of fragmenting memory).
 // `shared_ok`: a buffer may intersect placed buffers never live together with it, after trying
 // room apart from every placed buffer unless `share_first` (then the lowest such offset wins).
-bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
-          std::vector<BufferPlacement>& out, PackOrder by = PackOrder::kArea, bool share_first = false) {
+// The order, the start rows and the conflicts are the planner's; every offset is the engine's.
+Result<bool> pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
+                  std::vector<BufferPlacement>& out, PackOrder by = PackOrder::kArea, bool share_first = false) {
   out.assign(reqs.size(), {});
   std::vector<std::size_t> order(reqs.size());
   std::iota(order.begin(), order.end(), 0);
@@ -558,36 +600,41 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
       placed.push_back(i);
     }
   std::erase_if(order, [&](std::size_t i) { return reqs[i].fixed; });
-  auto place = [&](const BufferRequest& r, bool share, BufferPlacement& best) {
-    bool found = false;
-    for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1)) {
-      std::vector<std::pair<Bytes, Bytes>> busy;
-      for (std::size_t j : placed) {
-        const BufferRequest& q = reqs[j];
-        bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
-        if (rows_meet && (!share || live_together(q, r))) busy.push_back({out[j].offset, out[j].offset + q.size});
-      }
-      std::sort(busy.begin(), busy.end());
-      Bytes at = 0;
-      for (auto [b0, b1] : busy) {
-        if (at + r.size <= b0) break;
-        at = std::max(at, round_up(b1, align));
-      }
-      if (at + r.size <= capacity && (!found || at < best.offset)) {
-        found = true;
-        best = {p, at};
-      }
+  // The byte ranges of placed buffers a buffer `r` starting at row p must avoid.
+  auto busy_at = [&](const BufferRequest& r, Partition p, bool share) {
+    std::vector<std::pair<Bytes, Bytes>> busy;
+    for (std::size_t j : placed) {
+      const BufferRequest& q = reqs[j];
+      bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
+      if (rows_meet && (!share || live_together(q, r)) && q.size > 0) busy.push_back({out[j].offset, out[j].offset + q.size});
     }
-    return found;
+    std::sort(busy.begin(), busy.end());
+    std::vector<std::pair<Bytes, Bytes>> merged;
+    for (auto [b0, b1] : busy)
+      if (!merged.empty() && b0 <= merged.back().second) merged.back().second = std::max(merged.back().second, b1);
+      else merged.push_back({b0, b1});
+    return merged;
   };
   for (std::size_t i : order) {
-    BufferPlacement best;
-    if (shared_ok && share_first) {
-      if (!place(reqs[i], true, best)) return false;
-    } else if (!place(reqs[i], false, best) && !(shared_ok && place(reqs[i], true, best))) {
-      return false;
+    const BufferRequest& r = reqs[i];
+    std::vector<Slot> slots;
+    for (bool share : {false, true}) {
+      if ((share && !shared_ok) || (!share && shared_ok && share_first)) continue;
+      for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1))
+        slots.push_back({p, share, busy_at(r, p, share)});
     }
-    out[i] = best;
+    if (slots.empty()) return false;
+    auto at = engine_offsets(slots, r.size, align);
+    if (!at) return at.error();
+    // Apart from every placed buffer if it fits so, else shared; the lowest offset, then row.
+    int best = -1;
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      if ((*at)[s] + r.size > capacity) continue;
+      if (best >= 0 && (slots[static_cast<std::size_t>(best)].shared != slots[s].shared || (*at)[best] <= (*at)[s])) continue;
+      best = static_cast<int>(s);
+    }
+    if (best < 0) return false;
+    out[i] = {slots[static_cast<std::size_t>(best)].row, (*at)[static_cast<std::size_t>(best)]};
     placed.push_back(i);
   }
   return true;
@@ -598,12 +645,20 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
 Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
                                                     Partition rows) {
   std::vector<BufferPlacement> out;
-  if (pack(reqs, capacity, align, rows, false, out) || pack(reqs, capacity, align, rows, true, out) ||
-      pack(reqs, capacity, align, rows, true, out, PackOrder::kStart) ||
-      pack(reqs, capacity, align, rows, true, out, PackOrder::kStart, true))
-    return out;
+  // Apart; then shared where apart fails; by first use; by first use sharing first.
+  const struct {
+    bool shared_ok;
+    PackOrder by;
+    bool share_first;
+  } passes[] = {{false, PackOrder::kArea, false}, {true, PackOrder::kArea, false}, {true, PackOrder::kStart, false},
+                {true, PackOrder::kStart, true}};
+  for (const auto& pass : passes) {
+    auto fits = pack(reqs, capacity, align, rows, pass.shared_ok, out, pass.by, pass.share_first);
+    if (!fits) return fits.error();
+    if (*fits) return out;
+  }
   Bytes total = 0;
-  for (const auto& r : reqs) total += round_up(r.size, align) * r.partitions;
+  for (const auto& r : reqs) total += alloc::align_up(r.size, align) * r.partitions;
   return bad_input("does not fit: " + std::to_string(total) + " partition-units requested, capacity " +
                    std::to_string(capacity) + " units x " + std::to_string(rows) + " partitions");
 }
@@ -664,7 +719,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
                          "-byte bank");
       P.stride[t] = 1;
     } else {
-      P.stride[t] = round_up(ten.fbytes(), k.hw.sbuf_min_align);
+      P.stride[t] = alloc::align_up(ten.fbytes(), k.hw.sbuf_min_align);
     }
     const int64_t cap = std::min<int64_t>(nb, std::max(opt.max_buffers, 1));
     const auto& iv = P.an.intervals[t];
