@@ -183,7 +183,7 @@ struct Planner {
           for (const TilePlacement& p : fixed_tiles[t]) {
             ids.push_back(t);
             BufferRequest r{ten.fbytes(), std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0), ten.pdim,
-                            1, true, p.start_partition, p.byte_addr, an.live[t]};
+                            1, true, p.start_partition, p.byte_addr, an.live[t], ten.name};
             if (!sbuf) {  // in banks
               const Bytes bb = k.hw.psum_bank_bytes;
               r.at_offset = p.byte_addr / bb;
@@ -197,7 +197,7 @@ struct Planner {
           // SBUF tiles may start at any allowed quadrant; PSUM tiles start at partition 0.
           const Partition step = !sbuf ? k.hw.partitions : pd <= 32 ? 32 : pd <= 64 ? 64 : 128;
           reqs.push_back({tiles[t] * stride[t], std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0),
-                          sbuf ? pd : k.hw.partitions, step, false, 0, 0, an.live[t]});
+                          sbuf ? pd : k.hw.partitions, step, false, 0, 0, an.live[t], k.tensors[t].name});
         }
       if (ids.empty()) continue;
       auto off = assign_offsets(reqs, sbuf ? k.hw.sbuf_usable() : k.hw.psum_banks, sbuf ? k.hw.sbuf_min_align : 1,
@@ -548,12 +548,15 @@ struct Slot {
 // The engine's answer for one buffer: each slot is a time step of its own in one alloc problem,
 // where the busy ranges are pinned obstacles and a copy of the buffer is placed by first fit
 // (lowest aligned offset). Returns, per slot, the offset the engine chose.
-Result<std::vector<Bytes>> engine_offsets(const std::vector<Slot>& slots, Bytes size, Bytes align) {
+// The copies are named "<name> row <row> apart|shared" (the test that the planner places through
+// the engine reads them).
+Result<std::vector<Bytes>> engine_offsets(const std::string& name, const std::vector<Slot>& slots, Bytes size,
+                                          Bytes align) {
   alloc::Problem prob;  // capacity unbounded: the caller compares with its own
   for (std::size_t s = 0; s < slots.size(); ++s) {
     const alloc::Time t = static_cast<alloc::Time>(s);
     alloc::Buffer copy;
-    copy.id = "slot " + std::to_string(s);
+    copy.id = name + " row " + std::to_string(slots[s].row) + (slots[s].shared ? " shared" : " apart");
     copy.size = size;
     copy.start = t;
     copy.end = t + 1;
@@ -563,7 +566,7 @@ Result<std::vector<Bytes>> engine_offsets(const std::vector<Slot>& slots, Bytes 
   for (std::size_t s = 0; s < slots.size(); ++s)
     for (auto [b0, b1] : slots[s].busy) {
       alloc::Buffer obstacle;
-      obstacle.id = "slot " + std::to_string(s) + " busy " + std::to_string(b0);
+      obstacle.id = "busy " + std::to_string(s) + " " + std::to_string(b0);
       obstacle.size = b1 - b0;
       obstacle.start = static_cast<alloc::Time>(s);
       obstacle.end = obstacle.start + 1;
@@ -624,7 +627,7 @@ Result<bool> pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes 
         slots.push_back({p, share, busy_at(r, p, share)});
     }
     if (slots.empty()) return false;
-    auto at = engine_offsets(slots, r.size, align);
+    auto at = engine_offsets(r.name, slots, r.size, align);
     if (!at) return at.error();
     // Apart from every placed buffer if it fits so, else shared; the lowest offset, then row.
     int best = -1;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -85,8 +86,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt = {});
 Timeline simulate_allocation(const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements,
                              Scheduler scheduler = Scheduler::kDataflow);
 
-// Address assignment for the planner. A stand-in for the shared allocation engine (src/alloc):
-// places buffers of `size` units (bytes or banks) spanning `partitions` rows, live over
+// Address assignment for the planner, through the allocation engine (alloc::solve): places buffers of `size` units (bytes or banks) spanning `partitions` rows, live over
 // program-order events [first, last], inside rows [0, rows) x units [0, capacity). A buffer
 // starts at a row that is a multiple of `row_step` (the ISA start-partition quadrant) and at a
 // unit offset that is a multiple of `align`. Buffers live at the same time never intersect; if
@@ -104,6 +104,7 @@ struct BufferRequest {
   // When not empty: the events it is live, as sorted disjoint closed intervals within
   // [first, last] (a tensor declared in a loop is dead between iterations, so others fit there).
   std::vector<std::pair<int64_t, int64_t>> live;
+  std::string name;            // the tensor's, in the allocation engine's buffer ids
 };
 struct BufferPlacement {
   Partition partition = 0;  // first row
