@@ -54,15 +54,15 @@ std::vector<Group> group_by_block(const std::vector<Violation>& vs) {
   std::map<std::tuple<int, std::string, std::string, std::string, std::string, std::string>, std::size_t> at;
   for (std::size_t i = 0; i < vs.size(); ++i) {
     const Violation& v = vs[i];
-    auto key = std::tuple{static_cast<int>(v.kind), v.tensor, v.instruction, v.instruction_source, v.by_tensor,
-                          v.by_instruction};
-    if (v.block.empty()) {  // a whole-tensor violation stands alone
+    auto key = std::tuple{static_cast<int>(v.kind), violated_tensor(v), v.detail.instruction, v.detail.instruction_source,
+                          destroying_tensor(v), v.detail.by_instruction};
+    if (v.detail.block.empty()) {  // a whole-tensor violation stands alone
       groups.push_back({i, {}});
       continue;
     }
     auto [it, fresh] = at.emplace(key, groups.size());
     if (fresh) groups.push_back({i, {}});
-    groups[it->second].blocks.push_back(v.block);
+    groups[it->second].blocks.push_back(v.detail.block);
   }
   return groups;
 }
@@ -91,15 +91,16 @@ void violation_lines(std::ostringstream& os, const std::vector<Violation>& vs, i
 Json violations_json(const std::vector<Violation>& vs) {
   Json arr = Json::array();
   for (const auto& v : vs) {
-    Json vj = {{"kind", violation_kind_name(v.kind)}, {"tensor", v.tensor}, {"block", v.block},
-               {"instruction", v.instruction}, {"iteration", v.iteration}, {"occurrences", v.occurrences},
+    const ViolationDetail& d = v.detail;
+    Json vj = {{"kind", violation_kind_name(v.kind)}, {"tensor", violated_tensor(v)}, {"block", d.block},
+               {"instruction", d.instruction}, {"iteration", d.iteration}, {"occurrences", d.occurrences},
                {"message", v.message}};
-    if (!v.tensor_source.empty()) vj["declared_at"] = v.tensor_source;
-    if (!v.instruction_source.empty()) vj["source"] = v.instruction_source;
-    if (!v.by_tensor.empty()) {
-      vj["overwritten_by"] = {{"tensor", v.by_tensor}, {"block", v.by_block}, {"instruction", v.by_instruction},
-                              {"iteration", v.by_iteration}};
-      if (!v.by_source.empty()) vj["overwritten_by"]["source"] = v.by_source;
+    if (!d.tensor_source.empty()) vj["declared_at"] = d.tensor_source;
+    if (!d.instruction_source.empty()) vj["source"] = d.instruction_source;
+    if (!destroying_tensor(v).empty()) {
+      vj["overwritten_by"] = {{"tensor", destroying_tensor(v)}, {"block", d.by_block}, {"instruction", d.by_instruction},
+                              {"iteration", d.by_iteration}};
+      if (!d.by_source.empty()) vj["overwritten_by"]["source"] = d.by_source;
     }
     arr.push_back(vj);
   }

@@ -396,11 +396,11 @@ std::string check_svg(const Kernel& k, const CheckReport& report) {
         break;  // whole-tensor rules name no tile; an unwritten tile was not destroyed
       case ViolationKind::kLifetimeConflict:
       case ViolationKind::kOverlap:
-        mark(v.tensor, v.block, kVictim);
-        if (!v.by_tensor.empty()) mark(v.by_tensor, v.by_block, kWriter);
+        mark(violated_tensor(v), v.detail.block, kVictim);
+        if (!destroying_tensor(v).empty()) mark(destroying_tensor(v), v.detail.by_block, kWriter);
         break;
       default:
-        mark(v.tensor, v.block, kPlacement);
+        mark(violated_tensor(v), v.detail.block, kPlacement);
     }
   }
   SvgCanvas c(kWidth, 100, "nki check: the memory map of " + k.source);
@@ -420,7 +420,7 @@ std::string check_svg(const Kernel& k, const CheckReport& report) {
   for (std::size_t i = 0; i < listed; ++i) {
     const Violation& v = report.violations[i];
     std::string msg = v.message;
-    if (v.occurrences > 1) msg += " (" + std::to_string(v.occurrences) + " times)";
+    if (v.detail.occurrences > 1) msg += " (" + std::to_string(v.detail.occurrences) + " times)";
     std::vector<std::string> lines = wrap(msg, kPlotW - 14, font);
     const bool cut = lines.size() > static_cast<std::size_t>(kMaxLinesPerViolation);
     if (cut) {

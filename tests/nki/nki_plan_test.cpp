@@ -284,7 +284,7 @@ TEST(NkiPlan, GeneratedKernelsArePlannedValidAndNoSlower) {
         auto rb = check_kernel(broken);
         ASSERT_TRUE(rb.ok());
         bool flagged = std::any_of(rb->violations.begin(), rb->violations.end(), [&](const Violation& v) {
-          return v.kind == ViolationKind::kLifetimeConflict && v.tensor == t.name;
+          return v.kind == ViolationKind::kLifetimeConflict && violated_tensor(v) == t.name;
         });
         EXPECT_TRUE(flagged) << "seed " << seed << " tensor " << t.name << " with " << n << " tiles";
         ++differential_cases;
