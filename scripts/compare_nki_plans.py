@@ -6,9 +6,10 @@ moved onto the allocation engine without a change of behaviour).
 Runs both binaries on every kernel -- examples/nki (JSON and Python), the Python kernels of
 python/tests/nki_kernels.py under both import spellings, the unseen kernels of
 python/tests/nki_unseen, and every *.json in the JSON_DIRs given (e.g. kernels written by
-nki::generate_kernel_json) -- with each output (report, --json, -o, --svg, --trace, --addresses,
---rewrite for Python kernels) and the planner's options (--in-order, --single, --keep-direct,
---max-buffers 3), and compares stdout, stderr, the exit status and every file written. The time
+nki::generate_kernel_json) -- with each output of `nki plan` (report, --json, -o, --svg, --trace, --addresses,
+--rewrite for Python kernels) under the planner's options (--in-order, --single, --keep-direct,
+--max-buffers 3), and `nki check` (report, --json, --svg, --trace) of each kernel and of its plan,
+and compares stdout, stderr, the exit status and every file written. The time
 limit is generous so that the search is never cut short (a cut depends on the machine's speed).
 Prints one line per difference and a summary; exits 1 if any output differs."""
 import argparse
@@ -43,15 +44,17 @@ def python_kernels(tmp):
     return out
 
 
-def run(cli, kernel, args, outdir):
+def run(cli, kernel, args, outdir, verb="plan"):
     """stdout, stderr, status and the files written by one run."""
     os.makedirs(outdir, exist_ok=True)
     files = {"-o": "kernel.json", "--svg": "plan.svg", "--trace": "trace.json", "--addresses": "addresses.json"}
-    cmd = [cli, "nki", "plan", kernel, "--time-limit", "600"] + args
+    if verb == "check":
+        files = {"--svg": "check.svg", "--trace": "trace.json"}
+    cmd = [cli, "nki", verb, kernel, "--time-limit", "600"] + args
     written = [a for f, n in files.items() for a in (f, os.path.join(outdir, n))]
     if "--json" not in args:
         cmd += written
-        if ".py" in kernel:
+        if ".py" in kernel and verb == "plan":
             cmd += ["--rewrite", os.path.join(outdir, "rewritten.py")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     out = {"stdout": r.stdout.replace(outdir, "OUT"), "stderr": r.stderr.replace(outdir, "OUT"), "status": str(r.returncode)}
@@ -77,7 +80,20 @@ def main():
             kernels += python_kernels(tmp)
         runs = differ = 0
         planned = set()
+        def compare(label, what, b, c):
+            nonlocal differ
+            bad = sorted(k for k in set(b) | set(c) if b.get(k) != c.get(k))
+            if bad:
+                differ += 1
+                print(f"DIFFERS {label} {what}: {', '.join(bad)}", flush=True)
+
         for label, path, args in kernels:
+            # nki check: the report, --json, --svg and --trace
+            for fmt in ([], ["--json"]):
+                b = run(a.before, path, args + fmt, os.path.join(tmp, "b", str(runs)), "check")
+                c = run(a.after, path, args + fmt, os.path.join(tmp, "a", str(runs)), "check")
+                runs += 1
+                compare(label, "check " + " ".join(fmt), b, c)
             for opt in OPTIONS:
                 for fmt in ([], ["--json"]):
                     extra = args + opt + fmt
@@ -86,11 +102,14 @@ def main():
                     runs += 1
                     if b["status"] == "0":
                         planned.add(label)
-                    bad = sorted(k for k in set(b) | set(c) if b.get(k) != c.get(k))
-                    if bad:
-                        differ += 1
-                        print(f"DIFFERS {label} {' '.join(opt + fmt)}: {', '.join(bad)}", flush=True)
-        print(f"{len(kernels)} kernels ({len(planned)} planned), {runs} runs of each binary, {differ} differ")
+                    compare(label, " ".join(opt + fmt), b, c)
+                    if "kernel.json" in b and not opt and not fmt:  # the planned kernel, checked
+                        k = os.path.join(tmp, f"planned{runs}.json")
+                        with open(k, "wb") as f:
+                            f.write(b["kernel.json"])
+                        compare(label, "check of the plan", run(a.before, k, [], os.path.join(tmp, "b", f"{runs}c"), "check"),
+                                run(a.after, k, [], os.path.join(tmp, "a", f"{runs}c"), "check"))
+        print(f"{len(kernels)} kernels ({len(planned)} planned), {runs} comparisons (plus checks of plans), {differ} differ")
         return 1 if differ else 0
 
 
