@@ -24,7 +24,7 @@ Bytes checked_eval(const Affine& a, const std::vector<int64_t>& idx) {
 
 struct PhysTile {
   TensorId tensor;
-  Buffer buffer;
+  Memory buffer;
   Partition p0, p1;  // [p0, p1)
   Bytes b0, b1;      // [b0, b1)
 };
@@ -74,7 +74,7 @@ const char* violation_kind_name(ViolationKind k) {
 
 std::vector<TilePlacement> evaluate_allocation(const Kernel& k, const Tensor& t) {
   std::vector<TilePlacement> out;
-  if (t.buffer == Buffer::kHbm || t.alloc.kind == AllocKind::kAuto) return out;
+  if (t.buffer == Memory::kHbm || t.alloc.kind == AllocKind::kAuto) return out;
   const Allocation& a = t.alloc;
   const int64_t n = t.num_blocks();
   const Bytes fb = t.fbytes();
@@ -92,7 +92,7 @@ std::vector<TilePlacement> evaluate_allocation(const Kernel& k, const Tensor& t)
         p.start_partition = std::clamp<int64_t>(a.base_partition + par * t.pdim, -kBadAddr, kBadAddr);
         int64_t off = 0;
         if (__builtin_mul_overflow(fr, fb, &off) || __builtin_add_overflow(off, a.base_addr, &off)) off = kBadAddr;
-        if (t.buffer == Buffer::kPsum) {
+        if (t.buffer == Memory::kPsum) {
           const int64_t bank = a.base_bank + modulo_linear(a.num_bank_tiles, idx);
           int64_t b = 0;
           if (__builtin_mul_overflow(bank, k.hw.psum_bank_bytes, &b) || __builtin_add_overflow(b, off, &off)) off = kBadAddr;
@@ -291,7 +291,7 @@ void psum_capacity_rule(const Kernel& k, const std::vector<std::vector<TilePlace
   TensorId first_placed = -1;
   for (int t = 0; t < nt; ++t) {
     const Tensor& ten = k.tensors[t];
-    if (ten.buffer != Buffer::kPsum) continue;
+    if (ten.buffer != Memory::kPsum) continue;
     if (ten.alloc.kind == AllocKind::kAuto) {
       if (ten.alloc.compiler_placed && placed++ == 0) first_placed = t;
       continue;
@@ -329,7 +329,7 @@ void placement_rules(const Kernel& k, TensorId t, const std::vector<TilePlacemen
                          "partitions [" + std::to_string(p.start_partition) + ", " +
                              std::to_string(p.start_partition + ten.pdim) + ") exceed the " +
                              std::to_string(k.hw.partitions) + " partitions"});
-    if (ten.buffer == Buffer::kSbuf) {
+    if (ten.buffer == Memory::kSbuf) {
       if (p.byte_addr < 0 || p.byte_addr > k.hw.sbuf_usable() - fb)
         statics.push_back({ViolationKind::kAddressRange, t, bi,
                            where + ": bytes [" + std::to_string(p.byte_addr) + ", " + std::to_string(p.byte_addr + fb) +
@@ -363,7 +363,7 @@ std::vector<Static> static_rules(const Kernel& k, const std::vector<std::vector<
   psum_capacity_rule(k, placements, statics);
   for (int t = 0; t < nt; ++t) {
     const Tensor& ten = k.tensors[t];
-    if (ten.buffer == Buffer::kHbm) {
+    if (ten.buffer == Memory::kHbm) {
       if (direct && ten.role == HbmRole::kNone)
         statics.push_back({ViolationKind::kHbmNotOutput, t, -1,
                            "HBM tensor is neither a kernel input nor an output, which direct allocation does not allow"});
@@ -378,7 +378,7 @@ std::vector<Static> static_rules(const Kernel& k, const std::vector<std::vector<
     auto all_ones = [](const std::vector<int64_t>& v) {
       return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
     };
-    if (ten.buffer == Buffer::kPsum && ten.alloc.kind == AllocKind::kModAlloc &&
+    if (ten.buffer == Memory::kPsum && ten.alloc.kind == AllocKind::kModAlloc &&
         (ten.alloc.base_addr != 0 || ten.alloc.base_partition != 0 || !all_ones(ten.alloc.num_par_tiles) ||
          !all_ones(ten.alloc.num_free_tiles)))
       statics.push_back({ViolationKind::kPsumBase, t, -1,

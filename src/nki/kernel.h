@@ -52,8 +52,8 @@ enum class Engine { kDma, kScalar, kVector, kTensor, kGpSimd };
 inline constexpr int kNumEngines = 5;
 const char* engine_name(Engine e);
 
-enum class Buffer { kSbuf, kPsum, kHbm };
-const char* buffer_name(Buffer b);
+enum class Memory { kSbuf, kPsum, kHbm };  // the memory a tensor lives in (NKI's buffer=)
+const char* memory_name(Memory b);
 
 enum class HbmRole { kNone, kInput, kOutput };  // kernel parameter or result; kNone = internal
 
@@ -90,7 +90,7 @@ struct Allocation {
 
 struct Tensor {
   std::string name;                 // unique
-  Buffer buffer = Buffer::kSbuf;    // where it lives
+  Memory buffer = Memory::kSbuf;    // where it lives
   HbmRole role = HbmRole::kNone;    // hbm only
   std::vector<int64_t> blocks;      // block dims (logical tiles), may be empty
   Partition pdim = 1;               // partition dim size

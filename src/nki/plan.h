@@ -6,6 +6,7 @@
 
 #include <array>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -110,7 +111,13 @@ struct BufferPlacement {
   Partition partition = 0;  // first row
   Bytes offset = 0;         // first unit
 };
+// The engine's answers by query (a tensor among the byte ranges it must avoid at each start row):
+// a planner's search places the same tensors among the same neighbours many times, and the
+// engine is deterministic, so an answer is asked for once.
+struct EngineAnswers {
+  std::unordered_map<std::string, std::vector<Bytes>> by_query;  // query key -> offset per slot
+};
 Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
-                                                    Partition rows = 128);
+                                                    Partition rows = 128, EngineAnswers* answers = nullptr);
 
 }  // namespace sp::nki

@@ -135,7 +135,7 @@ std::string check_report_text(const std::string& kernel_label, const Kernel& k, 
   os << "kernel: " << kernel_label << " (" << k.hw.name << "), " << k.tensors.size() << " tensors, " << k.loops.size()
      << " loops, " << rep.executions << " instruction executions simulated\n";
   int automatic = 0;
-  for (const auto& t : k.tensors) automatic += t.buffer != Buffer::kHbm && t.alloc.kind == AllocKind::kAuto;
+  for (const auto& t : k.tensors) automatic += t.buffer != Memory::kHbm && t.alloc.kind == AllocKind::kAuto;
   if (automatic > 0)
     os << automatic << " tensors use automatic allocation: their addresses are the compiler's, not checked\n";
   generic_line(os, k);
@@ -171,7 +171,7 @@ Json plan_result_to_json(const std::string& kernel_label, const PlanResult& p) {
   const Json planned = kernel_to_json(p.kernel);
   for (const auto& tp : p.plans) {
     const auto& t = p.kernel.tensors[tp.tensor];
-    ts.push_back({{"tensor", t.name}, {"buffer", buffer_name(t.buffer)}, {"tiles", tp.tiles},
+    ts.push_back({{"tensor", t.name}, {"buffer", memory_name(t.buffer)}, {"tiles", tp.tiles},
                   {"min_tiles", tp.min_tiles}, {"kept", tp.kept}, {"partition", tp.partition}, {"base", tp.base},
                   {"stride", tp.stride}, {"alloc", planned["tensors"][tp.tensor]["alloc"]}});
   }
@@ -199,7 +199,7 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
   for (const auto& tp : p.plans) {
     const auto& t = k.tensors[tp.tensor];
     const auto& al = t.alloc;
-    const bool psum = t.buffer == Buffer::kPsum;
+    const bool psum = t.buffer == Memory::kPsum;
     std::string how;
     // One logical tile (the new API's tensors have no block dims): in its own terms, address=(p, byte).
     auto address = [&](Partition part, Bytes byte) {
@@ -226,7 +226,7 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
             std::to_string(tp.tiles) + ")" + (psum ? "" : " * " + std::to_string(tp.stride)) + ", partition " +
             std::to_string(tp.partition);
     // The allocation text can be long: appended outside the fixed-size format buffer.
-    s += fmt("%-16s %-5s %6d %6d %10s  ", t.name.c_str(), buffer_name(t.buffer), tp.tiles, tp.min_tiles,
+    s += fmt("%-16s %-5s %6d %6d %10s  ", t.name.c_str(), memory_name(t.buffer), tp.tiles, tp.min_tiles,
              (std::to_string(t.fbytes()) + " B").c_str());
     s += how + "\n";
   }

@@ -221,7 +221,7 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   // Bytes shown: the used part of SBUF (with some margin) so small tiles stay visible.
   Bytes used = 0;
   for (std::size_t t = 0; t < placements.size(); ++t)
-    if (k.tensors[t].buffer == Buffer::kSbuf)
+    if (k.tensors[t].buffer == Memory::kSbuf)
       for (const TilePlacement& p : placements[t]) used = std::max(used, p.byte_addr + k.tensors[t].fbytes());
   const Bytes shown = std::min(k.hw.sbuf_usable(), std::max<Bytes>(used + used / 10, 4096));
   std::vector<int> written_by_dma(k.tensors.size(), 0);
@@ -245,7 +245,7 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   const double psum_top = sbuf.y + sbuf.h + 40;
   c.x_axis(kLeft, kLeft + kPlotW, sbuf.y + sbuf.h, 0, static_cast<double>(shown), true, svg::human_bytes, "");
   // The PSUM panel only when the kernel has PSUM tensors.
-  const bool has_psum = std::any_of(k.tensors.begin(), k.tensors.end(), [](const Tensor& t) { return t.buffer == Buffer::kPsum; });
+  const bool has_psum = std::any_of(k.tensors.begin(), k.tensors.end(), [](const Tensor& t) { return t.buffer == Memory::kPsum; });
   const Panel psum{psum_top + 22, kPsumH, kPlotW / static_cast<double>(k.hw.psum_bytes()), k.hw.partitions};
   const double bottom = has_psum ? psum.y + psum.h : sbuf.y + sbuf.h;
   if (has_psum) {
@@ -277,11 +277,11 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   std::array<bool, kNumRoles> used_role{};
   for (std::size_t ti = 0; ti < placements.size(); ++ti) {
     const Tensor& t = k.tensors[ti];
-    if (t.buffer != Buffer::kHbm && placements[ti].empty()) ++automatic;
+    if (t.buffer != Memory::kHbm && placements[ti].empty()) ++automatic;
     std::set<std::pair<Partition, Bytes>> seen;  // a physical tile once, numbered in block order
     for (const TilePlacement& p : placements[ti]) {
       if (!seen.insert({p.start_partition, p.byte_addr}).second) continue;
-      const Panel& pn = t.buffer == Buffer::kPsum ? psum : sbuf;
+      const Panel& pn = t.buffer == Memory::kPsum ? psum : sbuf;
       const double py = pn.h / static_cast<double>(pn.partitions);
       // Tiles outside the memory are drawn clipped to it (they are violations anyway).
       const double x0 = std::clamp(pn.bytes_px * static_cast<double>(p.byte_addr), 0.0, kPlotW);
