@@ -87,8 +87,9 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt = {});
 Timeline simulate_allocation(const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements,
                              Scheduler scheduler = Scheduler::kDataflow);
 
-// Address assignment for the planner, through the allocation engine (alloc::solve): places buffers of `size` units (bytes or banks) spanning `partitions` rows, live over
-// program-order events [first, last], inside rows [0, rows) x units [0, capacity). A buffer
+// Address assignment for the planner: places buffers of `size` units (bytes or banks) spanning
+// `partitions` rows, live over program-order events [first, last], inside rows [0, rows) x units
+// [0, capacity); every offset is the allocation engine's (alloc::solve, first fit). A buffer
 // starts at a row that is a multiple of `row_step` (the ISA start-partition quadrant) and at a
 // unit offset that is a multiple of `align`. Buffers live at the same time never intersect; if
 // everything fits without any sharing, nothing shares (no false dependencies). Buffers whose
