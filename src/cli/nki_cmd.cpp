@@ -274,7 +274,7 @@ Json address_map(const std::string& label, const nki::Kernel& own, const nki::Pl
     const nki::Tensor& t = p.kernel.tensors[static_cast<std::size_t>(tp.tensor)];
     Json j;
     j["tensor"] = t.name;
-    j["buffer"] = nki::buffer_name(t.buffer);
+    j["buffer"] = nki::memory_name(t.buffer);
     j["source"] = t.source;
     j["tiles"] = tp.tiles;
     auto addrs = [](const std::vector<nki::TilePlacement>& pl) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/violations.h"
 #include "nki/kernel.h"
 
 namespace sp::nki {
@@ -37,16 +38,13 @@ enum class ViolationKind {
 };
 const char* violation_kind_name(ViolationKind k);
 
-struct Violation {
-  ViolationKind kind = ViolationKind::kAddressRange;
-  std::string tensor;              // tensor concerned
+// What a violation states beyond its kind, the tensors involved and its message.
+struct ViolationDetail {
   std::vector<int64_t> block;      // logical block index (empty: the whole tensor)
   std::string instruction;         // instruction involved (the pending read for lifetime kinds); "" if never accessed
   std::string iteration;           // its loop iteration, "{i=2}"
-  std::string message;             // one line with all of the above and the cause
   int64_t occurrences = 1;         // dynamic executions that hit the same (kind, tensor, block, instruction)
-  std::string by_tensor;           // lifetime/overlap: the tensor whose write destroyed the tile
-  std::vector<int64_t> by_block;   // and its block
+  std::vector<int64_t> by_block;   // lifetime/overlap: the destroying tensor's block
   std::string by_instruction;      // the destroying write's instruction
   std::string by_iteration;        // and its loop iteration
   std::string tensor_source;       // "file:line" of the tensor's declaration ("" when not traced)
@@ -54,12 +52,21 @@ struct Violation {
   std::string by_source;           // "file:line" of the destroying writer
 };
 
+// The checkers' common shape (core/violations.h). `involved`: the tensor concerned, then, for
+// lifetime_conflict and overlap, the tensor whose write destroyed the tile (the same one for a
+// lifetime conflict). The message is one line with all of it and the cause.
+using Violation = sp::Violation<ViolationKind, ViolationDetail>;
+inline const std::string& violated_tensor(const Violation& v) { return v.involved.front(); }
+inline const std::string& destroying_tensor(const Violation& v) {
+  static const std::string none;
+  return v.involved.size() > 1 ? v.involved[1] : none;
+}
+
 struct CheckOptions {
   std::size_t max_violations = 10000;  // violations kept (counting continues)
 };
 
-struct CheckReport {
-  std::vector<Violation> violations;                 // in order of discovery
+struct CheckReport : sp::CheckResult<ViolationKind, ViolationDetail> {  // violations in order of discovery
   int64_t distinct_violations = 0;                   // including those beyond max_violations
   int64_t executions = 0;                            // instruction executions simulated
   std::vector<std::vector<TilePlacement>> placements;  // per tensor, as evaluated

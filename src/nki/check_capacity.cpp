@@ -21,7 +21,7 @@ Bytes union_length(std::vector<std::pair<Bytes, Bytes>> ranges) {
 
 class MemorySweep {
  public:
-  MemorySweep(const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements, Buffer memory)
+  MemorySweep(const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements, Memory memory)
       : k_(k), placements_(placements), memory_(memory) {}
 
   // The first instant the live compiler-placed tensors need more than the live addressed ones
@@ -48,7 +48,7 @@ class MemorySweep {
         }
       }
       if (count == 0) continue;
-      const Bytes capacity = memory_ == Buffer::kPsum ? k_.hw.psum_bytes() : k_.hw.sbuf_usable();
+      const Bytes capacity = memory_ == Memory::kPsum ? k_.hw.psum_bytes() : k_.hw.sbuf_usable();
       const Bytes taken = union_length(std::move(used));
       if (need <= capacity - taken) continue;
       const TensorId blamed = placed(t) ? t : *std::find_if(live.begin(), live.end(), [&](TensorId u) { return placed(u); });
@@ -69,7 +69,7 @@ class MemorySweep {
   Bytes footprint(TensorId t) const {
     const Tensor& x = k_.tensors[t];
     const Bytes bytes = std::max<Bytes>(x.fbytes(), 1) * std::max<int64_t>(x.num_blocks(), 1);
-    if (memory_ == Buffer::kPsum) {
+    if (memory_ == Memory::kPsum) {
       const Bytes bank = k_.hw.psum_bank_bytes;
       return (bytes + bank - 1) / bank * bank;
     }
@@ -79,13 +79,13 @@ class MemorySweep {
   // every partition (a compiler-placed tensor spans the partitions from 0).
   std::pair<Bytes, Bytes> occupied(TensorId t, const TilePlacement& p) const {
     const Bytes lo = std::max<Bytes>(p.byte_addr, 0), hi = lo + std::max<Bytes>(k_.tensors[t].fbytes(), 1);
-    if (memory_ != Buffer::kPsum) return {lo, hi};
+    if (memory_ != Memory::kPsum) return {lo, hi};
     const Bytes bank = k_.hw.psum_bank_bytes;
     return {lo / bank * bank, (hi + bank - 1) / bank * bank};
   }
 
   std::string describe(int count, Bytes need, Bytes taken, Bytes capacity) const {
-    if (memory_ == Buffer::kPsum) {
+    if (memory_ == Memory::kPsum) {
       const Bytes bank = k_.hw.psum_bank_bytes;
       return std::to_string(count) + " PSUM tensor(s) without address= are live together and need " +
              std::to_string(need / bank) + " bank(s), but the addressed PSUM tensors live then leave " +
@@ -98,7 +98,7 @@ class MemorySweep {
 
   const Kernel& k_;
   const std::vector<std::vector<TilePlacement>>& placements_;
-  Buffer memory_;
+  Memory memory_;
 };
 
 }  // namespace
@@ -108,7 +108,7 @@ std::vector<CapacityShortfall> compiler_placed_shortfalls(const Kernel& k,
                                                           const std::vector<int64_t>& first,
                                                           const std::vector<int64_t>& last) {
   std::vector<CapacityShortfall> out;
-  for (Buffer memory : {Buffer::kPsum, Buffer::kSbuf}) {
+  for (Memory memory : {Memory::kPsum, Memory::kSbuf}) {
     auto s = MemorySweep(k, placements, memory).run(first, last);
     out.insert(out.end(), s.begin(), s.end());
   }

@@ -207,7 +207,7 @@ struct Reader {
     a.tensor = k.find_tensor(name);
     if (a.tensor < 0) c.at("tensor").fail("unknown tensor \"" + name + "\"");
     const Tensor& t = k.tensors[a.tensor];
-    if (t.buffer == Buffer::kHbm && ins.engine != Engine::kDma)
+    if (t.buffer == Memory::kHbm && ins.engine != Engine::kDma)
       c.at("tensor").fail("tensor \"" + name + "\" is in HBM; only the DMA engine reads or writes HBM, not " +
                           std::string(engine_name(ins.engine)));
     std::size_t nb = t.blocks.size();
@@ -349,7 +349,7 @@ struct Reader {
     Allocation& a = t.alloc;
     std::string kind = c.has("kind") ? c.at("kind").as_string() : "auto";
     // A key of another kind would be silently ignored: each kind lists the keys it reads.
-    const bool psum = t.buffer == Buffer::kPsum;
+    const bool psum = t.buffer == Memory::kPsum;
     const std::map<std::string, std::vector<std::string>> kKindKeys = {
         {"auto", {"compiler_placed"}},
         {"mod_alloc", psum ? std::vector<std::string>{"base_addr", "base_partition", "base_bank", "num_bank_tiles", "num_par_tiles"}
@@ -387,13 +387,13 @@ struct Reader {
       a.kind = AllocKind::kAuto;
       if (c.has("compiler_placed")) {
         a.compiler_placed = c.at("compiler_placed").as_bool();
-        if (a.compiler_placed && t.buffer == Buffer::kHbm) c.at("compiler_placed").fail("applies to SBUF and PSUM tensors only");
+        if (a.compiler_placed && t.buffer == Memory::kHbm) c.at("compiler_placed").fail("applies to SBUF and PSUM tensors only");
       }
     } else if (kind == "mod_alloc") {
       a.kind = AllocKind::kModAlloc;
       a.base_addr = small_int("base_addr", 0);
       a.base_partition = small_int("base_partition", 0);
-      if (t.buffer == Buffer::kPsum) {
+      if (t.buffer == Memory::kPsum) {
         a.base_bank = static_cast<int>(std::clamp<int64_t>(small_int("base_bank", 0), -1'000'000, 1'000'000));
         a.num_bank_tiles = tiles("num_bank_tiles");
       } else if (c.has("base_bank") || c.has("num_bank_tiles")) {
@@ -418,7 +418,7 @@ struct Reader {
         }
       }
     } else if (kind == "factory") {
-      if (t.buffer != Buffer::kSbuf) c.at("kind").fail("the factory allocator is for SBUF tensors");
+      if (t.buffer != Memory::kSbuf) c.at("kind").fail("the factory allocator is for SBUF tensors");
       a.kind = AllocKind::kFactory;
       a.factory_size = c.at("total_fdim_size").as_int_at_least(0);
       if (a.factory_size > kMaxMagnitude) c.at("total_fdim_size").fail("value too large");
@@ -456,13 +456,13 @@ struct Reader {
     if (t.name.empty()) c.at("name").fail("expected a non-empty name");
     if (k.find_tensor(t.name) >= 0) c.at("name").fail("duplicate tensor name \"" + t.name + "\"");
     std::string buf = c.has("buffer") ? c.at("buffer").as_string() : "sbuf";
-    if (buf == "sbuf") t.buffer = Buffer::kSbuf;
-    else if (buf == "psum") t.buffer = Buffer::kPsum;
-    else if (buf == "hbm") t.buffer = Buffer::kHbm;
+    if (buf == "sbuf") t.buffer = Memory::kSbuf;
+    else if (buf == "psum") t.buffer = Memory::kPsum;
+    else if (buf == "hbm") t.buffer = Memory::kHbm;
     else c.at("buffer").fail("unknown buffer \"" + buf + "\" (expected sbuf, psum or hbm)");
     if (c.has("role")) {
       std::string r = c.at("role").as_string();
-      if (t.buffer != Buffer::kHbm) c.at("role").fail("only HBM tensors have a role");
+      if (t.buffer != Memory::kHbm) c.at("role").fail("only HBM tensors have a role");
       if (r == "input") t.role = HbmRole::kInput;
       else if (r == "output") t.role = HbmRole::kOutput;
       else if (r == "internal") t.role = HbmRole::kNone;
@@ -470,7 +470,7 @@ struct Reader {
       else c.at("role").fail("expected \"input\", \"output\", \"internal\" or \"scratch\"");
     }
     if (c.has("shared")) {
-      if (t.buffer != Buffer::kHbm) c.at("shared").fail("only HBM tensors are shared by logical cores");
+      if (t.buffer != Memory::kHbm) c.at("shared").fail("only HBM tensors are shared by logical cores");
       t.shared_by_cores = c.at("shared").as_bool();
     }
     if (c.has("blocks")) t.blocks = c.at("blocks").as_int_array(1);
@@ -479,7 +479,7 @@ struct Reader {
       if (__builtin_mul_overflow(nblocks, b, &nblocks) || nblocks > kMaxBlocks)
         c.at("blocks").fail("more than " + std::to_string(kMaxBlocks) + " logical tiles");
     t.pdim = c.at("partitions").as_int_at_least(1);
-    if (t.buffer != Buffer::kHbm && t.pdim > k.hw.partitions)
+    if (t.buffer != Memory::kHbm && t.pdim > k.hw.partitions)
       c.at("partitions").fail("partition dim " + std::to_string(t.pdim) + " exceeds the " +
                               std::to_string(k.hw.partitions) + " partitions of " + k.hw.name);
     if (t.pdim > kMaxMagnitude) c.at("partitions").fail("value too large");
@@ -492,7 +492,7 @@ struct Reader {
     for (int64_t f : t.free)
       if (__builtin_mul_overflow(fb, f, &fb) || fb > kMaxTileBytes) c.at("free").fail("tile too large");
     if (c.has("alloc")) {
-      if (t.buffer == Buffer::kHbm) c.at("alloc").fail("HBM tensors have no SBUF/PSUM allocation");
+      if (t.buffer == Memory::kHbm) c.at("alloc").fail("HBM tensors have no SBUF/PSUM allocation");
       allocation(c.at("alloc"), t, factory_next);
     }
     k.tensors.push_back(std::move(t));
@@ -514,7 +514,7 @@ const char* engine_name(Engine e) {
   return "?";
 }
 
-const char* buffer_name(Buffer b) { return b == Buffer::kSbuf ? "sbuf" : b == Buffer::kPsum ? "psum" : "hbm"; }
+const char* memory_name(Memory b) { return b == Memory::kSbuf ? "sbuf" : b == Memory::kPsum ? "psum" : "hbm"; }
 
 const char* alloc_kind_name(AllocKind k) {
   switch (k) {
@@ -556,7 +556,7 @@ TensorId Kernel::find_tensor(const std::string& name) const {
 
 bool Kernel::uses_direct_allocation() const {
   return std::any_of(tensors.begin(), tensors.end(),
-                     [](const Tensor& t) { return t.buffer != Buffer::kHbm && t.alloc.kind != AllocKind::kAuto; });
+                     [](const Tensor& t) { return t.buffer != Memory::kHbm && t.alloc.kind != AllocKind::kAuto; });
 }
 
 int64_t eval(const Affine& a, const std::vector<int64_t>& vars) {
@@ -757,7 +757,7 @@ Json alloc_to_json(const Tensor& t) {
     case AllocKind::kModAlloc:
       j["base_addr"] = a.base_addr;
       j["base_partition"] = a.base_partition;
-      if (t.buffer == Buffer::kPsum) {
+      if (t.buffer == Memory::kPsum) {
         j["base_bank"] = a.base_bank;
         j["num_bank_tiles"] = a.num_bank_tiles;
       } else {
@@ -877,8 +877,8 @@ Json kernel_to_json(const Kernel& k) {
   for (const Tensor& t : k.tensors) {
     Json tj;
     tj["name"] = t.name;
-    tj["buffer"] = buffer_name(t.buffer);
-    if (t.buffer == Buffer::kHbm)
+    tj["buffer"] = memory_name(t.buffer);
+    if (t.buffer == Memory::kHbm)
       tj["role"] = t.role == HbmRole::kInput    ? "input"
                    : t.role == HbmRole::kOutput ? "output"
                    : t.role == HbmRole::kScratch ? "scratch"
@@ -889,7 +889,7 @@ Json kernel_to_json(const Kernel& k) {
     tj["free"] = t.free;
     tj["dtype"] = t.dtype;
     if (!t.source.empty()) tj["source"] = t.source;
-    if (t.buffer != Buffer::kHbm) tj["alloc"] = alloc_to_json(t);
+    if (t.buffer != Memory::kHbm) tj["alloc"] = alloc_to_json(t);
     ts.push_back(tj);
   }
   j["tensors"] = ts;

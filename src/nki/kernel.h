@@ -52,8 +52,8 @@ enum class Engine { kDma, kScalar, kVector, kTensor, kGpSimd };
 inline constexpr int kNumEngines = 5;
 const char* engine_name(Engine e);
 
-enum class Buffer { kSbuf, kPsum, kHbm };
-const char* buffer_name(Buffer b);
+enum class Memory { kSbuf, kPsum, kHbm };  // the memory a tensor lives in (NKI's buffer=)
+const char* memory_name(Memory b);
 
 // Kernel parameter or result; kNone = internal (not allowed beside direct allocation in the old API);
 // kScratch = working space the kernel declares in HBM (the new API allows it beside address= tensors).
@@ -92,7 +92,7 @@ struct Allocation {
 
 struct Tensor {
   std::string name;                 // unique
-  Buffer buffer = Buffer::kSbuf;    // where it lives
+  Memory buffer = Memory::kSbuf;    // where it lives
   HbmRole role = HbmRole::kNone;    // hbm only
   bool shared_by_cores = false;     // hbm only: nl.shared_hbm in a launch of several logical cores (another may write it)
   std::vector<int64_t> blocks;      // block dims (logical tiles), may be empty

@@ -1,19 +1,19 @@
 #include "nki/plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <queue>
 
+#include "alloc/solver.h"
 #include "core/deadline.h"
 #include "nki/check.h"
 
 namespace sp::nki {
 
 namespace {
-
-Bytes round_up(Bytes v, Bytes a) { return (v + a - 1) / a * a; }
 
 constexpr std::size_t kMaxSpans = 1'000'000;  // recorded per timeline (pictures use far fewer)
 
@@ -53,7 +53,7 @@ Analysis analyse(const Kernel& k) {
       an.last[a.tensor] = ev;
       if (open_start[f] >= 0) {
         open_end[f] = ev;
-        if (k.tensors[a.tensor].buffer == Buffer::kHbm) an.hbm_raw[a.tensor] = 1;
+        if (k.tensors[a.tensor].buffer == Memory::kHbm) an.hbm_raw[a.tensor] = 1;
       } else if (an.uninitialized.empty() && !k.tensors[a.tensor].arrives_written())
         an.uninitialized = "tensor " + k.tensors[a.tensor].name + " block " +
                            block_string(k.tensors[a.tensor].unflatten(b)) + " is read by " + ins.name + " at " +
@@ -69,7 +69,7 @@ Analysis analyse(const Kernel& k) {
         open_end[f] = ev;
         continue;
       }
-      if (open_start[f] >= 0 && k.tensors[a.tensor].buffer != Buffer::kHbm)
+      if (open_start[f] >= 0 && k.tensors[a.tensor].buffer != Memory::kHbm)
         an.intervals[a.tensor].push_back({open_start[f], open_end[f], b});
       open_start[f] = open_end[f] = ev;
     }
@@ -77,7 +77,7 @@ Analysis analyse(const Kernel& k) {
     return true;
   });
   for (int t = 0; t < nt; ++t) {
-    if (k.tensors[t].buffer == Buffer::kHbm) continue;  // HBM blocks are not planned
+    if (k.tensors[t].buffer == Memory::kHbm) continue;  // HBM blocks are not planned
     for (int64_t b = 0; b < k.tensors[t].num_blocks(); ++b) {
       std::size_t f = static_cast<std::size_t>(base[t] + b);
       if (open_start[f] >= 0) an.intervals[t].push_back({open_start[f], open_end[f], b});
@@ -106,7 +106,7 @@ bool modulo_legal(const std::vector<Analysis::Interval>& iv, int64_t n) {
 }
 
 // A candidate: tile counts per tensor, addresses, and the sharing they imply.
-struct Layout {
+struct CandidateAllocation {
   std::vector<int> tiles;                 // per tensor (HBM: one per block)
   std::vector<Bytes> offset;              // per tensor: SBUF byte / PSUM bank
   std::vector<Partition> part;            // per tensor: first partition
@@ -127,27 +127,27 @@ struct Rect {
 };
 bool meet(const Rect& a, const Rect& b) { return a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1; }
 
-// Fills L.tile_shares from `rect(t, i)` (tile i of tensor t) for the tensors L.shares pairs, so
+// Fills cand.tile_shares from `rect(t, i)` (tile i of tensor t) for the tensors cand.shares pairs, so
 // a write waits only for the tiles it overwrites: tensors whose lifetimes interleave share
 // bytes every iteration, and a wait on all of the other's tiles would serialise them.
 template <class R>
-void link_tiles(Layout& L, R rect) {
-  const std::size_t nt = L.tiles.size();
+void link_tiles(CandidateAllocation& cand, R rect) {
+  const std::size_t nt = cand.tiles.size();
   std::vector<int64_t> base(nt + 1, 0);
   int64_t work = 0;
   for (std::size_t t = 0; t < nt; ++t) {
-    base[t + 1] = base[t] + L.tiles[t];
-    for (int u : L.shares[t]) work += static_cast<int64_t>(L.tiles[t]) * L.tiles[u];
+    base[t + 1] = base[t] + cand.tiles[t];
+    for (int u : cand.shares[t]) work += static_cast<int64_t>(cand.tiles[t]) * cand.tiles[u];
   }
-  L.tile_shares.clear();
+  cand.tile_shares.clear();
   if (work > 4'000'000) return;  // coarse
-  L.tile_shares.assign(static_cast<std::size_t>(base[nt]), {});
+  cand.tile_shares.assign(static_cast<std::size_t>(base[nt]), {});
   for (std::size_t t = 0; t < nt; ++t)
-    for (int u : L.shares[t])
-      for (int i = 0; i < L.tiles[t]; ++i)
-        for (int j = 0; j < L.tiles[u]; ++j)
+    for (int u : cand.shares[t])
+      for (int i = 0; i < cand.tiles[t]; ++i)
+        for (int j = 0; j < cand.tiles[u]; ++j)
           if (meet(rect(static_cast<int>(t), i), rect(u, j)))
-            L.tile_shares[static_cast<std::size_t>(base[t] + i)].push_back(base[u] + j);
+            cand.tile_shares[static_cast<std::size_t>(base[t] + i)].push_back(base[u] + j);
 }
 
 struct Planner {
@@ -159,24 +159,25 @@ struct Planner {
   Scheduler scheduler = Scheduler::kDataflow;  // the model in use (see plan_kernel)
   std::vector<std::vector<int>> fixed_map;              // kept tensors: block -> tile (else empty)
   std::vector<std::vector<TilePlacement>> fixed_tiles;  // kept tensors: distinct placements
+  mutable EngineAnswers answers;                        // the allocation engine's answers so far
 
-  bool planned(int t) const { return k.tensors[t].buffer != Buffer::kHbm; }
+  bool planned(int t) const { return k.tensors[t].buffer != Memory::kHbm; }
   // HBM tensors are tracked on the timeline only when a block is read back after a write (RAW);
   // otherwise they order nothing, and a four-million-block input costs nothing per evaluation.
   bool tracked(int t) const { return planned(t) || an.hbm_raw[t]; }
 
-  Result<Layout> layout(const std::vector<int>& tiles) const {
-    Layout L;
-    L.tiles = tiles;
+  Result<CandidateAllocation> place(const std::vector<int>& tiles) const {
+    CandidateAllocation cand;
+    cand.tiles = tiles;
     const int nt = static_cast<int>(k.tensors.size());
-    L.offset.assign(nt, 0);
-    L.part.assign(nt, 0);
-    L.shares.assign(nt, {});
-    L.map = fixed_map;
-    for (Buffer buf : {Buffer::kSbuf, Buffer::kPsum}) {
+    cand.offset.assign(nt, 0);
+    cand.part.assign(nt, 0);
+    cand.shares.assign(nt, {});
+    cand.map = fixed_map;
+    for (Memory buf : {Memory::kSbuf, Memory::kPsum}) {
       std::vector<int> ids;
       std::vector<BufferRequest> reqs;
-      const bool sbuf = buf == Buffer::kSbuf;
+      const bool sbuf = buf == Memory::kSbuf;
       for (int t = 0; t < nt; ++t)
         if (k.tensors[t].buffer == buf && !fixed_tiles[t].empty()) {
           // A kept tensor: each of its physical tiles is an obstacle where the input put it.
@@ -184,7 +185,7 @@ struct Planner {
           for (const TilePlacement& p : fixed_tiles[t]) {
             ids.push_back(t);
             BufferRequest r{ten.fbytes(), std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0), ten.pdim,
-                            1, true, p.start_partition, p.byte_addr, an.live[t]};
+                            1, true, p.start_partition, p.byte_addr, an.live[t], ten.name};
             if (!sbuf) {  // in banks
               const Bytes bb = k.hw.psum_bank_bytes;
               r.at_offset = p.byte_addr / bb;
@@ -198,58 +199,58 @@ struct Planner {
           // SBUF tiles may start at any allowed quadrant; PSUM tiles start at partition 0.
           const Partition step = !sbuf ? k.hw.partitions : pd <= 32 ? 32 : pd <= 64 ? 64 : 128;
           reqs.push_back({tiles[t] * stride[t], std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0),
-                          sbuf ? pd : k.hw.partitions, step, false, 0, 0, an.live[t]});
+                          sbuf ? pd : k.hw.partitions, step, false, 0, 0, an.live[t], k.tensors[t].name});
         }
       if (ids.empty()) continue;
       auto off = assign_offsets(reqs, sbuf ? k.hw.sbuf_usable() : k.hw.psum_banks, sbuf ? k.hw.sbuf_min_align : 1,
-                                k.hw.partitions);
+                                k.hw.partitions, &answers);
       if (!off) return off.error();
       for (std::size_t i = 0; i < ids.size(); ++i) {
         const BufferPlacement& a = (*off)[i];
         if (!reqs[i].fixed) {
-          L.offset[ids[i]] = a.offset;
-          L.part[ids[i]] = a.partition;
+          cand.offset[ids[i]] = a.offset;
+          cand.part[ids[i]] = a.partition;
         }
-        (sbuf ? L.sbuf_top : L.psum_top) = std::max(sbuf ? L.sbuf_top : L.psum_top, a.offset + reqs[i].size);
+        (sbuf ? cand.sbuf_top : cand.psum_top) = std::max(sbuf ? cand.sbuf_top : cand.psum_top, a.offset + reqs[i].size);
         for (std::size_t j = 0; j < ids.size(); ++j) {
           const BufferPlacement& b = (*off)[j];
           if (ids[j] != ids[i] && a.offset < b.offset + reqs[j].size && b.offset < a.offset + reqs[i].size &&
               a.partition < b.partition + reqs[j].partitions && b.partition < a.partition + reqs[i].partitions &&
-              std::find(L.shares[ids[i]].begin(), L.shares[ids[i]].end(), ids[j]) == L.shares[ids[i]].end())
-            L.shares[ids[i]].push_back(ids[j]);
+              std::find(cand.shares[ids[i]].begin(), cand.shares[ids[i]].end(), ids[j]) == cand.shares[ids[i]].end())
+            cand.shares[ids[i]].push_back(ids[j]);
         }
       }
     }
-    link_tiles(L, [&](int t, int i) -> Rect {
+    link_tiles(cand, [&](int t, int i) -> Rect {
       const Tensor& ten = k.tensors[t];
-      const bool psum = ten.buffer == Buffer::kPsum;
+      const bool psum = ten.buffer == Memory::kPsum;
       if (!fixed_tiles[t].empty()) {
         const TilePlacement& f = fixed_tiles[t][static_cast<std::size_t>(i)];
         return {f.start_partition, f.start_partition + ten.pdim, f.byte_addr, f.byte_addr + ten.fbytes()};
       }
       if (psum) {  // whole banks, all partitions
         const Bytes bb = k.hw.psum_bank_bytes;
-        return {0, k.hw.partitions, (L.offset[t] + i) * bb, (L.offset[t] + i + 1) * bb};
+        return {0, k.hw.partitions, (cand.offset[t] + i) * bb, (cand.offset[t] + i + 1) * bb};
       }
-      const Bytes b0 = L.offset[t] + i * stride[t];
-      return {L.part[t], L.part[t] + ten.pdim, b0, b0 + ten.fbytes()};
+      const Bytes b0 = cand.offset[t] + i * stride[t];
+      return {cand.part[t], cand.part[t] + ten.pdim, b0, b0 + ten.fbytes()};
     });
-    return L;
+    return cand;
   }
 
   // Engine timeline: each engine queue runs its instructions in program order; an instruction
   // starts when its queue is free, the tiles it reads have been written (RAW), and the physical tiles
   // it writes are no longer read or written by earlier instructions (WAR/WAW), including other
   // tensors sharing those bytes.
-  Timeline simulate(const Layout& L, bool record) {
+  Timeline simulate(const CandidateAllocation& cand, bool record) {
     ++evaluations;
-    return scheduler == Scheduler::kDataflow ? simulate_dataflow(L, record) : simulate_in_order(L, record);
+    return scheduler == Scheduler::kDataflow ? simulate_dataflow(cand, record) : simulate_in_order(cand, record);
   }
 
-  Timeline simulate_in_order(const Layout& L, bool record) {
+  Timeline simulate_in_order(const CandidateAllocation& cand, bool record) {
     const int nt = static_cast<int>(k.tensors.size());
     std::vector<int64_t> base(nt + 1, 0);
-    for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + L.tiles[t];
+    for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + cand.tiles[t];
     std::vector<Cycles> write_fin(static_cast<std::size_t>(base[nt]), 0), read_fin(write_fin.size(), 0);
     std::vector<Cycles> region_use(nt, 0);
     Timeline tl;
@@ -268,20 +269,20 @@ struct Planner {
       auto lane = std::min_element(lane_free[e].begin(), lane_free[e].end());
       Cycles ready = *lane;
       for (const Access& a : ins.reads) {
-        if (!L.tiles[a.tensor]) continue;
-        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
+        if (!cand.tiles[a.tensor]) continue;
+        int64_t p = base[a.tensor] + cand.tile(a.tensor, eval(a.linear, vals));
         ready = std::max(ready, write_fin[p]);
       }
       Cycles war = 0;
       int war_tensor = -1;
       for (const Access& a : ins.writes) {
-        if (!L.tiles[a.tensor]) continue;
-        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
+        if (!cand.tiles[a.tensor]) continue;
+        int64_t p = base[a.tensor] + cand.tile(a.tensor, eval(a.linear, vals));
         Cycles w = std::max(read_fin[p], write_fin[p]);
-        if (!L.tile_shares.empty()) {
-          for (int64_t q : L.tile_shares[static_cast<std::size_t>(p)]) w = std::max({w, read_fin[q], write_fin[q]});
+        if (!cand.tile_shares.empty()) {
+          for (int64_t q : cand.tile_shares[static_cast<std::size_t>(p)]) w = std::max({w, read_fin[q], write_fin[q]});
         } else {
-          for (int u : L.shares[a.tensor]) w = std::max(w, region_use[u]);
+          for (int u : cand.shares[a.tensor]) w = std::max(w, region_use[u]);
         }
         if (w > war) war = w, war_tensor = a.tensor;
       }
@@ -289,14 +290,14 @@ struct Planner {
       const Cycles start = std::max(ready, war);
       const Cycles end = start + ins.cost;
       for (const Access& a : ins.reads) {
-        if (!L.tiles[a.tensor]) continue;
-        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
+        if (!cand.tiles[a.tensor]) continue;
+        int64_t p = base[a.tensor] + cand.tile(a.tensor, eval(a.linear, vals));
         read_fin[p] = std::max(read_fin[p], end);
         region_use[a.tensor] = std::max(region_use[a.tensor], end);
       }
       for (const Access& a : ins.writes) {
-        if (!L.tiles[a.tensor]) continue;
-        int64_t p = base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals));
+        if (!cand.tiles[a.tensor]) continue;
+        int64_t p = base[a.tensor] + cand.tile(a.tensor, eval(a.linear, vals));
         write_fin[p] = end;
         region_use[a.tensor] = std::max(region_use[a.tensor], end);
       }
@@ -314,10 +315,10 @@ struct Planner {
   // in program order, plus tensors sharing bytes) is list-scheduled on the engine queues: a
   // free queue takes the ready instruction that can start first (ties: program order). This is
   // what a compiler may do with affine_range iterations; tile reuse is what orders them.
-  Timeline simulate_dataflow(const Layout& L, bool record) {
+  Timeline simulate_dataflow(const CandidateAllocation& cand, bool record) {
     const int nt = static_cast<int>(k.tensors.size());
     std::vector<int64_t> base(nt + 1, 0);
-    for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + L.tiles[t];
+    for (int t = 0; t < nt; ++t) base[t + 1] = base[t] + cand.tiles[t];
     const std::size_t ntiles = static_cast<std::size_t>(base[nt]);
     std::vector<int64_t> last_writer(ntiles, -1);
     std::vector<std::vector<int64_t>> readers(ntiles);  // since the last write
@@ -333,13 +334,13 @@ struct Planner {
       instr_of.push_back(ii);
       const Instruction& ins = k.instrs[ii];
       for (const Access& a : ins.reads) {
-        if (!L.tiles[a.tensor]) continue;
-        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
+        if (!cand.tiles[a.tensor]) continue;
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + cand.tile(a.tensor, eval(a.linear, vals)));
         if (last_writer[p] >= 0) edges.push_back({last_writer[p], ev, -1});
       }
       for (const Access& a : ins.writes) {
-        if (!L.tiles[a.tensor]) continue;
-        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
+        if (!cand.tiles[a.tensor]) continue;
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + cand.tile(a.tensor, eval(a.linear, vals)));
         const int who = planned(a.tensor) ? a.tensor : -1;
         if (last_writer[p] >= 0 && last_writer[p] != ev) edges.push_back({last_writer[p], ev, who});
         for (int64_t r : readers[p])
@@ -347,17 +348,17 @@ struct Planner {
         // Every write waits for the accesses of tensors sharing its bytes (their lifetimes may
         // interleave with this tensor's, iteration by iteration) made since this tile's last
         // such write, which the WAW edge already orders before this one.
-        if (!L.shares[a.tensor].empty()) {
+        if (!cand.shares[a.tensor].empty()) {
           const int64_t since = synced[p];
           auto after = [&](int64_t q) {
             if (last_writer[q] > since && last_writer[q] != ev) edges.push_back({last_writer[q], ev, -1});
             for (int64_t r : readers[q])
               if (r > since && r != ev) edges.push_back({r, ev, -1});
           };
-          if (!L.tile_shares.empty()) {
-            for (int64_t q : L.tile_shares[p]) after(q);
+          if (!cand.tile_shares.empty()) {
+            for (int64_t q : cand.tile_shares[p]) after(q);
           } else {
-            for (int u : L.shares[a.tensor])
+            for (int u : cand.shares[a.tensor])
               for (int64_t q = base[u]; q < base[u + 1]; ++q) after(q);
           }
           synced[p] = ev;
@@ -365,17 +366,17 @@ struct Planner {
       }
       // Reads are recorded after the writes' edges: an instruction never waits for itself.
       for (const Access& a : ins.reads) {
-        if (!L.tiles[a.tensor]) continue;
-        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
+        if (!cand.tiles[a.tensor]) continue;
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + cand.tile(a.tensor, eval(a.linear, vals)));
         readers[p].push_back(ev);
       }
       for (const Access& a : ins.writes) {
-        if (!L.tiles[a.tensor]) continue;
-        std::size_t p = static_cast<std::size_t>(base[a.tensor] + L.tile(a.tensor, eval(a.linear, vals)));
+        if (!cand.tiles[a.tensor]) continue;
+        std::size_t p = static_cast<std::size_t>(base[a.tensor] + cand.tile(a.tensor, eval(a.linear, vals)));
         last_writer[p] = ev;
         readers[p].clear();
         for (const Access& r : ins.reads)  // a read-modify-write keeps its own read pending for later writers
-          if (r.tensor == a.tensor && base[r.tensor] + L.tile(r.tensor, eval(r.linear, vals)) == static_cast<int64_t>(p))
+          if (r.tensor == a.tensor && base[r.tensor] + cand.tile(r.tensor, eval(r.linear, vals)) == static_cast<int64_t>(p))
             readers[p].push_back(ev);
       }
       return true;
@@ -452,35 +453,35 @@ struct Planner {
 
 namespace {
 
-// The layout of the kernel's own allocation: each tensor's distinct placements are its physical
+// The candidate allocation of the kernel's own allocation: each tensor's distinct placements are its physical
 // tiles (block -> tile through the map); tensors without placements (automatic) get a tile per
 // block. Tensors share when their tiles intersect; with more than 4096 tiles in all that pairwise
 // test is too slow, so tensors share when their bounding boxes meet (conservative: extra waits
-// only) if `bounding`, else there is no layout.
-std::optional<Layout> own_layout(const Planner& P, const std::vector<std::vector<TilePlacement>>& placements,
+// only) if `bounding`, else there is none.
+std::optional<CandidateAllocation> own_allocation(const Planner& planner, const std::vector<std::vector<TilePlacement>>& placements,
                                  bool bounding) {
-  const Kernel& k = P.k;
+  const Kernel& k = planner.k;
   const int nt = static_cast<int>(k.tensors.size());
-  Layout L;
-  L.tiles.assign(nt, 0);
-  L.map.assign(nt, {});
-  L.shares.assign(nt, {});
+  CandidateAllocation cand;
+  cand.tiles.assign(nt, 0);
+  cand.map.assign(nt, {});
+  cand.shares.assign(nt, {});
   std::vector<std::vector<Rect>> rects(nt);
   std::vector<Rect> box(nt);
   std::size_t total = 0;
   for (int t = 0; t < nt; ++t) {
     const Tensor& ten = k.tensors[t];
-    if (!P.planned(t) || placements[t].empty()) {
-      L.tiles[t] = P.tracked(t) ? static_cast<int>(ten.num_blocks()) : 0;
+    if (!planner.planned(t) || placements[t].empty()) {
+      cand.tiles[t] = planner.tracked(t) ? static_cast<int>(ten.num_blocks()) : 0;
       continue;
     }
     std::map<std::pair<Partition, Bytes>, int> seen;  // physical tile -> its index
     for (const TilePlacement& pl : placements[t]) {
       auto [it, fresh] = seen.try_emplace({pl.start_partition, pl.byte_addr}, static_cast<int>(seen.size()));
       if (fresh) rects[t].push_back({pl.start_partition, pl.start_partition + ten.pdim, pl.byte_addr, pl.byte_addr + ten.fbytes()});
-      L.map[t].push_back(it->second);
+      cand.map[t].push_back(it->second);
     }
-    L.tiles[t] = static_cast<int>(seen.size());
+    cand.tiles[t] = static_cast<int>(seen.size());
     total += seen.size();
     box[t] = rects[t].front();
     for (const Rect& r : rects[t])
@@ -499,12 +500,12 @@ std::optional<Layout> own_layout(const Planner& P, const std::vector<std::vector
         m = meet(box[t], box[u]);
       }
       if (m) {
-        L.shares[t].push_back(u);
-        L.shares[u].push_back(t);
+        cand.shares[t].push_back(u);
+        cand.shares[u].push_back(t);
       }
     }
-  if (exact) link_tiles(L, [&](int t, int i) { return rects[t][static_cast<std::size_t>(i)]; });
-  return L;
+  if (exact) link_tiles(cand, [&](int t, int i) { return rects[t][static_cast<std::size_t>(i)]; });
+  return cand;
 }
 
 }  // namespace
@@ -512,10 +513,10 @@ std::optional<Layout> own_layout(const Planner& P, const std::vector<std::vector
 Timeline simulate_allocation(const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements,
                              Scheduler scheduler) {
   const PlanOptions opt;
-  Planner P{k, opt, analyse(k), {}, 0, scheduler, {}, {}};
+  Planner planner{k, opt, analyse(k), {}, 0, scheduler, {}, {}, {}};
   if (scheduler == Scheduler::kDataflow && k.dynamic_instructions > kMaxDataflowExecutions)
-    P.scheduler = Scheduler::kInOrder;
-  return P.simulate(*own_layout(P, placements, true), true);
+    planner.scheduler = Scheduler::kInOrder;
+  return planner.simulate(*own_allocation(planner, placements, true), true);
 }
 
 namespace {
@@ -538,12 +539,58 @@ bool live_together(const BufferRequest& a, const BufferRequest& b) {
 
 enum class PackOrder { kArea, kStart };
 
+// Where a buffer may go: a start row and whether it may meet placed buffers it is never live
+// with. `busy` are the byte ranges [b0, b1) it must avoid there (merged, ascending).
+struct Slot {
+  Partition row = 0;
+  bool shared = false;
+  std::vector<std::pair<Bytes, Bytes>> busy;
+};
+
+// The engine's answer for one buffer: each slot is a time step of its own in one alloc problem,
+// where the busy ranges are pinned obstacles and a copy of the buffer is placed by first fit
+// (lowest aligned offset). Returns, per slot, the offset the engine chose.
+// The copies are named "<name> row <row> apart|shared" (the test that the planner places through
+// the engine reads them).
+Result<std::vector<Bytes>> engine_offsets(const std::string& name, const std::vector<Slot>& slots, Bytes size,
+                                          Bytes align) {
+  alloc::Problem prob;  // capacity unbounded: the caller compares with its own
+  for (std::size_t s = 0; s < slots.size(); ++s) {
+    const alloc::Time t = static_cast<alloc::Time>(s);
+    alloc::Buffer copy;
+    copy.id = name + " row " + std::to_string(slots[s].row) + (slots[s].shared ? " shared" : " apart");
+    copy.size = size;
+    copy.start = t;
+    copy.end = t + 1;
+    copy.alignment = std::max<Bytes>(align, 1);
+    prob.buffers.push_back(std::move(copy));
+  }
+  for (std::size_t s = 0; s < slots.size(); ++s)
+    for (auto [b0, b1] : slots[s].busy) {
+      alloc::Buffer obstacle;
+      obstacle.id = "busy " + std::to_string(s) + " " + std::to_string(b0);
+      obstacle.size = b1 - b0;
+      obstacle.start = static_cast<alloc::Time>(s);
+      obstacle.end = obstacle.start + 1;
+      obstacle.fixed_offset = b0;
+      prob.buffers.push_back(std::move(obstacle));
+    }
+  alloc::SolveOptions o;
+  o.solver = alloc::SolverKind::kFirstFit;
+  o.time_limit = 1e6;  // first fit always finishes; a deadline must not spill a slot
+  auto r = alloc::solve(prob, o);
+  if (!r) return r.error();
+  if (!r->feasible) return internal_error("the allocation engine left an NKI buffer unplaced");
+  return std::vector<Bytes>(r->placement.offsets.begin(), r->placement.offsets.begin() + static_cast<std::ptrdiff_t>(slots.size()));
+}
+
 // First fit by decreasing area, or by first use (`kStart`: buffers that come later in time
 // take the space of dead ones, as in interval colouring, instead of fragmenting memory).
 // `shared_ok`: a buffer may intersect placed buffers never live together with it, after trying
 // room apart from every placed buffer unless `share_first` (then the lowest such offset wins).
-bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
-          std::vector<BufferPlacement>& out, PackOrder by = PackOrder::kArea, bool share_first = false) {
+// The order, the start rows and the conflicts are the planner's; every offset is the engine's.
+Result<bool> pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
+                  std::vector<BufferPlacement>& out, PackOrder by, bool share_first, EngineAnswers* answers) {
   out.assign(reqs.size(), {});
   std::vector<std::size_t> order(reqs.size());
   std::iota(order.begin(), order.end(), 0);
@@ -558,36 +605,62 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
       placed.push_back(i);
     }
   std::erase_if(order, [&](std::size_t i) { return reqs[i].fixed; });
-  auto place = [&](const BufferRequest& r, bool share, BufferPlacement& best) {
-    bool found = false;
-    for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1)) {
-      std::vector<std::pair<Bytes, Bytes>> busy;
-      for (std::size_t j : placed) {
-        const BufferRequest& q = reqs[j];
-        bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
-        if (rows_meet && (!share || live_together(q, r))) busy.push_back({out[j].offset, out[j].offset + q.size});
-      }
-      std::sort(busy.begin(), busy.end());
-      Bytes at = 0;
-      for (auto [b0, b1] : busy) {
-        if (at + r.size <= b0) break;
-        at = std::max(at, round_up(b1, align));
-      }
-      if (at + r.size <= capacity && (!found || at < best.offset)) {
-        found = true;
-        best = {p, at};
-      }
+  // The byte ranges of placed buffers a buffer `r` starting at row p must avoid.
+  auto busy_at = [&](const BufferRequest& r, Partition p, bool share) {
+    std::vector<std::pair<Bytes, Bytes>> busy;
+    for (std::size_t j : placed) {
+      const BufferRequest& q = reqs[j];
+      bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
+      if (rows_meet && (!share || live_together(q, r)) && q.size > 0) busy.push_back({out[j].offset, out[j].offset + q.size});
     }
-    return found;
+    std::sort(busy.begin(), busy.end());
+    std::vector<std::pair<Bytes, Bytes>> merged;
+    for (auto [b0, b1] : busy)
+      if (!merged.empty() && b0 <= merged.back().second) merged.back().second = std::max(merged.back().second, b1);
+      else merged.push_back({b0, b1});
+    return merged;
   };
   for (std::size_t i : order) {
-    BufferPlacement best;
-    if (shared_ok && share_first) {
-      if (!place(reqs[i], true, best)) return false;
-    } else if (!place(reqs[i], false, best) && !(shared_ok && place(reqs[i], true, best))) {
-      return false;
+    const BufferRequest& r = reqs[i];
+    std::vector<Slot> slots;
+    for (bool share : {false, true}) {
+      if ((share && !shared_ok) || (!share && shared_ok && share_first)) continue;
+      for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1))
+        slots.push_back({p, share, busy_at(r, p, share)});
     }
-    out[i] = best;
+    if (slots.empty()) return false;
+    std::string key = r.name;
+    auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(r.size);
+    put(align);
+    for (const Slot& s : slots) {
+      put(s.row * 2 + s.shared);
+      put(static_cast<int64_t>(s.busy.size()));
+      for (auto [b0, b1] : s.busy) put(b0), put(b1);
+    }
+    const std::vector<Bytes>* cached = nullptr;
+    if (answers)
+      if (auto it = answers->by_query.find(key); it != answers->by_query.end()) cached = &it->second;
+    std::vector<Bytes> fresh;
+    if (!cached) {
+      auto at = engine_offsets(r.name, slots, r.size, align);
+      if (!at) return at.error();
+      fresh = std::move(*at);
+      if (answers) {
+        if (answers->by_query.size() > 100'000) answers->by_query.clear();  // bounds the memory
+        cached = &(answers->by_query[std::move(key)] = fresh);
+      }
+    }
+    const std::vector<Bytes>& at = cached ? *cached : fresh;
+    // Apart from every placed buffer if it fits so, else shared; the lowest offset, then row.
+    int best = -1;
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      if (at[s] + r.size > capacity) continue;
+      if (best >= 0 && (slots[static_cast<std::size_t>(best)].shared != slots[s].shared || at[best] <= at[s])) continue;
+      best = static_cast<int>(s);
+    }
+    if (best < 0) return false;
+    out[i] = {slots[static_cast<std::size_t>(best)].row, at[static_cast<std::size_t>(best)]};
     placed.push_back(i);
   }
   return true;
@@ -596,35 +669,41 @@ bool pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, P
 }  // namespace
 
 Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
-                                                    Partition rows) {
+                                                    Partition rows, EngineAnswers* answers) {
   std::vector<BufferPlacement> out;
-  if (pack(reqs, capacity, align, rows, false, out) || pack(reqs, capacity, align, rows, true, out) ||
-      pack(reqs, capacity, align, rows, true, out, PackOrder::kStart) ||
-      pack(reqs, capacity, align, rows, true, out, PackOrder::kStart, true))
-    return out;
+  // Apart; then shared where apart fails; by first use; by first use sharing first.
+  const struct {
+    bool shared_ok;
+    PackOrder by;
+    bool share_first;
+  } passes[] = {{false, PackOrder::kArea, false}, {true, PackOrder::kArea, false}, {true, PackOrder::kStart, false},
+                {true, PackOrder::kStart, true}};
+  for (const auto& pass : passes) {
+    auto fits = pack(reqs, capacity, align, rows, pass.shared_ok, out, pass.by, pass.share_first, answers);
+    if (!fits) return fits.error();
+    if (*fits) return out;
+  }
   Bytes total = 0;
-  for (const auto& r : reqs) total += round_up(r.size, align) * r.partitions;
+  for (const auto& r : reqs) total += alloc::align_up(r.size, align) * r.partitions;
   return bad_input("does not fit: " + std::to_string(total) + " partition-units requested, capacity " +
                    std::to_string(capacity) + " units x " + std::to_string(rows) + " partitions");
 }
 
-Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
-  Deadline deadline(opt.time_limit_s);
-  Planner P{k, opt, analyse(k), {}, 0, Scheduler::kDataflow, {}, {}};
-  // The dataflow model keeps the whole dependency graph in memory (~250 bytes per execution);
-  // above kMaxDataflowExecutions the in-order model (constant memory per tile) is used instead.
-  P.scheduler = opt.scheduler == Scheduler::kDataflow && k.dynamic_instructions > kMaxDataflowExecutions
-                    ? Scheduler::kInOrder
-                    : opt.scheduler;
-  if (!P.an.uninitialized.empty()) return bad_input(k.source + ": cannot plan: " + P.an.uninitialized);
-  const int nt = static_cast<int>(k.tensors.size());
+namespace {
+
+// Refuses what no plan can fix (a read before any write, an internal HBM tensor).
+Status plannable(const Kernel& k, const Planner& planner) {
+  if (!planner.an.uninitialized.empty()) return bad_input(k.source + ": cannot plan: " + planner.an.uninitialized);
   for (const Tensor& t : k.tensors)
-    if (t.buffer == Buffer::kHbm && t.role == HbmRole::kNone)
+    if (t.buffer == Memory::kHbm && t.role == HbmRole::kNone)
       return bad_input(k.source + ": cannot plan: HBM tensor " + t.name +
                        " is neither a kernel input nor an output, which direct allocation does not allow");
-  P.stride.assign(nt, 0);
-  P.fixed_map.assign(nt, {});
-  P.fixed_tiles.assign(nt, {});
+  return Ok{};
+}
+
+// --keep-direct: each directly allocated tensor keeps its physical tiles (and block -> tile map).
+Status keep_direct_allocations(const Kernel& k, const PlanOptions& opt, Planner& planner) {
+  const int nt = static_cast<int>(k.tensors.size());
   if (opt.keep_direct && k.uses_direct_allocation()) {
     // The kept allocations must be valid on their own (automatic tensors are what we add).
     auto in = check_kernel(k);
@@ -633,41 +712,56 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
       if (v.kind != ViolationKind::kMixedAllocation)
         return bad_input(k.source + ": cannot keep the direct allocations: " + v.message);
     for (int t = 0; t < nt; ++t) {
-      if (!P.planned(t) || k.tensors[t].alloc.kind == AllocKind::kAuto) continue;
+      if (!planner.planned(t) || k.tensors[t].alloc.kind == AllocKind::kAuto) continue;
       for (const TilePlacement& pl : in->placements[t]) {
-        auto& ft = P.fixed_tiles[t];
+        auto& ft = planner.fixed_tiles[t];
         auto it = std::find_if(ft.begin(), ft.end(), [&](const TilePlacement& q) {
           return q.start_partition == pl.start_partition && q.byte_addr == pl.byte_addr;
         });
         if (it == ft.end()) it = ft.insert(ft.end(), pl);
-        P.fixed_map[t].push_back(static_cast<int>(it - ft.begin()));
+        planner.fixed_map[t].push_back(static_cast<int>(it - ft.begin()));
       }
     }
   }
-  std::vector<int> tiles(nt, 1), min_tiles(nt, 1);
-  std::vector<std::vector<int>> legal(nt);  // legal tile counts above the minimum, ascending
+  return Ok{};
+}
+
+// Tile counts per tensor: the starting (smallest legal) count and the legal counts above it.
+struct TileCounts {
+  std::vector<int> tiles;               // per tensor: the smallest legal count (HBM: its blocks if tracked, else 0)
+  std::vector<int> min_tiles;           // per tensor: the same for SBUF/PSUM tensors (1 for HBM)
+  std::vector<std::vector<int>> legal;  // per tensor: legal counts above the minimum, ascending
+};
+
+// Also sets each tensor's tile stride.
+Result<TileCounts> tile_counts(const Kernel& k, const PlanOptions& opt, Planner& planner) {
+  const int nt = static_cast<int>(k.tensors.size());
+  TileCounts c{std::vector<int>(nt, 1), std::vector<int>(nt, 1), std::vector<std::vector<int>>(nt)};
+  std::vector<int>& tiles = c.tiles;
+  std::vector<int>& min_tiles = c.min_tiles;
+  std::vector<std::vector<int>>& legal = c.legal;
   for (int t = 0; t < nt; ++t) {
     const Tensor& ten = k.tensors[t];
     const int64_t nb = ten.num_blocks();
-    if (!P.planned(t)) {
-      tiles[t] = P.tracked(t) ? static_cast<int>(nb) : 0;
+    if (!planner.planned(t)) {
+      tiles[t] = planner.tracked(t) ? static_cast<int>(nb) : 0;
       continue;
     }
-    if (!P.fixed_tiles[t].empty()) {
-      tiles[t] = min_tiles[t] = static_cast<int>(P.fixed_tiles[t].size());
+    if (!planner.fixed_tiles[t].empty()) {
+      tiles[t] = min_tiles[t] = static_cast<int>(planner.fixed_tiles[t].size());
       continue;
     }
-    if (ten.buffer == Buffer::kPsum) {
+    if (ten.buffer == Memory::kPsum) {
       if (ten.fbytes() > k.hw.psum_bank_bytes)
         return bad_input(k.source + ": tensor " + ten.name + " needs " + std::to_string(ten.fbytes()) +
                          " bytes per partition; a PSUM tile must fit one " + std::to_string(k.hw.psum_bank_bytes) +
                          "-byte bank");
-      P.stride[t] = 1;
+      planner.stride[t] = 1;
     } else {
-      P.stride[t] = round_up(ten.fbytes(), k.hw.sbuf_min_align);
+      planner.stride[t] = alloc::align_up(ten.fbytes(), k.hw.sbuf_min_align);
     }
     const int64_t cap = std::min<int64_t>(nb, std::max(opt.max_buffers, 1));
-    const auto& iv = P.an.intervals[t];
+    const auto& iv = planner.an.intervals[t];
     // The minimum is not bounded by --max-buffers (which bounds growth): a pipeline keeping 16
     // blocks live needs 16 tiles, not one per block. No count below the most blocks live at
     // once can be legal; the search above that is bounded in work, then a tile per block.
@@ -688,36 +782,29 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     if (!first) first = nb;  // one tile per logical block is always legal
     tiles[t] = min_tiles[t] = static_cast<int>(first);
   }
+  return c;
+}
 
-  auto base_layout = P.layout(tiles);
-  if (!base_layout) {
-    // Name the largest requests: usually one tensor whose minimum is a tile per block.
-    std::vector<int> big;
-    for (int t = 0; t < nt; ++t)
-      if (P.planned(t) && P.fixed_tiles[t].empty()) big.push_back(t);
-    auto area = [&](int t) { return tiles[t] * P.stride[t] * k.tensors[t].pdim; };
-    std::stable_sort(big.begin(), big.end(), [&](int a, int b) { return area(a) > area(b); });
-    std::string names;
-    for (std::size_t i = 0; i < big.size() && i < 3; ++i)
-      names += (i ? ", " : "") + k.tensors[big[i]].name + " " + std::to_string(tiles[big[i]]) + " x " +
-               std::to_string(P.stride[big[i]]) + (k.tensors[big[i]].buffer == Buffer::kPsum ? " bank" : " B");
-    return bad_input(k.source + ": the kernel does not fit even with the fewest legal tiles per tensor: " +
-                     base_layout.error().message + " (largest: " + names + ")");
-  }
-  Layout cur = *base_layout;
-  const double before_eval = deadline.elapsed_seconds();
-  // The baseline's timeline (with spans) is also where the search starts.
-  Timeline base_tl = P.simulate(cur, true);
-  Timeline cur_tl = base_tl;
-  // The limit covers the whole run: the search stops while there is still time for the fixed
-  // tail (the planned and input timelines and the checker), about three evaluations.
-  const double reserve = 3.0 * (deadline.elapsed_seconds() - before_eval);
-  auto out_of_time = [&] { return deadline.expired() || deadline.remaining_seconds() < reserve; };
-  // Greedy: apply the move that shortens the timeline most, until none helps or time is up.
-  // Moves grow tile counts to the next legal value: one tensor (among those whose tiles made
-  // instructions wait), every waiting tensor at once, or every tensor used inside one loop at
-  // once (a pipeline only overlaps when all its stages have a spare tile).
-  std::vector<std::vector<int>> groups;  // tensors used inside each loop
+// The error when even the fewest legal tiles do not fit: names the largest requests (usually
+// one tensor whose minimum is a tile per block).
+Error no_fit_error(const Kernel& k, const Planner& planner, const std::vector<int>& tiles, const Error& why) {
+  const int nt = static_cast<int>(k.tensors.size());
+  std::vector<int> big;
+  for (int t = 0; t < nt; ++t)
+    if (planner.planned(t) && planner.fixed_tiles[t].empty()) big.push_back(t);
+  auto area = [&](int t) { return tiles[t] * planner.stride[t] * k.tensors[t].pdim; };
+  std::stable_sort(big.begin(), big.end(), [&](int a, int b) { return area(a) > area(b); });
+  std::string names;
+  for (std::size_t i = 0; i < big.size() && i < 3; ++i)
+    names += (i ? ", " : "") + k.tensors[big[i]].name + " " + std::to_string(tiles[big[i]]) + " x " +
+             std::to_string(planner.stride[big[i]]) + (k.tensors[big[i]].buffer == Memory::kPsum ? " bank" : " B");
+  return bad_input(k.source + ": the kernel does not fit even with the fewest legal tiles per tensor: " +
+                   why.message + " (largest: " + names + ")");
+}
+
+// The tensors used inside each loop (moves grow a whole pipeline at once).
+std::vector<std::vector<int>> loop_groups(const Kernel& k, const Planner& planner) {
+  std::vector<std::vector<int>> groups;
   {
     std::vector<std::vector<int>> by_loop(k.loops.size() + 1);
     for (const Instruction& ins : k.instrs) {
@@ -727,12 +814,26 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
         auto& g = by_loop[l];
         for (const auto* list : {&ins.reads, &ins.writes})
           for (const Access& a : *list)
-            if (P.planned(a.tensor) && std::find(g.begin(), g.end(), a.tensor) == g.end()) g.push_back(a.tensor);
+            if (planner.planned(a.tensor) && std::find(g.begin(), g.end(), a.tensor) == g.end()) g.push_back(a.tensor);
       }
     }
     for (auto& g : by_loop)
       if (g.size() > 1 && std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
   }
+  return groups;
+}
+
+// Greedy growth: apply the move that shortens the timeline most, until none helps or time is
+// up. Moves grow tile counts to the next legal value: one tensor (among those whose tiles made
+// instructions wait), every waiting tensor at once, or every tensor used inside one loop at
+// once (a pipeline only overlaps when all its stages have a spare tile). Then give back tiles
+// that do not pay for themselves (group moves over-provision).
+void search(const Kernel& k, const PlanOptions& opt, Planner& planner, const TileCounts& counts,
+            const std::function<bool()>& out_of_time, CandidateAllocation& cur, Timeline& cur_tl) {
+  const int nt = static_cast<int>(k.tensors.size());
+  const std::vector<int>& min_tiles = counts.min_tiles;
+  const std::vector<std::vector<int>>& legal = counts.legal;
+  const std::vector<std::vector<int>> groups = loop_groups(k, planner);
   // A move: tensors and whether each jumps to its largest legal count instead of the next one.
   struct Move {
     std::vector<int> tensors;
@@ -747,7 +848,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   while (opt.multi_buffer && !out_of_time()) {
     std::vector<int> stalled;
     for (int t = 0; t < nt; ++t)
-      if (P.planned(t) && cur_tl.war_stall[t] > 0) stalled.push_back(t);
+      if (planner.planned(t) && cur_tl.war_stall[t] > 0) stalled.push_back(t);
     std::sort(stalled.begin(), stalled.end(), [&](int a, int b) { return cur_tl.war_stall[a] > cur_tl.war_stall[b]; });
     std::vector<Move> moves;
     // Jumps matter when the next count alone gains nothing (e.g. four DMA queues need four tiles).
@@ -758,104 +859,144 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     if (stalled.size() > 1) moves.push_back({stalled, false});
     for (const auto& g : groups) moves.push_back({g, false});
     Cycles best = cur_tl.makespan;
-    Layout best_layout;
+    CandidateAllocation best_alloc;
     Timeline best_tl;
     for (const auto& m : moves) {
       if (out_of_time()) break;
       std::vector<int> trial = cur.tiles;
       for (int t : m.tensors) trial[t] = grow(cur.tiles, t, m.to_max);
       if (trial == cur.tiles) continue;
-      auto L = P.layout(trial);
-      if (!L) continue;  // does not fit
-      Timeline tl = P.simulate(*L, false);
+      auto cand = planner.place(trial);
+      if (!cand) continue;  // does not fit
+      Timeline tl = planner.simulate(*cand, false);
       if (tl.makespan < best) {
         best = tl.makespan;
-        best_layout = std::move(*L);
+        best_alloc = std::move(*cand);
         best_tl = std::move(tl);
       }
     }
     if (best >= cur_tl.makespan) break;
-    cur = std::move(best_layout);
+    cur = std::move(best_alloc);
     cur_tl = std::move(best_tl);
   }
   // Give back tiles that do not pay for themselves (group moves over-provision).
   for (int t = 0; t < nt && opt.multi_buffer; ++t) {
-    while (P.planned(t) && cur.tiles[t] > min_tiles[t] && !out_of_time()) {
+    while (planner.planned(t) && cur.tiles[t] > min_tiles[t] && !out_of_time()) {
       std::vector<int> trial = cur.tiles;
       int lower = min_tiles[t];
       for (int n : legal[t])
         if (n < cur.tiles[t]) lower = n;
       trial[t] = lower;
-      auto L = P.layout(trial);
-      if (!L) break;
-      Timeline tl = P.simulate(*L, false);
+      auto cand = planner.place(trial);
+      if (!cand) break;
+      Timeline tl = planner.simulate(*cand, false);
       if (tl.makespan > cur_tl.makespan) break;
-      cur = std::move(*L);
+      cur = std::move(*cand);
       cur_tl = std::move(tl);
     }
   }
+}
+
+// The allocation written for a planned tensor: its tiles at the candidate's address.
+Allocation written_allocation(const Kernel& k, const Planner& planner, const CandidateAllocation& cur, int t) {
+  const Tensor& ten = k.tensors[t];
+  const int n = cur.tiles[t];
+  Allocation a;
+  const bool psum = ten.buffer == Memory::kPsum;
+  // Block b -> tile b mod n over the row-major linear index is a mod_alloc when n factors
+  // along the trailing block dims (each inner modulus divides its dim or takes all of it).
+  std::vector<int64_t> mods(ten.blocks.size(), 1);
+  int64_t rest = n;
+  for (std::size_t d = ten.blocks.size(); d-- > 0 && rest > 1;) {
+    // The outermost dim takes any modulus: (i0 mod m) * S + inner = b mod (m * S).
+    if (d == 0 || ten.blocks[d] % rest == 0) mods[d] = rest, rest = 1;
+    else if (rest % ten.blocks[d] == 0) mods[d] = ten.blocks[d], rest /= ten.blocks[d];
+    else break;
+  }
+  if (rest == 1 && (psum || planner.stride[t] == ten.fbytes())) {
+    a.kind = AllocKind::kModAlloc;
+    if (psum) a.base_bank = static_cast<int>(cur.offset[t]);
+    else a.base_addr = cur.offset[t];
+    a.base_partition = cur.part[t];
+    if (n > 1) (psum ? a.num_bank_tiles : a.num_free_tiles) = mods;
+  } else {
+    a.kind = AllocKind::kTable;
+    for (int64_t b = 0; b < ten.num_blocks(); ++b) {
+      const int64_t slot = cur.offset[t] + (b % n) * planner.stride[t];
+      a.table.push_back({cur.part[t], psum ? slot * k.hw.psum_bank_bytes : slot});
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
+  Deadline deadline(opt.time_limit_s);
+  Planner planner{k, opt, analyse(k), {}, 0, Scheduler::kDataflow, {}, {}, {}};
+  // The dataflow model keeps the whole dependency graph in memory (~250 bytes per execution);
+  // above kMaxDataflowExecutions the in-order model (constant memory per tile) is used instead.
+  planner.scheduler = opt.scheduler == Scheduler::kDataflow && k.dynamic_instructions > kMaxDataflowExecutions
+                    ? Scheduler::kInOrder
+                    : opt.scheduler;
+  if (Status st = plannable(k, planner); !st) return st.error();
+  const int nt = static_cast<int>(k.tensors.size());
+  planner.stride.assign(nt, 0);
+  planner.fixed_map.assign(nt, {});
+  planner.fixed_tiles.assign(nt, {});
+  if (Status st = keep_direct_allocations(k, opt, planner); !st) return st.error();
+  auto counts = tile_counts(k, opt, planner);
+  if (!counts) return counts.error();
+  const std::vector<int>& min_tiles = counts->min_tiles;
+  auto base_alloc = planner.place(counts->tiles);
+  if (!base_alloc) return no_fit_error(k, planner, counts->tiles, base_alloc.error());
+  CandidateAllocation cur = *base_alloc;
+  const double before_eval = deadline.elapsed_seconds();
+  // The baseline's timeline (with spans) is also where the search starts.
+  Timeline base_tl = planner.simulate(cur, true);
+  Timeline cur_tl = base_tl;
+  // The limit covers the whole run: the search stops while there is still time for the fixed
+  // tail (the planned and input timelines and the checker), about three evaluations.
+  const double reserve = 3.0 * (deadline.elapsed_seconds() - before_eval);
+  auto out_of_time = [&] { return deadline.expired() || deadline.remaining_seconds() < reserve; };
+  search(k, opt, planner, *counts, out_of_time, cur, cur_tl);
 
   PlanResult res;
   res.kernel = k;
-  res.scheduler = P.scheduler;
-  const bool unchanged = cur.tiles == base_layout->tiles && cur.offset == base_layout->offset && cur.part == base_layout->part;
-  res.planned = unchanged ? base_tl : P.simulate(cur, true);
+  res.scheduler = planner.scheduler;
+  const bool unchanged = cur.tiles == base_alloc->tiles && cur.offset == base_alloc->offset && cur.part == base_alloc->part;
+  res.planned = unchanged ? base_tl : planner.simulate(cur, true);
   res.baseline = std::move(base_tl);
   // The input's own direct allocation, when complete and clean, on the same timeline.
   bool all_direct = false;  // and at least one SBUF/PSUM tensor
   for (int t = 0; t < nt; ++t)
-    if (P.planned(t)) all_direct = true;
-  for (int t = 0; t < nt; ++t) all_direct &= !P.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
+    if (planner.planned(t)) all_direct = true;
+  for (int t = 0; t < nt; ++t) all_direct &= !planner.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
   auto in_check = all_direct ? check_kernel(k) : Result<CheckReport>(bad_input("automatic allocation"));
   if (in_check.ok() && !in_check->clean()) {  // the report says the plan replaces a faulty allocation
     res.input_check.violations = in_check->violations;
     res.input_check.distinct_violations = in_check->distinct_violations;
   }
   if (in_check.ok() && in_check->clean()) {
-    if (auto L = own_layout(P, in_check->placements, false)) {
-      res.input = P.simulate(*L, false);
+    if (auto cand = own_allocation(planner, in_check->placements, false)) {
+      res.input = planner.simulate(*cand, false);
       res.has_input = true;
     }
   }
-  res.evaluations = P.evaluations;
+  res.evaluations = planner.evaluations;
   res.sbuf_bytes = cur.sbuf_top;
   res.psum_banks = cur.psum_top;
   for (int t = 0; t < nt; ++t) {
-    if (!P.planned(t)) continue;
+    if (!planner.planned(t)) continue;
     Tensor& ten = res.kernel.tensors[t];
     const int n = cur.tiles[t];
-    if (!P.fixed_tiles[t].empty()) {  // kept as the input had it
-      const TilePlacement& f = P.fixed_tiles[t].front();
+    if (!planner.fixed_tiles[t].empty()) {  // kept as the input had it
+      const TilePlacement& f = planner.fixed_tiles[t].front();
       res.plans.push_back({t, n, min_tiles[t], f.start_partition, f.byte_addr, 0, true});
       continue;
     }
-    res.plans.push_back({t, n, min_tiles[t], cur.part[t], cur.offset[t], P.stride[t]});
-    Allocation a;
-    const bool psum = ten.buffer == Buffer::kPsum;
-    // Block b -> tile b mod n over the row-major linear index is a mod_alloc when n factors
-    // along the trailing block dims (each inner modulus divides its dim or takes all of it).
-    std::vector<int64_t> mods(ten.blocks.size(), 1);
-    int64_t rest = n;
-    for (std::size_t d = ten.blocks.size(); d-- > 0 && rest > 1;) {
-      // The outermost dim takes any modulus: (i0 mod m) * S + inner = b mod (m * S).
-      if (d == 0 || ten.blocks[d] % rest == 0) mods[d] = rest, rest = 1;
-      else if (rest % ten.blocks[d] == 0) mods[d] = ten.blocks[d], rest /= ten.blocks[d];
-      else break;
-    }
-    if (rest == 1 && (psum || P.stride[t] == ten.fbytes())) {
-      a.kind = AllocKind::kModAlloc;
-      if (psum) a.base_bank = static_cast<int>(cur.offset[t]);
-      else a.base_addr = cur.offset[t];
-      a.base_partition = cur.part[t];
-      if (n > 1) (psum ? a.num_bank_tiles : a.num_free_tiles) = mods;
-    } else {
-      a.kind = AllocKind::kTable;
-      for (int64_t b = 0; b < ten.num_blocks(); ++b) {
-        const int64_t slot = cur.offset[t] + (b % n) * P.stride[t];
-        a.table.push_back({cur.part[t], psum ? slot * k.hw.psum_bank_bytes : slot});
-      }
-    }
-    ten.alloc = std::move(a);
+    res.plans.push_back({t, n, min_tiles[t], cur.part[t], cur.offset[t], planner.stride[t]});
+    ten.alloc = written_allocation(k, planner, cur, t);
   }
   // Never slower than the kernel's own allocation: when the search did not beat it, the plan is
   // that allocation (every tensor kept as it is).

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <array>
+#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -85,9 +87,9 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt = {});
 Timeline simulate_allocation(const Kernel& k, const std::vector<std::vector<TilePlacement>>& placements,
                              Scheduler scheduler = Scheduler::kDataflow);
 
-// Address assignment for the planner. A stand-in for the shared allocation engine (src/alloc):
-// places buffers of `size` units (bytes or banks) spanning `partitions` rows, live over
-// program-order events [first, last], inside rows [0, rows) x units [0, capacity). A buffer
+// Address assignment for the planner: places buffers of `size` units (bytes or banks) spanning
+// `partitions` rows, live over program-order events [first, last], inside rows [0, rows) x units
+// [0, capacity); every offset is the allocation engine's (alloc::solve, first fit). A buffer
 // starts at a row that is a multiple of `row_step` (the ISA start-partition quadrant) and at a
 // unit offset that is a multiple of `align`. Buffers live at the same time never intersect; if
 // everything fits without any sharing, nothing shares (no false dependencies). Buffers whose
@@ -104,12 +106,19 @@ struct BufferRequest {
   // When not empty: the events it is live, as sorted disjoint closed intervals within
   // [first, last] (a tensor declared in a loop is dead between iterations, so others fit there).
   std::vector<std::pair<int64_t, int64_t>> live;
+  std::string name;            // the tensor's, in the allocation engine's buffer ids
 };
 struct BufferPlacement {
   Partition partition = 0;  // first row
   Bytes offset = 0;         // first unit
 };
+// The engine's answers by query (a tensor among the byte ranges it must avoid at each start row):
+// a planner's search places the same tensors among the same neighbours many times, and the
+// engine is deterministic, so an answer is asked for once.
+struct EngineAnswers {
+  std::unordered_map<std::string, std::vector<Bytes>> by_query;  // query key -> offset per slot
+};
 Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
-                                                    Partition rows = 128);
+                                                    Partition rows = 128, EngineAnswers* answers = nullptr);
 
 }  // namespace sp::nki

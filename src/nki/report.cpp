@@ -54,15 +54,15 @@ std::vector<Group> group_by_block(const std::vector<Violation>& vs) {
   std::map<std::tuple<int, std::string, std::string, std::string, std::string, std::string>, std::size_t> at;
   for (std::size_t i = 0; i < vs.size(); ++i) {
     const Violation& v = vs[i];
-    auto key = std::tuple{static_cast<int>(v.kind), v.tensor, v.instruction, v.instruction_source, v.by_tensor,
-                          v.by_instruction};
-    if (v.block.empty()) {  // a whole-tensor violation stands alone
+    auto key = std::tuple{static_cast<int>(v.kind), violated_tensor(v), v.detail.instruction, v.detail.instruction_source,
+                          destroying_tensor(v), v.detail.by_instruction};
+    if (v.detail.block.empty()) {  // a whole-tensor violation stands alone
       groups.push_back({i, {}});
       continue;
     }
     auto [it, fresh] = at.emplace(key, groups.size());
     if (fresh) groups.push_back({i, {}});
-    groups[it->second].blocks.push_back(v.block);
+    groups[it->second].blocks.push_back(v.detail.block);
   }
   return groups;
 }
@@ -91,15 +91,16 @@ void violation_lines(std::ostringstream& os, const std::vector<Violation>& vs, i
 Json violations_json(const std::vector<Violation>& vs) {
   Json arr = Json::array();
   for (const auto& v : vs) {
-    Json vj = {{"kind", violation_kind_name(v.kind)}, {"tensor", v.tensor}, {"block", v.block},
-               {"instruction", v.instruction}, {"iteration", v.iteration}, {"occurrences", v.occurrences},
+    const ViolationDetail& d = v.detail;
+    Json vj = {{"kind", violation_kind_name(v.kind)}, {"tensor", violated_tensor(v)}, {"block", d.block},
+               {"instruction", d.instruction}, {"iteration", d.iteration}, {"occurrences", d.occurrences},
                {"message", v.message}};
-    if (!v.tensor_source.empty()) vj["declared_at"] = v.tensor_source;
-    if (!v.instruction_source.empty()) vj["source"] = v.instruction_source;
-    if (!v.by_tensor.empty()) {
-      vj["overwritten_by"] = {{"tensor", v.by_tensor}, {"block", v.by_block}, {"instruction", v.by_instruction},
-                              {"iteration", v.by_iteration}};
-      if (!v.by_source.empty()) vj["overwritten_by"]["source"] = v.by_source;
+    if (!d.tensor_source.empty()) vj["declared_at"] = d.tensor_source;
+    if (!d.instruction_source.empty()) vj["source"] = d.instruction_source;
+    if (!destroying_tensor(v).empty()) {
+      vj["overwritten_by"] = {{"tensor", destroying_tensor(v)}, {"block", d.by_block}, {"instruction", d.by_instruction},
+                              {"iteration", d.by_iteration}};
+      if (!d.by_source.empty()) vj["overwritten_by"]["source"] = d.by_source;
     }
     arr.push_back(vj);
   }
@@ -135,8 +136,8 @@ std::string check_report_text(const std::string& kernel_label, const Kernel& k, 
      << " loops, " << rep.executions << " instruction executions simulated\n";
   int automatic = 0, placed = 0;
   for (const auto& t : k.tensors) {
-    automatic += t.buffer != Buffer::kHbm && t.alloc.kind == AllocKind::kAuto && !t.alloc.compiler_placed;
-    placed += t.buffer != Buffer::kHbm && t.alloc.kind == AllocKind::kAuto && t.alloc.compiler_placed;
+    automatic += t.buffer != Memory::kHbm && t.alloc.kind == AllocKind::kAuto && !t.alloc.compiler_placed;
+    placed += t.buffer != Memory::kHbm && t.alloc.kind == AllocKind::kAuto && t.alloc.compiler_placed;
   }
   if (automatic > 0)
     os << automatic << " tensors use automatic allocation: their addresses are the compiler's, not checked\n";
@@ -176,7 +177,7 @@ Json plan_result_to_json(const std::string& kernel_label, const PlanResult& p) {
   const Json planned = kernel_to_json(p.kernel);
   for (const auto& tp : p.plans) {
     const auto& t = p.kernel.tensors[tp.tensor];
-    ts.push_back({{"tensor", t.name}, {"buffer", buffer_name(t.buffer)}, {"tiles", tp.tiles},
+    ts.push_back({{"tensor", t.name}, {"buffer", memory_name(t.buffer)}, {"tiles", tp.tiles},
                   {"min_tiles", tp.min_tiles}, {"kept", tp.kept}, {"partition", tp.partition}, {"base", tp.base},
                   {"stride", tp.stride}, {"alloc", planned["tensors"][tp.tensor]["alloc"]}});
   }
@@ -204,7 +205,7 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
   for (const auto& tp : p.plans) {
     const auto& t = k.tensors[tp.tensor];
     const auto& al = t.alloc;
-    const bool psum = t.buffer == Buffer::kPsum;
+    const bool psum = t.buffer == Memory::kPsum;
     std::string how;
     // One logical tile (the new API's tensors have no block dims): in its own terms, address=(p, byte).
     auto address = [&](Partition part, Bytes byte) {
@@ -231,7 +232,7 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
             std::to_string(tp.tiles) + ")" + (psum ? "" : " * " + std::to_string(tp.stride)) + ", partition " +
             std::to_string(tp.partition);
     // The allocation text can be long: appended outside the fixed-size format buffer.
-    s += fmt("%-16s %-5s %6d %6d %10s  ", t.name.c_str(), buffer_name(t.buffer), tp.tiles, tp.min_tiles,
+    s += fmt("%-16s %-5s %6d %6d %10s  ", t.name.c_str(), memory_name(t.buffer), tp.tiles, tp.min_tiles,
              (std::to_string(t.fbytes()) + " B").c_str());
     s += how + "\n";
   }

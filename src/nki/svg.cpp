@@ -221,7 +221,7 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   // Bytes shown: the used part of SBUF (with some margin) so small tiles stay visible.
   Bytes used = 0;
   for (std::size_t t = 0; t < placements.size(); ++t)
-    if (k.tensors[t].buffer == Buffer::kSbuf)
+    if (k.tensors[t].buffer == Memory::kSbuf)
       for (const TilePlacement& p : placements[t]) used = std::max(used, p.byte_addr + k.tensors[t].fbytes());
   const Bytes shown = std::min(k.hw.sbuf_usable(), std::max<Bytes>(used + used / 10, 4096));
   std::vector<int> written_by_dma(k.tensors.size(), 0);
@@ -245,7 +245,7 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   const double psum_top = sbuf.y + sbuf.h + 40;
   c.x_axis(kLeft, kLeft + kPlotW, sbuf.y + sbuf.h, 0, static_cast<double>(shown), true, svg::human_bytes, "");
   // The PSUM panel only when the kernel has PSUM tensors.
-  const bool has_psum = std::any_of(k.tensors.begin(), k.tensors.end(), [](const Tensor& t) { return t.buffer == Buffer::kPsum; });
+  const bool has_psum = std::any_of(k.tensors.begin(), k.tensors.end(), [](const Tensor& t) { return t.buffer == Memory::kPsum; });
   const Panel psum{psum_top + 22, kPsumH, kPlotW / static_cast<double>(k.hw.psum_bytes()), k.hw.partitions};
   const double bottom = has_psum ? psum.y + psum.h : sbuf.y + sbuf.h;
   if (has_psum) {
@@ -277,11 +277,11 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
   std::array<bool, kNumRoles> used_role{};
   for (std::size_t ti = 0; ti < placements.size(); ++ti) {
     const Tensor& t = k.tensors[ti];
-    if (t.buffer != Buffer::kHbm && placements[ti].empty()) ++automatic;
+    if (t.buffer != Memory::kHbm && placements[ti].empty()) ++automatic;
     std::set<std::pair<Partition, Bytes>> seen;  // a physical tile once, numbered in block order
     for (const TilePlacement& p : placements[ti]) {
       if (!seen.insert({p.start_partition, p.byte_addr}).second) continue;
-      const Panel& pn = t.buffer == Buffer::kPsum ? psum : sbuf;
+      const Panel& pn = t.buffer == Memory::kPsum ? psum : sbuf;
       const double py = pn.h / static_cast<double>(pn.partitions);
       // Tiles outside the memory are drawn clipped to it (they are violations anyway).
       const double x0 = std::clamp(pn.bytes_px * static_cast<double>(p.byte_addr), 0.0, kPlotW);
@@ -396,11 +396,11 @@ std::string check_svg(const Kernel& k, const CheckReport& report) {
         break;  // whole-tensor rules name no tile; an unwritten tile was not destroyed
       case ViolationKind::kLifetimeConflict:
       case ViolationKind::kOverlap:
-        mark(v.tensor, v.block, kVictim);
-        if (!v.by_tensor.empty()) mark(v.by_tensor, v.by_block, kWriter);
+        mark(violated_tensor(v), v.detail.block, kVictim);
+        if (!destroying_tensor(v).empty()) mark(destroying_tensor(v), v.detail.by_block, kWriter);
         break;
       default:
-        mark(v.tensor, v.block, kPlacement);
+        mark(violated_tensor(v), v.detail.block, kPlacement);
     }
   }
   SvgCanvas c(kWidth, 100, "nki check: the memory map of " + k.source);
@@ -420,7 +420,7 @@ std::string check_svg(const Kernel& k, const CheckReport& report) {
   for (std::size_t i = 0; i < listed; ++i) {
     const Violation& v = report.violations[i];
     std::string msg = v.message;
-    if (v.occurrences > 1) msg += " (" + std::to_string(v.occurrences) + " times)";
+    if (v.detail.occurrences > 1) msg += " (" + std::to_string(v.detail.occurrences) + " times)";
     std::vector<std::string> lines = wrap(msg, kPlotW - 14, font);
     const bool cut = lines.size() > static_cast<std::size_t>(kMaxLinesPerViolation);
     if (cut) {

@@ -76,8 +76,8 @@ void add_timeline(TraceBuilder& tb, const std::string& process, const Kernel& k,
   // tensors; "highest" the end of the highest live tile (SBUF: rounded to the alignment, PSUM:
   // to its bank), which peaks at the bytes (banks) the plan reports.
   const Partition P = std::max<Partition>(k.hw.partitions, 1);
-  for (Buffer buf : {Buffer::kSbuf, Buffer::kPsum}) {
-    const bool sbuf = buf == Buffer::kSbuf;
+  for (Memory buf : {Memory::kSbuf, Memory::kPsum}) {
+    const bool sbuf = buf == Memory::kSbuf;
     const Bytes round = sbuf ? std::max<Bytes>(k.hw.sbuf_min_align, 1) : std::max<Bytes>(k.hw.psum_bank_bytes, 1);
     std::vector<std::vector<Bytes>> per(nt);
     std::vector<Bytes> top(nt, 0);

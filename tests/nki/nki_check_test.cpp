@@ -35,10 +35,10 @@ TEST(NkiCheck, EightTilesOnTwoPhysicalTilesIsALifetimeConflict) {
   for (int b = 0; b < 6; ++b) {
     const Violation& v = r.violations[b];
     EXPECT_EQ(v.kind, ViolationKind::kLifetimeConflict);
-    EXPECT_EQ(v.tensor, "t1");
-    EXPECT_EQ(v.block, (std::vector<int64_t>{b}));
-    EXPECT_EQ(v.instruction, "exp");
-    EXPECT_EQ(v.iteration, "{j=" + std::to_string(b) + "}");
+    EXPECT_EQ(violated_tensor(v), "t1");
+    EXPECT_EQ(v.detail.block, (std::vector<int64_t>{b}));
+    EXPECT_EQ(v.detail.instruction, "exp");
+    EXPECT_EQ(v.detail.iteration, "{j=" + std::to_string(b) + "}");
     // The first overwrite: block b + 2 by the load at i = b + 2.
     EXPECT_NE(v.message.find("overwritten by block (" + std::to_string(b + 2) + ",) (load at {i=" + std::to_string(b + 2) + "})"),
               std::string::npos)
@@ -56,10 +56,10 @@ TEST(NkiCheck, OverlappingT0T1AreFlagged) {
   CheckReport r = check_ok(load_example("overlap_t0_t1.json"));
   ASSERT_EQ(count(r, ViolationKind::kOverlap), 2);
   const Violation& v = r.violations[0];
-  EXPECT_EQ(v.tensor, "t0");
-  EXPECT_EQ(v.block, (std::vector<int64_t>{1}));
-  EXPECT_EQ(v.instruction, "sum4");
-  EXPECT_EQ(v.iteration, "{i=0}");
+  EXPECT_EQ(violated_tensor(v), "t0");
+  EXPECT_EQ(v.detail.block, (std::vector<int64_t>{1}));
+  EXPECT_EQ(v.detail.instruction, "sum4");
+  EXPECT_EQ(v.detail.iteration, "{i=0}");
   EXPECT_NE(v.message.find("tensor t1 block (0,) (load_b0 at {i=0})"), std::string::npos) << v.message;
 }
 
@@ -101,32 +101,32 @@ TEST(NkiCheck, StaticRules) {
   CheckReport r = check_ok(*k);
   auto find = [&](ViolationKind kind, const std::string& tensor) -> const Violation* {
     for (const auto& v : r.violations)
-      if (v.kind == kind && v.tensor == tensor) return &v;
+      if (v.kind == kind && violated_tensor(v) == tensor) return &v;
     return nullptr;
   };
   const Violation* v = find(ViolationKind::kMisaligned, "mis");  // 202 is not a multiple of 4
   ASSERT_NE(v, nullptr);
-  EXPECT_EQ(v->block, (std::vector<int64_t>{1}));
-  EXPECT_EQ(v->instruction, "ld");
-  EXPECT_EQ(v->iteration, "{i=1}");
+  EXPECT_EQ(v->detail.block, (std::vector<int64_t>{1}));
+  EXPECT_EQ(v->detail.instruction, "ld");
+  EXPECT_EQ(v->detail.iteration, "{i=1}");
   v = find(ViolationKind::kStartPartition, "sp");  // 64 partitions may start at 0 or 64, not 32
   ASSERT_NE(v, nullptr);
-  EXPECT_EQ(v->block, (std::vector<int64_t>{1}));
+  EXPECT_EQ(v->detail.block, (std::vector<int64_t>{1}));
   EXPECT_EQ(count(r, ViolationKind::kStartPartition), 1);
   EXPECT_EQ(count(r, ViolationKind::kPartitionRange), 0);  // 32 + 64 and 64 + 64 both fit in 128
   v = find(ViolationKind::kAddressRange, "far");  // 180000 + 2048 > 176 KiB
   ASSERT_NE(v, nullptr);
-  EXPECT_EQ(v->instruction, "use");
+  EXPECT_EQ(v->detail.instruction, "use");
   v = find(ViolationKind::kPsumBankCrossing, "ps");  // 2048 bytes starting at 1024
   ASSERT_NE(v, nullptr);
-  EXPECT_EQ(v->block, (std::vector<int64_t>{1}));
+  EXPECT_EQ(v->detail.block, (std::vector<int64_t>{1}));
   EXPECT_NE(find(ViolationKind::kPsumBase, "pb"), nullptr);
   EXPECT_NE(find(ViolationKind::kMixedAllocation, "au"), nullptr);
   EXPECT_NE(find(ViolationKind::kHbmNotOutput, "hb"), nullptr);
   EXPECT_EQ(find(ViolationKind::kHbmNotOutput, "x"), nullptr);  // inputs are fine
   v = find(ViolationKind::kReadBeforeWrite, "au");
   ASSERT_NE(v, nullptr);
-  EXPECT_EQ(v->instruction, "use");
+  EXPECT_EQ(v->detail.instruction, "use");
   for (const auto& x : r.violations) EXPECT_EQ(x.message.find('\n'), std::string::npos);
 }
 
@@ -158,7 +158,7 @@ TEST(NkiCheck, RepeatedViolationsAreCountedOnce) {
   EXPECT_EQ(count(r, ViolationKind::kReadBeforeWrite), 2);
   EXPECT_EQ(count(r, ViolationKind::kLifetimeConflict), 60);
   EXPECT_EQ(r.distinct_violations, 62);
-  for (const auto& v : r.violations) EXPECT_EQ(v.occurrences, 3) << v.message;
+  for (const auto& v : r.violations) EXPECT_EQ(v.detail.occurrences, 3) << v.message;
 }
 
 }  // namespace
@@ -182,8 +182,8 @@ TEST(NkiCheck, PartiallyOverlappingTilesOfOneTensor) {
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->distinct_violations, 1);
   EXPECT_EQ(r->violations[0].kind, ViolationKind::kLifetimeConflict);
-  EXPECT_EQ(r->violations[0].block, (std::vector<int64_t>{0}));
-  EXPECT_EQ(r->violations[0].iteration, "{j=0}");
+  EXPECT_EQ(r->violations[0].detail.block, (std::vector<int64_t>{0}));
+  EXPECT_EQ(r->violations[0].detail.iteration, "{j=0}");
 }
 
 TEST(NkiCheck, MultiDimFuncAndPartitionQuadrants) {
@@ -245,12 +245,12 @@ TEST(NkiCheck, EveryDestroyedReadNamesTheWriteThatDestroyedIt) {
   ASSERT_EQ(r->distinct_violations, 2);
   for (const Violation& v : r->violations) {
     EXPECT_EQ(v.kind, ViolationKind::kOverlap) << v.message;
-    EXPECT_EQ(v.tensor, "a");
-    EXPECT_EQ(v.by_tensor, "b") << v.message;
-    EXPECT_EQ(v.by_instruction, "load_b");
-    EXPECT_EQ(v.by_source, "k.py:10");
-    EXPECT_EQ(v.instruction_source, "k.py:11");
-    EXPECT_EQ(v.tensor_source, "k.py:5");
+    EXPECT_EQ(violated_tensor(v), "a");
+    EXPECT_EQ(destroying_tensor(v), "b") << v.message;
+    EXPECT_EQ(v.detail.by_instruction, "load_b");
+    EXPECT_EQ(v.detail.by_source, "k.py:10");
+    EXPECT_EQ(v.detail.instruction_source, "k.py:11");
+    EXPECT_EQ(v.detail.tensor_source, "k.py:5");
     EXPECT_NE(v.message.find("tensor a (declared at k.py:5)"), std::string::npos) << v.message;
     EXPECT_NE(v.message.find("read by use (k.py:11)"), std::string::npos) << v.message;
     EXPECT_NE(v.message.find("(load_b (k.py:10) at {})"), std::string::npos) << v.message;
@@ -275,8 +275,8 @@ TEST(NkiCheck, PartialWritesDestroyOnlyWhatTheyTouch) {
   ASSERT_TRUE(r.ok());
   // lb writes bytes [768, 1280): a ([0, 512)) survives; lb2 writes [256, 768) on 64 partitions: a is hit.
   ASSERT_EQ(r->distinct_violations, 1);
-  EXPECT_EQ(r->violations[0].instruction, "sa2");
-  EXPECT_EQ(r->violations[0].by_instruction, "lb2");
+  EXPECT_EQ(r->violations[0].detail.instruction, "sa2");
+  EXPECT_EQ(r->violations[0].detail.by_instruction, "lb2");
 }
 
 }  // namespace

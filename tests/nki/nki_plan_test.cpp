@@ -279,12 +279,12 @@ TEST(NkiPlan, GeneratedKernelsArePlannedValidAndNoSlower) {
         t.alloc.kind = AllocKind::kTable;
         for (int64_t b = 0; b < t.num_blocks(); ++b) {
           Bytes slot = tp.base + (b % n) * tp.stride;
-          t.alloc.table.push_back({0, t.buffer == Buffer::kPsum ? slot * broken.hw.psum_bank_bytes : slot});
+          t.alloc.table.push_back({0, t.buffer == Memory::kPsum ? slot * broken.hw.psum_bank_bytes : slot});
         }
         auto rb = check_kernel(broken);
         ASSERT_TRUE(rb.ok());
         bool flagged = std::any_of(rb->violations.begin(), rb->violations.end(), [&](const Violation& v) {
-          return v.kind == ViolationKind::kLifetimeConflict && v.tensor == t.name;
+          return v.kind == ViolationKind::kLifetimeConflict && violated_tensor(v) == t.name;
         });
         EXPECT_TRUE(flagged) << "seed " << seed << " tensor " << t.name << " with " << n << " tiles";
         ++differential_cases;
