@@ -382,6 +382,314 @@ Problem time_reversed(const Problem& p) {
   return r;
 }
 
+namespace {
+
+// What the workers of one multi_start search share: the problem in both directions, the keys'
+// factors and the search's schedule (read only).
+struct MultiStartShared {
+  const Problem& p;
+  const Deadline& dl;
+  uint64_t seed;
+  int workers;
+  bool two_sided;
+  const std::vector<std::unique_ptr<Direction>>& dirs;
+  Size max_load_bound;                 // a plan at this height is optimal: stop there
+  const std::vector<double>& log_size;  // the logs of the key's factors, per buffer
+  const std::vector<double>& log_life;
+  double exploit_from;                 // exploit rounds start (time)
+  int64_t worker_rounds;               // each worker's rounds, 0: by time
+  double first_compact_at, compact_from;  // the compaction probe, the late compactions (time)
+  int64_t compact_round;               // with a round budget: the round that compacts
+  double search_s;                     // the search's budget, seconds
+};
+
+// The best plan of all workers; equal heights keep the lower worker's plan (a fixed rule, not
+// whichever finished first). Plans at the bound end the search; of those the one of the
+// earliest (round, worker) wins, and a worker stops only before a round that comes later in
+// that order, so the plan returned does not depend on which worker was faster.
+struct MultiStartBest {
+  std::mutex mu;
+  Placement plan;
+  Size height = 0;
+  int worker = -1;
+  std::atomic<int64_t> bound_key{0};
+  const std::function<void(Size)>* on_improvement = nullptr;
+};
+
+// One worker of multi_start: its rounds, its compactions, its share of the two-sided sweeps.
+class MultiStartWorker {
+ public:
+  MultiStartWorker(const MultiStartShared& shared, MultiStartBest& best, int w)
+      : s_(shared),
+        best_(best),
+        w_(w),
+        dir_(*shared.dirs[static_cast<std::size_t>(w) % shared.dirs.size()]),
+        wp_(dir_.q),
+        // Each worker's stream from a hash of (seed, worker). Why not seed + golden x worker: the
+        // generator steps its state by that golden constant, so worker 1's stream was worker 0's
+        // one draw later, and after round 0 (one draw fewer on worker 1) both drew the same orders.
+        rng_(splitmix64(splitmix64(shared.seed ^ 0x5eedULL) ^ static_cast<uint64_t>(w))),
+        n_(static_cast<int>(shared.p.buffers.size())),
+        log_key_(n_),
+        cur_u_(n_),
+        two_(wp_, shared.max_load_bound, shared.two_sided && w == 0) {}
+
+  void run() {
+    for (int round = 0; !s_.dl.expired() && (s_.worker_rounds == 0 || round < s_.worker_rounds); ++round) {
+      const int64_t key_now = static_cast<int64_t>(round) * s_.workers + w_;  // (round, worker) order
+      if (key_now > best_.bound_key.load()) break;
+      if (compact_if_due(round, key_now)) break;
+      // Worker 0 first tries a two-sided sweep at its current target (see TwoSided).
+      if (two_.active() && my_best_ > s_.max_load_bound) {
+        Placement cand = two_.attempt(compaction_pays_ == 1 ? round_best_ : my_best_, s_.dl);
+        if (!cand.offsets.empty() && !s_.dl.expired() && all_placed(s_.p, cand)) {
+          publish(cand, key_now, true);
+          best_has_recipe_ = false;
+          if (my_best_ <= s_.max_load_bound) break;
+        }
+        if (s_.dl.expired()) break;
+      }
+      one_round(round, key_now);
+    }
+  }
+
+ private:
+  // Publishes a finished plan: a round's (placed under the rounds' best height) or a compacted one.
+  void publish(Placement& cand, int64_t key_now, bool from_round) {
+    const Size h = height(s_.p, cand);
+    my_best_ = std::min(my_best_, h);
+    if (from_round) round_best_ = h, round_plan_ = cand;
+    std::lock_guard<std::mutex> lock(best_.mu);
+    const bool at_bound = h <= s_.max_load_bound;
+    if (at_bound ? key_now < best_.bound_key.load()
+                 : h < best_.height || (h == best_.height && best_.worker >= 0 && w_ < best_.worker)) {
+      const bool lower = h < best_.height;
+      best_.height = h;
+      best_.worker = w_;
+      best_.plan = std::move(cand);
+      if (at_bound) best_.bound_key = key_now;
+      if (lower && *best_.on_improvement) (*best_.on_improvement)(h);
+    }
+  }
+
+  // Compaction: the best plan of the worker's rounds compacted by mirror, published when
+  // lower. Worker 0 compacts at 15 % of the budget to learn whether it pays on this
+  // instance (closes a quarter of the gap to the bound or more). Where it pays, every
+  // worker compacts its rounds' new bests whenever the last compaction lowered its best
+  // faster, per second, than its rounds have lowered theirs since, and its rounds stay cut
+  // at their own best, not at the compacted one (which no order reaches: they would all be
+  // cut). Elsewhere each worker compacts once at 85 % of the budget. With a round budget:
+  // once, at 85 % of the worker's rounds (no decision may depend on the clock). Why: on
+  // dumps with near-equal sizes (`layers`) the compaction is what reaches the bound; on the
+  // XLA and stretched SOMAS families it closes little and costs sweeps
+  // (docs/log/alloc-code-notes-log.md).
+  // True when the search of this worker is over (the deadline, or a plan at the bound).
+  bool compact_if_due(int round, int64_t key_now) {
+    const double now = s_.dl.elapsed_seconds();
+    const int pays = compaction_pays_;
+    bool compact_now = false;
+    if (round_plan_.offsets.empty() || my_best_ <= s_.max_load_bound || compacted_h_ == round_best_) {
+      compact_now = false;  // nothing new to compact
+    } else if (s_.worker_rounds > 0) {
+      compact_now = !compacted_ && round >= s_.compact_round;
+    } else if (pays == 1) {
+      const double rounds_rate = static_cast<double>(rounds_from_h_ - round_best_) / std::max(1e-3, now - rounds_from_);
+      compact_now = compact_rate_ < 0 || now >= s_.compact_from || compact_rate_ > rounds_rate;
+    } else if (!compacted_) {
+      compact_now = now >= s_.first_compact_at;  // the probe
+    } else {
+      compact_now = !compacted_late_ && now >= s_.compact_from;
+    }
+    if (!compact_now) return false;
+    compacted_ = true;
+    compacted_late_ = now >= s_.compact_from;
+    const Size before = my_best_;
+    Placement c = compact_by_mirror(wp_, round_plan_, s_.dl);
+    if (height(s_.p, c) < my_best_) publish(c, key_now, false);
+    const double after = s_.dl.elapsed_seconds();
+    compact_rate_ = static_cast<double>(before - my_best_) / std::max(1e-3, after - now);
+    rounds_from_ = after, rounds_from_h_ = round_best_, compacted_h_ = round_best_;
+    if (pays < 0 && s_.worker_rounds == 0) {
+      compaction_pays_ = 4 * (before - my_best_) >= before - s_.max_load_bound ? 1 : 0;
+      compaction_rounds_ = after - now <= kCheapCompaction * s_.search_s;
+    }
+    return s_.dl.expired() || my_best_ <= s_.max_load_bound;
+  }
+
+  double bell() {  // about normal, deviation 0.58
+    double g = -2.0;
+    for (int k = 0; k < 4; ++k) g += rng_.uniform();
+    return g;
+  }
+
+  // An exploring round's recipe.
+  Recipe explore_recipe(int round) {
+    Recipe r;
+    // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
+    // live at the peak go first among equals and the peak is packed before the slack regions.
+    // e = 8 first, then log-uniform in [1, 32] with a little noise: no single e is best on
+    // every family. From round 3 on, half the rounds draw e near the exponent of the
+    // worker's best plan (log2 e +- 0.7), so the search keeps to what works on this instance
+    // without tuning one in. Lifetime exponent beta (key x lifetime^beta): from round 2 on,
+    // half the rounds draw it in [0, 0.3]. Why: on the XLA traces the plans' tops are small
+    // buffers live across the peak, stacked over holes only shorter buffers could use; a
+    // slight preference for long lifetimes puts them lower, while elsewhere beta = 0 stays
+    // best, so the search adapts it as e. Measurements: docs/log/alloc-code-notes-log.md.
+    r.e = round <= 1 ? 8.0 : std::exp2(5.0 * rng_.uniform());
+    r.beta = round <= 1 || rng_.uniform() < 0.5 ? 0.0 : 0.3 * rng_.uniform();
+    if (round >= 3 && rng_.uniform() < 0.5) {
+      const double g = bell();
+      r.e = std::clamp(best_recipe_.e * std::exp2(1.2 * g), 1.0, 64.0);
+      r.beta = best_recipe_.beta == 0.0 ? 0.0 : std::clamp(best_recipe_.beta * std::exp2(g), 0.0, 0.5);
+    }
+    r.noise = round <= 1 ? 0.0 : 0.1 * rng_.uniform();
+    // Classed orders: the keys grouped into classes a factor `ratio` apart, by start time
+    // within a class. For buffers of one size, lowest fit in start order is interval-graph
+    // colouring, which never needs more slots than the most that overlap; in key order the
+    // copies of a size take their slots out of time order and leave gaps that only another
+    // copy could fill. Every round is classed: plain key orders cost more rounds than they
+    // found (docs/log/alloc-solver-log.md, round schedule).
+    r.ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng_.uniform() * std::log(5.0 / 3.0));
+    r.class_offset = rng_.uniform();
+    // Pivots: the classes run outwards from a pivot tick (worker 0's round 0: the first
+    // max-load section; from round 1 on a random section whose load is within 0.1-2 % of
+    // the max load; worker 1's round 0 keeps start order). Why: lowest fit in start order
+    // settles the lanes of a class's copies by what came before, so at the peak some lanes
+    // are empty (between two copies) under buffers that live across it; from the pivot
+    // outwards the copies live there are stacked first. A random pivot, not the best of
+    // drafts: rounds are the scarce resource.
+    // Reach ratio: the buffers live at the pivot go deepest first (classed_order), so that
+    // on both sides of it those still live keep the bottom of the stack. Which side weighs
+    // more differs by family, so the ratio is drawn log-uniform in [1/4, 8] (rounds 0 and 1:
+    // 1); exploit rounds move the best plan's. Measurements: docs/log/alloc-code-notes-log.md
+    // and docs/log/alloc-solver-log.md ("Deepest first at the pivot").
+    r.reach = round <= 1 ? 1.0 : std::exp2(-2.0 + 5.0 * rng_.uniform());
+    if (round == 0 && w_ == 0) {
+      r.pivot = dir_.peak_time;
+    } else if (round >= 1 && !dir_.near_peak.empty()) {
+      const double within = std::pow(10.0, -3.0 + 1.3 * rng_.uniform());
+      const Size floor_now = s_.max_load_bound - static_cast<Size>(within * static_cast<double>(s_.max_load_bound));
+      std::size_t m = 1;  // the candidates at or above floor_now lead near_peak
+      while (m < dir_.near_peak.size() && dir_.sections.load[dir_.near_peak[m]] >= floor_now) ++m;
+      r.pivot = dir_.sections.times[dir_.near_peak[static_cast<std::size_t>(rng_.uniform() * static_cast<double>(m))]];
+    }
+    // Larger first within a class (classed_order): from round 2 on, at first a quarter of
+    // the rounds, then a share that follows how far such rounds get before their cut against
+    // start-order rounds (moving averages of the share of buffers placed; kLargerFirstGain).
+    // Why: where thousands of near-equal sizes cross the peak (`layers`), start order lets a
+    // smaller copy open a lane that a larger one later cannot reuse; larger first, the larger
+    // copies set the lanes. Elsewhere it breaks the interval-graph colouring of start order,
+    // hence the share learnt per worker (measurements: docs/log/alloc-code-notes-log.md).
+    if (round >= 2) {
+      double share = kLargerFirstShare;
+      if (tried_[0] >= 3 && tried_[1] >= 3)
+        share = std::clamp(kLargerFirstShare + kLargerFirstGain * (placed_avg_[1] - placed_avg_[0]) /
+                                                   std::max(1e-9, placed_avg_[0] + placed_avg_[1]),
+                           0.05, 0.9);
+      r.larger_first = rng_.uniform() < share;
+    }
+    return r;
+  }
+
+  // One round: its recipe (exploring or exploiting), its order, a sweep cut at this worker's best.
+  void one_round(int round, int64_t key_now) {
+    // Exploit rounds: in the second half of the budget, three rounds in four redraw the key
+    // noise of the worker's best recipe (exponents, classes, pivot), with an amplitude of at
+    // least 20 %, and move its reach ratio by a factor 2^(+-0.5) about. Why: orders made the
+    // same way land close together, so the best of many draws says which recipe suits the
+    // instance (exploration comes first). Not before round 8, so that a plan at the bound
+    // found early does not depend on the clock (the switch is a time). Measurements:
+    // docs/log/alloc-code-notes-log.md.
+    const bool second_half =
+        s_.worker_rounds > 0 ? round >= s_.worker_rounds / 2 : s_.dl.elapsed_seconds() >= s_.exploit_from;
+    const bool exploit = best_has_recipe_ && round >= 8 && second_half && rng_.uniform() < 0.75;
+    Recipe r;
+    // Local rounds: half the exploit rounds keep the best plan's noise draws and redraw those
+    // of 5 % of the buffers (and keep its reach), a step from that plan rather than a new
+    // draw of its recipe (measurements: docs/log/alloc-code-notes-log.md).
+    const bool local = exploit && !best_u_.empty() && rng_.uniform() < 0.5;
+    if (exploit) {
+      r = best_recipe_;
+      r.noise = std::max(r.noise, 0.2);
+      if (!local) r.reach *= std::exp2(0.86 * bell());
+    } else {
+      r = explore_recipe(round);
+    }
+    // The key's log, from the logs of its factors (computed once: pow took 6 % of a run).
+    for (int i = 0; i < n_; ++i) {
+      double u = rng_.uniform();  // drawn whatever the noise, so the stream stays aligned
+      if (local && rng_.uniform() >= 0.05) u = best_u_[i];
+      cur_u_[i] = u;
+      log_key_[i] = s_.log_size[i] + r.e * dir_.log_share[i] + (r.beta == 0.0 ? 0.0 : r.beta * s_.log_life[i]) +
+                    (r.noise == 0.0 ? 0.0 : std::log1p(r.noise * (u - 0.5)));
+    }
+    ClassedOrder order(wp_, dir_.order_times, log_key_, r.ratio, r.class_offset, r.pivot, r.reach, r.larger_first);
+    // The round ends at the first buffer that would reach this worker's best height: heights
+    // only grow as buffers are added, so it could not beat it. (Its own best, not the shared
+    // one, so that a worker's rounds do not depend on how fast the others are.) Measured on
+    // XLA 50k: rounds stop after 5-20 % of their order, and the height is set there anyway
+    // (a whole sweep's top is within 0.001 % of its final value after 35 % of the order).
+    const Size cut = compaction_pays_ == 1 ? round_best_ : my_best_;
+    // Compaction rounds: where the probe's compaction was cheap (kCheapCompaction), every
+    // other round runs to its end unless it rises 1 % above the bound, and is compacted
+    // (compact_by_mirror). Why: on `layers` the best plans are often rigid while ordinary
+    // ones are not, and compacted they can end lower (docs/log/alloc-code-notes-log.md).
+    const bool compaction_round = compaction_rounds_ && round % 2 == 1;
+    const Size sweep_cut = compaction_round ? std::max(cut, s_.max_load_bound + s_.max_load_bound / 100) : cut;
+    Placement cand = place_sweep_in_order(wp_, sweep_cut - 1, [&](int& i) { return order.next(i); }, false, &s_.dl, true);
+    if (!exploit && !compaction_round && round >= 2 && !s_.dl.expired()) {
+      // (The order hands out one buffer past the last placed when the cut stops the sweep.)
+      double& avg = placed_avg_[r.larger_first];
+      const double share_placed = static_cast<double>(order.drawn()) / std::max(1, n_);
+      avg = tried_[r.larger_first]++ == 0 ? share_placed : 0.95 * avg + 0.05 * share_placed;
+    }
+    if (!all_placed(s_.p, cand)) return;  // cut by the deadline, or it cannot beat this worker's best
+    Placement compacted;
+    if (compaction_round) compacted = compact_by_mirror(wp_, cand, s_.dl);
+    const Size h = height(s_.p, cand);
+    const bool round_wins = h < cut;
+    const bool compaction_wins = compaction_round && height(s_.p, compacted) < std::min(h, my_best_);
+    if (compaction_round) {
+      compactions_lost_ = compaction_wins ? 0 : compactions_lost_ + 1;
+      if (compactions_lost_ >= kCompactionRoundsLost) compaction_rounds_ = false;
+    }
+    if (!round_wins && !compaction_wins) return;
+    best_recipe_ = r, best_has_recipe_ = true;
+    best_u_ = cur_u_;
+    if (round_wins) publish(cand, key_now, true);
+    if (compaction_wins) publish(compacted, key_now, false);
+  }
+
+  const MultiStartShared& s_;
+  MultiStartBest& best_;
+  const int w_;
+  const Direction& dir_;
+  const Problem& wp_;  // this worker's direction (its plans are plans of p too)
+  Rng rng_;
+  const int n_;
+  std::vector<double> log_key_;
+  std::vector<double> cur_u_, best_u_;  // the key noise draws of this round, of the best plan
+  Size my_best_ = kUnbounded;     // this worker's best height (its rounds' or a compaction's)
+  Size round_best_ = kUnbounded;  // the best height of its rounds: they are cut there
+  Placement round_plan_;          // the plan of round_best (compacted when it pays, below)
+  bool compacted_ = false;        // a compaction has run
+  bool compacted_late_ = false;   // one has run from 85 % of the budget on
+  Size compacted_h_ = -1;         // the round best last compacted
+  double compact_rate_ = -1.0;    // bytes a second the last compaction took off the worker's best (-1: none yet)
+  double rounds_from_ = 0.0;      // when the last compaction ended
+  Size rounds_from_h_ = 0;        // the rounds' best then
+  int compaction_pays_ = -1;      // this worker's probe (above): -1 until it has run
+  bool compaction_rounds_ = false;  // the probe was cheap: every other round is compacted (below)
+  int compactions_lost_ = 0;        // compaction rounds in a row that did not beat the worker's best
+  Recipe best_recipe_;              // the recipe of this worker's best plan
+  int64_t tried_[2] = {0, 0};       // exploring rounds from round 2 on, by larger_first
+  double placed_avg_[2] = {0, 0};   // their moving average of the share of buffers placed before the cut
+  bool best_has_recipe_ = false;    // (false while that plan is a two-sided one, or none)
+  TwoSided two_;
+};
+
+}  // namespace
+
 Placement multi_start(const Problem& p, const Placement& incumbent, const Deadline& dl, uint64_t seed,
                       const std::function<void(Size)>& on_improvement, int threads, bool two_sided, int64_t rounds) {
   const auto& bs = p.buffers;
@@ -409,16 +717,11 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
     log_life[i] = std::log(static_cast<double>(bs[i].end - bs[i].start));
   }
 
-  // The best plan of all workers; equal heights keep the lower worker's plan (a fixed rule, not
-  // whichever finished first). Plans at the bound end the search; of those the one of the
-  // earliest (round, worker) wins, and a worker stops only before a round that comes later in
-  // that order, so the plan returned does not depend on which worker was faster.
-  std::mutex mu;
-  Placement best = incumbent;
-  Size best_h = height(p, best);
-  int best_worker = -1;
-  std::atomic<int64_t> bound_key{best_h <= max_load_bound ? -1 : std::numeric_limits<int64_t>::max()};
-
+  MultiStartBest best;
+  best.plan = incumbent;
+  best.height = height(p, best.plan);
+  best.bound_key = best.height <= max_load_bound ? -1 : std::numeric_limits<int64_t>::max();
+  best.on_improvement = &on_improvement;
   // Exploit rounds (below) start halfway through the budget: the time limit's, or with a round
   // budget each worker's own rounds (so that no decision of a round depends on the clock).
   const double exploit_from = dl.elapsed_seconds() + 0.5 * dl.remaining_seconds();
@@ -429,238 +732,10 @@ Placement multi_start(const Problem& p, const Placement& incumbent, const Deadli
   const double compact_from = dl.elapsed_seconds() + 0.85 * dl.remaining_seconds();
   const int64_t compact_round = worker_rounds * 85 / 100;
   const double search_s = dl.remaining_seconds();
-  auto worker = [&](int w) {
-    const Direction& dir = *dirs[static_cast<std::size_t>(w) % dirs.size()];
-    const Problem& wp = dir.q;  // this worker's direction (its plans are plans of p too)
-    // Each worker's stream from a hash of (seed, worker). Why not seed + golden x worker: the
-    // generator steps its state by that golden constant, so worker 1's stream was worker 0's
-    // one draw later, and after round 0 (one draw fewer on worker 1) both drew the same orders.
-    Rng rng(splitmix64(splitmix64(seed ^ 0x5eedULL) ^ static_cast<uint64_t>(w)));
-    std::vector<double> log_key(n);
-    std::vector<double> cur_u(n), best_u;  // the key noise draws of this round, of the best plan
-    Size my_best = kUnbounded;   // this worker's best height (its rounds' or a compaction's)
-    Size round_best = kUnbounded;  // the best height of its rounds: they are cut there
-    Placement round_plan;          // the plan of round_best (compacted when it pays, below)
-    bool compacted = false;       // a compaction has run
-    bool compacted_late = false;  // one has run from 85 % of the budget on
-    Size compacted_h = -1;        // the round best last compacted
-    double compact_rate = -1.0;   // bytes a second the last compaction took off the worker's best (-1: none yet)
-    double rounds_from = 0.0;     // when the last compaction ended
-    Size rounds_from_h = 0;       // the rounds' best then
-    int compaction_pays = -1;      // this worker's probe (above): -1 until it has run
-    bool compaction_rounds = false;  // the probe was cheap: every other round is compacted (below)
-    int compactions_lost = 0;        // compaction rounds in a row that did not beat the worker's best
-    Recipe best_recipe;            // the recipe of this worker's best plan
-    int64_t tried[2] = {0, 0};       // exploring rounds from round 2 on, by larger_first
-    double placed_avg[2] = {0, 0};   // their moving average of the share of buffers placed before the cut
-    bool best_has_recipe = false;  // (false while that plan is a two-sided one, or none)
-    // Publishes a finished plan: a round's (placed under the rounds' best height) or a compacted one.
-    auto publish = [&](Placement& cand, int64_t key_now, bool from_round) {
-      const Size h = height(p, cand);
-      my_best = std::min(my_best, h);
-      if (from_round) round_best = h, round_plan = cand;
-      std::lock_guard<std::mutex> lock(mu);
-      const bool at_bound = h <= max_load_bound;
-      if (at_bound ? key_now < bound_key.load()
-                   : h < best_h || (h == best_h && best_worker >= 0 && w < best_worker)) {
-        const bool lower = h < best_h;
-        best_h = h;
-        best_worker = w;
-        best = std::move(cand);
-        if (at_bound) bound_key = key_now;
-        if (lower && on_improvement) on_improvement(h);
-      }
-    };
-    TwoSided two(wp, max_load_bound, two_sided && w == 0);
-    for (int round = 0; !dl.expired() && (worker_rounds == 0 || round < worker_rounds); ++round) {
-      const int64_t key_now = static_cast<int64_t>(round) * workers + w;  // (round, worker) order
-      if (key_now > bound_key.load()) break;
-      // Compaction: the best plan of the worker's rounds compacted by mirror, published when
-      // lower. Worker 0 compacts at 15 % of the budget to learn whether it pays on this
-      // instance (closes a quarter of the gap to the bound or more). Where it pays, every
-      // worker compacts its rounds' new bests whenever the last compaction lowered its best
-      // faster, per second, than its rounds have lowered theirs since, and its rounds stay cut
-      // at their own best, not at the compacted one (which no order reaches: they would all be
-      // cut). Elsewhere each worker compacts once at 85 % of the budget. With a round budget:
-      // once, at 85 % of the worker's rounds (no decision may depend on the clock). Why: on
-      // dumps with near-equal sizes (`layers`) the compaction is what reaches the bound; on the
-      // XLA and stretched SOMAS families it closes little and costs sweeps
-      // (docs/log/alloc-code-notes-log.md).
-      const double now = dl.elapsed_seconds();
-      const int pays = compaction_pays;
-      bool compact_now = false;
-      if (round_plan.offsets.empty() || my_best <= max_load_bound || compacted_h == round_best) {
-        compact_now = false;  // nothing new to compact
-      } else if (worker_rounds > 0) {
-        compact_now = !compacted && round >= compact_round;
-      } else if (pays == 1) {
-        const double rounds_rate = static_cast<double>(rounds_from_h - round_best) / std::max(1e-3, now - rounds_from);
-        compact_now = compact_rate < 0 || now >= compact_from || compact_rate > rounds_rate;
-      } else if (!compacted) {
-        compact_now = now >= first_compact_at;  // the probe
-      } else {
-        compact_now = !compacted_late && now >= compact_from;
-      }
-      if (compact_now) {
-        compacted = true;
-        compacted_late = now >= compact_from;
-        const Size before = my_best;
-        Placement c = compact_by_mirror(wp, round_plan, dl);
-        if (height(p, c) < my_best) publish(c, key_now, false);
-        const double after = dl.elapsed_seconds();
-        compact_rate = static_cast<double>(before - my_best) / std::max(1e-3, after - now);
-        rounds_from = after, rounds_from_h = round_best, compacted_h = round_best;
-        if (pays < 0 && worker_rounds == 0) {
-          compaction_pays = 4 * (before - my_best) >= before - max_load_bound ? 1 : 0;
-          compaction_rounds = after - now <= kCheapCompaction * search_s;
-        }
-        if (dl.expired() || my_best <= max_load_bound) break;
-      }
-      // Worker 0 first tries a two-sided sweep at its current target (see TwoSided).
-      if (two.active() && my_best > max_load_bound) {
-        Placement cand = two.attempt(compaction_pays == 1 ? round_best : my_best, dl);
-        if (!cand.offsets.empty() && !dl.expired() && all_placed(p, cand)) {
-          publish(cand, key_now, true);
-          best_has_recipe = false;
-          if (my_best <= max_load_bound) break;
-        }
-        if (dl.expired()) break;
-      }
-      // Exploit rounds: in the second half of the budget, three rounds in four redraw the key
-      // noise of the worker's best recipe (exponents, classes, pivot), with an amplitude of at
-      // least 20 %, and move its reach ratio by a factor 2^(+-0.5) about. Why: orders made the
-      // same way land close together, so the best of many draws says which recipe suits the
-      // instance (exploration comes first). Not before round 8, so that a plan at the bound
-      // found early does not depend on the clock (the switch is a time). Measurements:
-      // docs/log/alloc-code-notes-log.md.
-      const bool second_half = worker_rounds > 0 ? round >= worker_rounds / 2 : dl.elapsed_seconds() >= exploit_from;
-      const bool exploit = best_has_recipe && round >= 8 && second_half && rng.uniform() < 0.75;
-      auto bell = [&] {  // about normal, deviation 0.58
-        double g = -2.0;
-        for (int k = 0; k < 4; ++k) g += rng.uniform();
-        return g;
-      };
-      Recipe r;
-      // Local rounds: half the exploit rounds keep the best plan's noise draws and redraw those
-      // of 5 % of the buffers (and keep its reach), a step from that plan rather than a new
-      // draw of its recipe (measurements: docs/log/alloc-code-notes-log.md).
-      const bool local = exploit && !best_u.empty() && rng.uniform() < 0.5;
-      if (exploit) {
-        r = best_recipe;
-        r.noise = std::max(r.noise, 0.2);
-        if (!local) r.reach *= std::exp2(0.86 * bell());
-      } else {
-        // Lower-bound-guided orders: size x (peak load over the lifetime / max load)^e, so buffers
-        // live at the peak go first among equals and the peak is packed before the slack regions.
-        // e = 8 first, then log-uniform in [1, 32] with a little noise: no single e is best on
-        // every family. From round 3 on, half the rounds draw e near the exponent of the
-        // worker's best plan (log2 e +- 0.7), so the search keeps to what works on this instance
-        // without tuning one in. Lifetime exponent beta (key x lifetime^beta): from round 2 on,
-        // half the rounds draw it in [0, 0.3]. Why: on the XLA traces the plans' tops are small
-        // buffers live across the peak, stacked over holes only shorter buffers could use; a
-        // slight preference for long lifetimes puts them lower, while elsewhere beta = 0 stays
-        // best, so the search adapts it as e. Measurements: docs/log/alloc-code-notes-log.md.
-        r.e = round <= 1 ? 8.0 : std::exp2(5.0 * rng.uniform());
-        r.beta = round <= 1 || rng.uniform() < 0.5 ? 0.0 : 0.3 * rng.uniform();
-        if (round >= 3 && rng.uniform() < 0.5) {
-          const double g = bell();
-          r.e = std::clamp(best_recipe.e * std::exp2(1.2 * g), 1.0, 64.0);
-          r.beta = best_recipe.beta == 0.0 ? 0.0 : std::clamp(best_recipe.beta * std::exp2(g), 0.0, 0.5);
-        }
-        r.noise = round <= 1 ? 0.0 : 0.1 * rng.uniform();
-        // Classed orders: the keys grouped into classes a factor `ratio` apart, by start time
-        // within a class. For buffers of one size, lowest fit in start order is interval-graph
-        // colouring, which never needs more slots than the most that overlap; in key order the
-        // copies of a size take their slots out of time order and leave gaps that only another
-        // copy could fill. Every round is classed: plain key orders cost more rounds than they
-        // found (docs/log/alloc-solver-log.md, round schedule).
-        r.ratio = round <= 1 ? 4.0 : std::exp(std::log(3.0) + rng.uniform() * std::log(5.0 / 3.0));
-        r.class_offset = rng.uniform();
-        // Pivots: the classes run outwards from a pivot tick (worker 0's round 0: the first
-        // max-load section; from round 1 on a random section whose load is within 0.1-2 % of
-        // the max load; worker 1's round 0 keeps start order). Why: lowest fit in start order
-        // settles the lanes of a class's copies by what came before, so at the peak some lanes
-        // are empty (between two copies) under buffers that live across it; from the pivot
-        // outwards the copies live there are stacked first. A random pivot, not the best of
-        // drafts: rounds are the scarce resource.
-        // Reach ratio: the buffers live at the pivot go deepest first (classed_order), so that
-        // on both sides of it those still live keep the bottom of the stack. Which side weighs
-        // more differs by family, so the ratio is drawn log-uniform in [1/4, 8] (rounds 0 and 1:
-        // 1); exploit rounds move the best plan's. Measurements: docs/log/alloc-code-notes-log.md
-        // and docs/log/alloc-solver-log.md ("Deepest first at the pivot").
-        r.reach = round <= 1 ? 1.0 : std::exp2(-2.0 + 5.0 * rng.uniform());
-        if (round == 0 && w == 0) {
-          r.pivot = dir.peak_time;
-        } else if (round >= 1 && !dir.near_peak.empty()) {
-          const double within = std::pow(10.0, -3.0 + 1.3 * rng.uniform());
-          const Size floor_now = max_load_bound - static_cast<Size>(within * static_cast<double>(max_load_bound));
-          std::size_t m = 1;  // the candidates at or above floor_now lead near_peak
-          while (m < dir.near_peak.size() && dir.sections.load[dir.near_peak[m]] >= floor_now) ++m;
-          r.pivot = dir.sections.times[dir.near_peak[static_cast<std::size_t>(rng.uniform() * static_cast<double>(m))]];
-        }
-        // Larger first within a class (classed_order): from round 2 on, at first a quarter of
-        // the rounds, then a share that follows how far such rounds get before their cut against
-        // start-order rounds (moving averages of the share of buffers placed; kLargerFirstGain).
-        // Why: where thousands of near-equal sizes cross the peak (`layers`), start order lets a
-        // smaller copy open a lane that a larger one later cannot reuse; larger first, the larger
-        // copies set the lanes. Elsewhere it breaks the interval-graph colouring of start order,
-        // hence the share learnt per worker (measurements: docs/log/alloc-code-notes-log.md).
-        if (round >= 2) {
-          double share = kLargerFirstShare;
-          if (tried[0] >= 3 && tried[1] >= 3)
-            share = std::clamp(kLargerFirstShare + kLargerFirstGain * (placed_avg[1] - placed_avg[0]) /
-                                                       std::max(1e-9, placed_avg[0] + placed_avg[1]),
-                               0.05, 0.9);
-          r.larger_first = rng.uniform() < share;
-        }
-      }
-      // The key's log, from the logs of its factors (computed once: pow took 6 % of a run).
-      for (int i = 0; i < n; ++i) {
-        double u = rng.uniform();  // drawn whatever the noise, so the stream stays aligned
-        if (local && rng.uniform() >= 0.05) u = best_u[i];
-        cur_u[i] = u;
-        log_key[i] = log_size[i] + r.e * dir.log_share[i] + (r.beta == 0.0 ? 0.0 : r.beta * log_life[i]) +
-                     (r.noise == 0.0 ? 0.0 : std::log1p(r.noise * (u - 0.5)));
-      }
-      ClassedOrder order(wp, dir.order_times, log_key, r.ratio, r.class_offset, r.pivot, r.reach, r.larger_first);
-      // The round ends at the first buffer that would reach this worker's best height: heights
-      // only grow as buffers are added, so it could not beat it. (Its own best, not the shared
-      // one, so that a worker's rounds do not depend on how fast the others are.) Measured on
-      // XLA 50k: rounds stop after 5-20 % of their order, and the height is set there anyway
-      // (a whole sweep's top is within 0.001 % of its final value after 35 % of the order).
-      const Size cut = compaction_pays == 1 ? round_best : my_best;
-      // Compaction rounds: where the probe's compaction was cheap (kCheapCompaction), every
-      // other round runs to its end unless it rises 1 % above the bound, and is compacted
-      // (compact_by_mirror). Why: on `layers` the best plans are often rigid while ordinary
-      // ones are not, and compacted they can end lower (docs/log/alloc-code-notes-log.md).
-      const bool compaction_round = compaction_rounds && round % 2 == 1;
-      const Size sweep_cut = compaction_round ? std::max(cut, max_load_bound + max_load_bound / 100) : cut;
-      Placement cand = place_sweep_in_order(wp, sweep_cut - 1, [&](int& i) { return order.next(i); }, false, &dl, true);
-      if (!exploit && !compaction_round && round >= 2 && !dl.expired()) {
-        // (The order hands out one buffer past the last placed when the cut stops the sweep.)
-        double& avg = placed_avg[r.larger_first];
-        const double share_placed = static_cast<double>(order.drawn()) / std::max(1, n);
-        avg = tried[r.larger_first]++ == 0 ? share_placed : 0.95 * avg + 0.05 * share_placed;
-      }
-      if (!all_placed(p, cand)) continue;  // cut by the deadline, or it cannot beat this worker's best
-      Placement compacted;
-      if (compaction_round) compacted = compact_by_mirror(wp, cand, dl);
-      const Size h = height(p, cand);
-      const bool round_wins = h < cut;
-      const bool compaction_wins = compaction_round && height(p, compacted) < std::min(h, my_best);
-      if (compaction_round) {
-        compactions_lost = compaction_wins ? 0 : compactions_lost + 1;
-        if (compactions_lost >= kCompactionRoundsLost) compaction_rounds = false;
-      }
-      if (!round_wins && !compaction_wins) continue;
-      best_recipe = r, best_has_recipe = true;
-      best_u = cur_u;
-      if (round_wins) publish(cand, key_now, true);
-      if (compaction_wins) publish(compacted, key_now, false);
-    }
-  };
-  run_workers(workers, worker);
-  return best;
+  const MultiStartShared shared{p, dl, seed, workers, two_sided, dirs, max_load_bound, log_size, log_life,
+                                exploit_from, worker_rounds, first_compact_at, compact_from, compact_round, search_s};
+  run_workers(workers, [&](int w) { MultiStartWorker(shared, best, w).run(); });
+  return best.plan;
 }
 
 Placement compact_by_mirror(const Problem& p, const Placement& plan, const Deadline& dl) {
