@@ -135,10 +135,11 @@ def tables(ctx, lib=None):
             verdict = "clean" if chk.returncode == 0 else (chk.stderr.strip().splitlines() or ["?"])[-1][:90]
             cyc = own = None
             if chk.returncode == 0:
-                pl = subprocess.run([cli, "nki", "plan", L + spec, *args, "--hardware", "trn2", "--json"],
+                pl = subprocess.run([cli, "nki", "plan", L + spec, *args, "--hardware", "trn2", "--json", *extra],
                                     capture_output=True, text=True, cwd=lib, timeout=900)
                 if pl.returncode == 0:
                     s = json.loads(pl.stdout)
+                    s = s["cores"][0] if s.get("format") == "scratchplan-nki-plan-cores" else s  # core 0's plan
                     cyc, own = s["simulated_cycles"], s.get("input_allocation_cycles")
             per = f"{ts / n * 1e6:,.0f}" if n else "—"
             out.append(f"| `{spec}` | {how} | {lnc} | {n:,} | {ts:.2f} | {per} | {verdict} | "

@@ -454,6 +454,13 @@ def test_lnc_traces_and_checks_each_core(tmp_path):
     assert d["format"] == "scratchplan-nki-check-cores" and [c["clean"] for c in d["cores"]] == [True, False]
     r = cli("plan", path, "--input", "x=128x64:fp32", "--lnc", "2", "-o", str(tmp_path / "o.json"))
     assert r.returncode == 2 and "-o writes one kernel" in r.stderr
+    # One JSON document for every core's plan (core 1's own allocation is faulty: planned clean).
+    r = cli("plan", path, "--input", "x=128x64:fp32", "--lnc", "2", "--json")
+    d = json.loads(r.stdout)
+    assert r.returncode == 0 and d["format"] == "scratchplan-nki-plan-cores" and d["logical_cores"] == 2
+    assert [c["logical_core"] for c in d["cores"]] == [0, 1] and all(c["simulated_cycles"] > 0 for c in d["cores"])
+    r = cli("plan", path, "--input", "x=128x64:fp32", "--lnc", "2")
+    assert r.stdout.index("logical core 0 of 2:") < r.stdout.index("logical core 1 of 2:")
 
 
 AP = """

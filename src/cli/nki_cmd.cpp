@@ -361,7 +361,9 @@ int run_check(const NkiArgs& given) {
   return kExitOk;
 }
 
-int run_plan_core(const NkiArgs& a) {
+// `text` / `json`: where a core of a multi-core plan puts its report (printed once every core
+// has planned); null: printed here.
+int run_plan_core(const NkiArgs& a, std::ostream* text = nullptr, Json* json = nullptr) {
   OutputSet outputs;
   if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
@@ -371,7 +373,7 @@ int run_plan_core(const NkiArgs& a) {
   if (std::error_code ec; !a.rewrite_path.empty() &&
       std::filesystem::equivalent(a.rewrite_path, std::regex_replace(a.kernel_path, std::regex(R"(:[A-Za-z_]\w*$)"), ""), ec))
     return fail(bad_input("--rewrite " + a.rewrite_path + " is the kernel's own source; write the plan to another file"));
-  std::ostream& human = outputs.uses_stdout() ? std::cerr : std::cout;
+  std::ostream& human = text ? *text : outputs.uses_stdout() ? std::cerr : std::cout;
   const auto started = std::chrono::steady_clock::now();
   auto k = load(a, a.time_limit);
   if (!k) return fail(k.error());
@@ -395,7 +397,9 @@ int run_plan_core(const NkiArgs& a) {
     outputs.set(a.rewrite_path, *src);
   }
   if (Status st = outputs.commit(); !st) return fail(st.error());
-  if (a.json)
+  if (a.json && json)
+    *json = nki::plan_result_to_json(input_name(a.kernel_path), p);
+  else if (a.json)
     human << nki::plan_result_to_json(input_name(a.kernel_path), p).dump(1) << "\n";
   else
     human << nki::plan_result_text(input_name(a.kernel_path), p);
@@ -418,14 +422,33 @@ int run_plan(const NkiArgs& given) {
     if (!path.empty())
       return fail(bad_input(std::string(flag) + " writes one kernel; with --lnc " + std::to_string(a.lnc) +
                             " each logical core is planned on its own (give --lnc 1 to write it)"));
+  // Every core plans before anything is printed: a core that fails leaves no partial report.
   const auto started = std::chrono::steady_clock::now();
+  std::ostringstream text;
+  Json cores = Json::array();
   for (int core = 0; core < a.lnc; ++core) {
     NkiArgs ac = a;
     ac.core = core;
     const double left = a.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     ac.time_limit = std::max(0.01, left / (a.lnc - core));
-    (a.json ? std::cerr : std::cout) << "logical core " << core << " of " << a.lnc << ":\n";
-    if (int rc = run_plan_core(ac); rc != kExitOk) return rc;
+    text << "logical core " << core << " of " << a.lnc << ":\n";
+    Json j;
+    if (int rc = run_plan_core(ac, &text, &j); rc != kExitOk) return rc;
+    if (a.json) {
+      j["logical_core"] = core;
+      cores.push_back(j);
+    }
+  }
+  if (a.json) {
+    Json out;
+    out["format"] = "scratchplan-nki-plan-cores";
+    out["version"] = 1;
+    out["kernel"] = input_name(a.kernel_path);
+    out["logical_cores"] = a.lnc;
+    out["cores"] = cores;
+    std::cout << out.dump(1) << "\n";
+  } else {
+    std::cout << text.str();
   }
   return kExitOk;
 }
