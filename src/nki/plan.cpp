@@ -568,7 +568,7 @@ Result<std::vector<Bytes>> engine_offsets(const std::string& name, const std::ve
   for (std::size_t s = 0; s < slots.size(); ++s)
     for (auto [b0, b1] : slots[s].busy) {
       alloc::Buffer obstacle;
-      obstacle.id = "busy " + std::to_string(s) + " " + std::to_string(b0);
+      obstacle.id = "#" + std::to_string(prob.buffers.size());  // unique, short: no heap string
       obstacle.size = b1 - b0;
       obstacle.start = static_cast<alloc::Time>(s);
       obstacle.end = obstacle.start + 1;
