@@ -108,6 +108,8 @@ std::vector<CapacityShortfall> compiler_placed_shortfalls(const Kernel& k,
                                                           const std::vector<int64_t>& first,
                                                           const std::vector<int64_t>& last) {
   std::vector<CapacityShortfall> out;
+  if (std::none_of(k.tensors.begin(), k.tensors.end(), [](const Tensor& t) { return t.alloc.compiler_placed; }))
+    return out;  // nothing the compiler places: nothing to sweep
   for (Memory memory : {Memory::kPsum, Memory::kSbuf}) {
     auto s = MemorySweep(k, placements, memory).run(first, last);
     out.insert(out.end(), s.begin(), s.end());
