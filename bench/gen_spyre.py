@@ -1,7 +1,7 @@
 """Generator of torch-spyre September-style solver inputs (NOTES 1.14's data model), for the
 property test python/tests/test_spyre_generated.py and the benchmark table bench/tables_spyre.py.
 
-The dataclasses below have torch-spyre's field names, defaults and properties (written from the
+The dataclasses (python/tests/spyre_model.py) have torch-spyre's field names, defaults and properties (written from the
 contract, nothing of scratchplan in them). ``generate(seed, n, mode)`` builds a random graph of
 ``n`` division-carrying buffers: random lifetimes, menus of 1-3 ``CoreDivision``s over output
 and reduction keys (strides, strings, sympy symbols), parents with random ``cd_parent_matches``,
@@ -17,10 +17,11 @@ Deterministic in (seed, n, mode). Returns (buffers, capacity, alignment, cost_ex
 """
 from __future__ import annotations
 
-import enum
 import math
+import os
 import random
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import sympy
@@ -29,122 +30,9 @@ MODES = ("august", "tiled", "cost")
 RELAYOUT_PREFIX = "__spyre_lx_relayout__:"
 
 
-@dataclass(frozen=True)
-class TileAxis:
-    host_dim: int
-    count: int
-    is_reduction: bool = False
-
-
-@dataclass(frozen=True)
-class TileSpec:
-    axes: Tuple[TileAxis, ...] = ()
-
-    @property
-    def is_untiled(self):
-        return not self.axes
-
-    @property
-    def tile_count(self):
-        return math.prod(a.count for a in self.axes)
-
-    @property
-    def level_counts(self):
-        return tuple(a.count for a in self.axes)
-
-    @property
-    def output_tile_count(self):
-        return math.prod(a.count for a in self.axes if not a.is_reduction)
-
-
-@dataclass
-class CoreDivision:
-    splits: Dict[Any, int] = field(default_factory=dict)
-    reduction_syms: FrozenSet[Any] = frozenset()
-    tiling: TileSpec = field(default_factory=TileSpec)
-    tile_splits: Tuple[Tuple[Any, int], ...] = ()
-
-    @property
-    def output_splits(self):
-        return {k: v for k, v in self.splits.items() if k not in self.reduction_syms}
-
-    @property
-    def reduction_splits(self):
-        return {k: v for k, v in self.splits.items() if k in self.reduction_syms}
-
-    @property
-    def cores_used(self):
-        return math.prod(self.splits.values())
-
-    @property
-    def output_partition(self):
-        return math.prod(self.output_splits.values())
-
-
-class BufferType(enum.Enum):
-    Intermediate = 0
-    Input = 1
-    Output = 2
-
-
-def _int_sym(name, **kw):
-    return sympy.Symbol(name, integer=True, **kw)
-
-
-@dataclass
-class LifetimeBoundBuffer:
-    name: str
-    size: int
-    uses: List[int]
-    first_use_is_read: bool = False
-    address: Optional[int] = None
-    in_place_parents: List[str] = field(default_factory=list)
-    residency_reason: Optional[str] = None
-    lifetime_start_override: Optional[int] = None
-    lifetime_end_override: Optional[int] = None
-    paired_with: List[str] = field(default_factory=list)
-    lx_relayout_plans: List[Any] = field(default_factory=list)
-    lx_view: Any = field(default=None, repr=False, compare=False)
-
-    @property
-    def sym_is_lx(self):
-        return _int_sym(f"is_lx_{self.name}", nonnegative=True)
-
-
-@dataclass
-class CoreDivisionBuffer(LifetimeBoundBuffer):
-    core_divisions: List[CoreDivision] = field(default_factory=list)
-    parents: List[str] = field(default_factory=list)
-    cd_parent_matches: Dict[str, List[Tuple[int, int]]] = field(default_factory=dict)
-    chosen_division: Optional[int] = None
-    boundary: BufferType = BufferType.Intermediate
-    cd_parent_relayouts: Dict[str, list] = field(default_factory=dict)
-    chosen_relayouts: Dict[str, Any] = field(default_factory=dict)
-    residency_edges: Dict[str, Any] = field(default_factory=dict)
-    division_space: Any = None
-
-    @property
-    def sym_core_divs(self):
-        keys = {}
-        for cd in self.core_divisions:
-            for k in cd.splits:
-                keys.setdefault(k, _int_sym(f"split_{self.name}_{k}", positive=True))
-        return keys
-
-    @property
-    def sym_cores(self):
-        return sympy.Mul(*self.sym_core_divs.values())
-
-    @property
-    def sym_division(self):
-        return _int_sym(f"division_{self.name}", nonnegative=True)
-
-
-@dataclass
-class RelayoutCopyBuffer(CoreDivisionBuffer):
-    relayout_parent: str = ""
-    group: int = -1
-    candidates: Tuple[Any, ...] = ()
+# torch-spyre's dataclasses: the test suite's model of them (python/tests/spyre_model.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "tests"))
+from spyre_model import TileAxis, TileSpec, CoreDivision, BufferType, _int_sym, LifetimeBoundBuffer, CoreDivisionBuffer, RelayoutCopyBuffer  # noqa: E402,F401
 
 
 @dataclass(frozen=True)
