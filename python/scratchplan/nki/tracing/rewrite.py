@@ -1,5 +1,6 @@
-"""`--rewrite`: the kernel source with each declaration's `buffer=` set to the planned allocation,
-every other byte unchanged."""
+"""`--rewrite`: the kernel source with each declaration set to the planned allocation, every other
+byte unchanged. Old-API kernels get `buffer=ncc.sbuf/psum...`; new-API kernels (the `nki`
+namespace) get `address=(partition, byte)`, which needs the kernel's own addresses to be literals."""
 from __future__ import annotations
 
 import ast
@@ -41,14 +42,13 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None, args=(), time_limit
     tensors = decls.pop()[1]
     bank = decls.pop()[1]
     with open(path, encoding="utf-8") as f:
-        if _imports_new_namespace(f.read()):
-            raise TraceError(f"{label}: --rewrite writes the old API's ncc.sbuf/ncc.psum allocations; this kernel uses "
-                             "the new nki namespace (address=), which it does not rewrite")
+        new_api = _imports_new_namespace(f.read())
     sites = {}
     for t, line, col, api in decls:
         if t.buffer != "hbm" and sites.setdefault((line, col), t) is not t:
             raise TraceError(f"{label}:{line}: one declaration makes several tensors ({sites[(line, col)].name}, "
-                             f"{t.name}: unrolled loop or helper), so one buffer= cannot hold their planned allocations")
+                             f"{t.name}: unrolled loop or helper), so one {'address' if new_api else 'buffer'}= cannot hold "
+                             "their planned allocations")
     plan = {t["name"]: t for t in planned.get("tensors", [])}
     for t in tensors:
         if t.buffer != "hbm" and t.implicit:
@@ -79,8 +79,14 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None, args=(), time_limit
         cands = [c for c in calls if c.lineno == line and _call_name(c) in _DECL_APIS]
         exact = [c for c in cands if _func_end_col(c) >= col >= c.col_offset]
         node = (exact or cands or [None])[0]
+        if node is None and new_api:
+            raise TraceError(f"{label}:{line}: {t.name} is declared by a helper whose address is computed, not a literal "
+                             "address=, so --rewrite cannot replace it (--addresses FILE.json writes the planned map)")
         if node is None:
             raise TraceError(f"{t.source}: cannot find the declaration of {t.name} to rewrite")
+        if new_api:
+            edits.append(_address_edit(t, p["alloc"], node, bank, label, src, pos))
+            continue
         text = _alloc_text(t, p["alloc"], ncc_expr, bank)
         kwb = next((k for k in node.keywords if k.arg == "buffer"), None)
         if kwb is not None:
@@ -102,6 +108,44 @@ def rewrite(spec, inputs, planned, grid=None, hardware=None, args=(), time_limit
     for a, b, text in sorted(edits, key=lambda e: e[0], reverse=True):
         out = out[:a] + text.encode("utf-8") + out[b:]
     return out.decode("utf-8")
+
+
+def _address_edit(t, alloc, node, bank, label, src, pos):
+    """The edit that sets a new-API declaration's address= to the planned (partition, byte): the
+    literal replaced, or the keyword added when the compiler placed the tensor. A computed address
+    is refused: replacing an expression would silently drop whatever else the kernel computes."""
+    kind = alloc.get("kind")
+    if kind == "table" and len(alloc.get("tiles", [])) == 1:
+        where = tuple(alloc["tiles"][0])
+    elif kind == "mod_alloc" and not any(alloc.get(k) for k in ("num_free_tiles", "num_bank_tiles", "num_par_tiles")):
+        byte = alloc.get("base_addr", 0) + (alloc.get("base_bank", 0) * bank if t.buffer == "psum" else 0)
+        where = (alloc.get("base_partition", 0), byte)
+    else:
+        raise TraceError(f"{t.source}: the plan gives {t.name} several physical tiles, which one address= cannot "
+                         "express (--addresses FILE.json writes the planned map)")
+    text = f"({where[0]}, {where[1]})"
+    kw = next((k for k in node.keywords if k.arg == "address"), None)
+    value = kw.value if kw is not None else node.args[4] if _call_name(node) == "ndarray" and len(node.args) >= 5 \
+        else None
+    if value is None:
+        end = pos(node.end_lineno, node.end_col_offset) - 1  # the closing ')'
+        raw = src.encode("utf-8")
+        j = end - 1
+        while j > 0 and raw[j:j + 1] in (b" ", b"\n", b"\t", b"\r"):
+            j -= 1
+        sep = " " if raw[j:j + 1] in (b",", b"(") else ", "
+        return end, end, f"{sep}address={text}"
+    try:
+        literal = ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        literal = ()
+    if literal is not None and not (isinstance(literal, tuple) and len(literal) == 2 and
+                                    all(isinstance(v, int) for v in literal)):
+        expr = ast.get_source_segment(src, value) or "an expression"
+        expr = expr if len(expr) <= 60 else expr[:57] + "..."
+        raise TraceError(f"{label}:{value.lineno}: the address of {t.name} is computed ({expr}), not a literal, so "
+                         "--rewrite cannot replace it (--addresses FILE.json writes the planned map)")
+    return pos(value.lineno, value.col_offset), pos(value.end_lineno, value.end_col_offset), text
 
 
 def _call_name(c):
