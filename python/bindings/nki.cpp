@@ -73,6 +73,37 @@ void bind_nki(py::module_& m) {
       .def("svg", [](const NkiPlan& p) { return nki::plan_svg(p.result); })
       .def("to_trace", [](const NkiPlan& p) { return nki::plan_trace(p.label, p.result); });
 
+  // A launch over logical cores: one picture / timeline of every core's result, in core order.
+  m.def("nki_cores_svg", [](const std::vector<const NkiPlan*>& cores) {
+    std::vector<const nki::PlanResult*> r;
+    for (const NkiPlan* p : cores) r.push_back(&p->result);
+    return nki::plan_svg(r);
+  });
+  m.def("nki_cores_svg", [](const std::vector<const NkiCheck*>& cores) {
+    std::vector<const nki::Kernel*> k;
+    std::vector<const nki::CheckReport*> r;
+    for (const NkiCheck* c : cores) {
+      k.push_back(&c->kernel);
+      r.push_back(&c->report);
+    }
+    return nki::check_svg(k, r);
+  });
+  m.def("nki_cores_trace", [](const std::vector<const NkiPlan*>& cores) {
+    std::vector<const nki::PlanResult*> r;
+    for (const NkiPlan* p : cores) r.push_back(&p->result);
+    return nki::plan_trace(cores.empty() ? std::string() : cores.front()->label, r);
+  });
+  m.def("nki_cores_trace", [](const std::vector<const NkiCheck*>& cores) {
+    py::gil_scoped_release nogil;  // simulates each core's timeline
+    std::vector<const nki::Kernel*> k;
+    std::vector<const nki::CheckReport*> r;
+    for (const NkiCheck* c : cores) {
+      k.push_back(&c->kernel);
+      r.push_back(&c->report);
+    }
+    return nki::check_trace(cores.empty() ? std::string() : cores.front()->label, k, r);
+  });
+
   m.def("nki_default_cycle_model", [] {
     py::dict d;
     for (const auto& [n, v] : nki::default_cycle_model()) d[py::str(n)] = v;

@@ -197,3 +197,76 @@ def test_trace_is_documented():
         assert "--trace" in cli("nki", verb, "--help").stdout
     with open(os.path.join(os.path.dirname(example()), "docs", "nki.md")) as f:
         assert "--trace" in f.read()
+
+
+# ---- a launch over logical cores (--lnc N) ------------------------------------------------------
+
+LNC = """import nki
+import nki.language as nl
+import nki.isa as nisa
+
+@nki.jit
+def kernel(x):
+    c = nl.program_id(0)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    b = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf, address=(0, 256 if c == 0 else 128))
+    nisa.dma_copy(dst=a, src=x)
+    nisa.dma_copy(dst=b, src=x)
+    for i in range(1 + 2 * c):  # core 1 does more work
+        nisa.tensor_tensor(dst=a, data1=a, data2=b, op=nl.add)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+"""
+
+
+def process_names(doc):
+    return [e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"]
+
+
+def test_check_pictures_show_every_logical_core(tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text(LNC)
+    svg, trace = tmp_path / "c.svg", tmp_path / "c.json"
+    r = cli("nki", "check", str(path), "--input", "x=128x64:fp32", "--lnc", "2", "--svg", str(svg), "--trace", str(trace))
+    assert r.returncode == 2 and "[logical core 1 of 2]" in r.stderr  # core 1's b overlaps a
+    text = svg.read_text()
+    check_svg(text)
+    heads = re.findall(r">(nki check: [^<]*logical core [^<]*)<", text)
+    assert [h.split("(logical core ")[1][:6] for h in heads] == ["0 of 2", "1 of 2"], heads
+    assert heads[0].endswith("clean") and heads[1].endswith(" violation(s)"), heads
+    doc = check_trace(trace.read_text())
+    assert [n.split(": ")[1] for n in process_names(doc)] == ["logical core 0", "logical core 1"]
+    assert doc["otherData"]["logical_cores"] == 2 and doc["otherData"]["clean"] == [True, False]
+    # the Python API draws the same picture from the per-core reports
+    reps = [nki.check(nki.trace(str(path), "128x64:fp32", lnc=2, core_id=c)) for c in (0, 1)]
+    tail = re.compile(r">nki check: [^<]*(\(logical core [^<]*)<")
+    assert tail.findall(nki.cores_svg(reps)) == tail.findall(text)
+    with pytest.raises(sp.BadInput):
+        nki.cores_svg([])
+
+
+def test_plan_pictures_show_every_logical_core_on_one_time_scale(tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text(LNC)
+    svg, trace = tmp_path / "p.svg", tmp_path / "p.json"
+    r = cli("nki", "plan", str(path), "--input", "x=128x64:fp32", "--lnc", "2", "--svg", str(svg), "--trace", str(trace),
+            "--json")
+    assert r.returncode == 0, r.stderr
+    cycles = [c["simulated_cycles"] for c in json.loads(r.stdout)["cores"]]
+    assert cycles[0] < cycles[1]  # core 1 does more work
+    text = svg.read_text()
+    check_svg(text)
+    assert len(re.findall(r">nki plan: [^<]*\(logical core \d of 2\)<", text)) == 2
+    doc = check_trace(trace.read_text())
+    assert doc["otherData"]["makespan_cycles"] == cycles and len(process_names(doc)) == 2
+    # each core's slices end at its own makespan, on one clock
+    ends = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            ends[e["pid"]] = max(ends.get(e["pid"], 0), e["ts"] + e["dur"])
+    us = doc["otherData"]["clock_ghz"]
+    assert sorted(round(v * us * 1e3) for v in ends.values()) == sorted(cycles)
+    # -o still writes one kernel only
+    r = cli("nki", "plan", str(path), "--input", "x=128x64:fp32", "--lnc", "2", "-o", str(tmp_path / "o.json"))
+    assert r.returncode == 2 and not (tmp_path / "o.json").exists()

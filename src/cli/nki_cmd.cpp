@@ -292,8 +292,7 @@ Json address_map(const std::string& label, const nki::Kernel& own, const nki::Pl
 }
 
 // --lnc N: each logical core is traced on its own (nl.program_id(0) = its id) and checked on its
-// own SBUF and PSUM; the report has a section per core, the picture and timeline show the first
-// core with violations (else core 0).
+// own SBUF and PSUM; the report, the picture and the timeline have a section per core.
 int run_check(const NkiArgs& given) {
   NkiArgs a = given;
   a.stated_limit = a.check_time_limit;
@@ -317,18 +316,18 @@ int run_check(const NkiArgs& given) {
     ks.push_back(std::move(*k));
     reps.push_back(std::move(*rep));
   }
-  std::size_t shown = 0;
-  for (std::size_t c = 0; c < reps.size(); ++c)
-    if (!reps[c].clean()) {
-      shown = c;
-      break;
-    }
   const std::string label = input_name(a.kernel_path);
   auto core_label = [&](std::size_t c) {
     return a.lnc > 1 ? label + " [logical core " + std::to_string(c) + " of " + std::to_string(a.lnc) + "]" : label;
   };
-  if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::check_svg(ks[shown], reps[shown]));
-  if (!a.trace_path.empty()) outputs.set(a.trace_path, nki::check_trace(core_label(shown), ks[shown], reps[shown]));
+  std::vector<const nki::Kernel*> kp;
+  std::vector<const nki::CheckReport*> rp;
+  for (std::size_t c = 0; c < ks.size(); ++c) {
+    kp.push_back(&ks[c]);
+    rp.push_back(&reps[c]);
+  }
+  if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::check_svg(kp, rp));
+  if (!a.trace_path.empty()) outputs.set(a.trace_path, nki::check_trace(label, kp, rp));
   if (Status st = outputs.commit(); !st) return fail(st.error());
   std::ostream& report = outputs.uses_stdout() ? std::cerr : std::cout;
   if (a.json && a.lnc == 1) {
@@ -362,8 +361,8 @@ int run_check(const NkiArgs& given) {
 }
 
 // `text` / `json`: where a core of a multi-core plan puts its report (printed once every core
-// has planned); null: printed here.
-int run_plan_core(const NkiArgs& a, std::ostream* text = nullptr, Json* json = nullptr) {
+// has planned); null: printed here. `kept`: where the plan goes for the launch's pictures.
+int run_plan_core(const NkiArgs& a, std::ostream* text = nullptr, Json* json = nullptr, nki::PlanResult* kept = nullptr) {
   OutputSet outputs;
   if (Status st = outputs.add("-o", a.out_path); !st) return fail(st.error());
   if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
@@ -406,6 +405,7 @@ int run_plan_core(const NkiArgs& a, std::ostream* text = nullptr, Json* json = n
   if (!p.input_check.clean())  // the plan is clean, but the user's own allocation is not: say so where scripts look
     std::cerr << input_name(a.kernel_path) << ": the kernel's own allocation has " << p.input_check.distinct_violations
               << " violation(s) (planned a clean one), first: " << p.input_check.violations.front().message << "\n";
+  if (kept) *kept = std::move(*plan);
   return kExitOk;
 }
 
@@ -416,29 +416,39 @@ int run_plan(const NkiArgs& given) {
   if (a.lnc == 1) return run_plan_core(a);
   if (!is_python_kernel(a.kernel_path))
     return fail(bad_input("--lnc applies to Python kernels (FILE.py[:FUNCTION]), not to the JSON model " + a.kernel_path));
-  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"-o", a.out_path}, {"--svg", a.svg_path},
-                                   {"--trace", a.trace_path}, {"--rewrite", a.rewrite_path},
-                                   {"--addresses", a.addresses_path}})
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"-o", a.out_path},
+                                   {"--rewrite", a.rewrite_path}, {"--addresses", a.addresses_path}})
     if (!path.empty())
       return fail(bad_input(std::string(flag) + " writes one kernel; with --lnc " + std::to_string(a.lnc) +
                             " each logical core is planned on its own (give --lnc 1 to write it)"));
+  OutputSet outputs;  // the pictures show every core, so they are written once all have planned
+  if (Status st = outputs.add("--svg", a.svg_path); !st) return fail(st.error());
+  if (Status st = outputs.add("--trace", a.trace_path); !st) return fail(st.error());
   // Every core plans before anything is printed: a core that fails leaves no partial report.
   const auto started = std::chrono::steady_clock::now();
   std::ostringstream text;
   Json cores = Json::array();
+  std::vector<nki::PlanResult> plans(static_cast<std::size_t>(a.lnc));
   for (int core = 0; core < a.lnc; ++core) {
     NkiArgs ac = a;
     ac.core = core;
+    ac.svg_path.clear();
+    ac.trace_path.clear();
     const double left = a.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     ac.time_limit = std::max(0.01, left / (a.lnc - core));
     text << "logical core " << core << " of " << a.lnc << ":\n";
     Json j;
-    if (int rc = run_plan_core(ac, &text, &j); rc != kExitOk) return rc;
+    if (int rc = run_plan_core(ac, &text, &j, &plans[static_cast<std::size_t>(core)]); rc != kExitOk) return rc;
     if (a.json) {
       j["logical_core"] = core;
       cores.push_back(j);
     }
   }
+  std::vector<const nki::PlanResult*> pp;
+  for (const nki::PlanResult& p : plans) pp.push_back(&p);
+  if (!a.svg_path.empty()) outputs.set(a.svg_path, nki::plan_svg(pp));
+  if (!a.trace_path.empty()) outputs.set(a.trace_path, nki::plan_trace(input_name(a.kernel_path), pp));
+  if (Status st = outputs.commit(); !st) return fail(st.error());
   if (a.json) {
     Json out;
     out["format"] = "scratchplan-nki-plan-cores";
@@ -446,9 +456,9 @@ int run_plan(const NkiArgs& given) {
     out["kernel"] = input_name(a.kernel_path);
     out["logical_cores"] = a.lnc;
     out["cores"] = cores;
-    std::cout << out.dump(1) << "\n";
+    (outputs.uses_stdout() ? std::cerr : std::cout) << out.dump(1) << "\n";
   } else {
-    std::cout << text.str();
+    (outputs.uses_stdout() ? std::cerr : std::cout) << text.str();
   }
   return kExitOk;
 }

@@ -360,23 +360,28 @@ double memory_map(SvgCanvas& c, const Kernel& k, const std::vector<std::vector<T
 
 }  // namespace
 
-std::string plan_svg(const PlanResult& plan) {
+namespace {
+
+// One plan's section: its heading, both timelines on the time `scale`, and its memory map.
+double plan_section(SvgCanvas& c, const PlanResult& plan, const std::string& heading, Cycles scale, double y) {
   const Kernel& k = plan.kernel;
-  SvgCanvas c(kWidth, 100, "nki plan: engines x time and the memory map of " + k.source);
-  const Cycles scale = std::max<Cycles>({plan.baseline.makespan, plan.planned.makespan, 1});
-  double y = 8;
-  c.text(kLeft, y + 12, "nki plan: " + k.source, kPlotW, "start", 13, "font-weight=\"bold\"");
+  c.text(kLeft, y + 12, heading, kPlotW, "start", 13, "font-weight=\"bold\"");
   y = engine_legend(c, plan.planned, y + 24);
   y = timeline(c, k, plan.planned, "planned", y + 4, scale);
   y = timeline(c, k, plan.baseline, "all single-buffered", y, scale);
   std::vector<std::vector<TilePlacement>> placements(k.tensors.size());
   for (const TensorPlan& tp : plan.plans) placements[tp.tensor] = evaluate_allocation(k, k.tensors[tp.tensor]);
-  y = memory_map(c, k, placements, {}, y);
-  c.set_height(y + 8);
-  return c.finish();
+  return memory_map(c, k, placements, {}, y);
 }
 
-std::string check_svg(const Kernel& k, const CheckReport& report) {
+// " (logical core c of n)" when the launch has several cores.
+std::string core_suffix(std::size_t c, std::size_t n) {
+  return n > 1 ? " (logical core " + std::to_string(c) + " of " + std::to_string(n) + ")" : "";
+}
+
+// One check's section: its heading with the verdict, the memory map with the tiles of violations
+// outlined, and the violations listed.
+double check_section(SvgCanvas& c, const Kernel& k, const CheckReport& report, const std::string& heading, double y) {
   std::map<TileKey, int> marked;
   auto mark = [&](const std::string& name, const std::vector<int64_t>& block, int role) {
     TensorId t = k.find_tensor(name);
@@ -403,11 +408,9 @@ std::string check_svg(const Kernel& k, const CheckReport& report) {
         mark(violated_tensor(v), v.detail.block, kPlacement);
     }
   }
-  SvgCanvas c(kWidth, 100, "nki check: the memory map of " + k.source);
-  double y = 8;
   const std::string verdict =
       report.clean() ? "clean" : std::to_string(report.distinct_violations) + " violation(s)";
-  c.text(kLeft, y + 12, "nki check: " + k.source + ": " + verdict, kPlotW, "start", 13, "font-weight=\"bold\"");
+  c.text(kLeft, y + 12, heading + ": " + verdict, kPlotW, "start", 13, "font-weight=\"bold\"");
   y = memory_map(c, k, report.placements, marked, y + 26);
   // The violations, each wrapped to the width and cut after a few lines (full text on hover).
   const std::size_t listed = std::min(report.violations.size(), kMaxListed);
@@ -440,8 +443,39 @@ std::string check_svg(const Kernel& k, const CheckReport& report) {
     c.text(kLeft, y + 10, "\xE2\x80\xA6 and " + std::to_string(more) + " more (see the report)", kPlotW, "start", font);
     y += line_h;
   }
+  return y;
+}
+
+}  // namespace
+
+std::string plan_svg(const std::vector<const PlanResult*>& cores) {
+  if (cores.empty()) return {};
+  const Kernel& k = cores.front()->kernel;
+  const std::string of = cores.size() > 1 ? " (" + std::to_string(cores.size()) + " logical cores)" : "";
+  SvgCanvas c(kWidth, 100, "nki plan: engines x time and the memory map of " + k.source + of);
+  Cycles scale = 1;  // one time scale across the cores, so their timelines compare by eye
+  for (const PlanResult* p : cores) scale = std::max<Cycles>({scale, p->baseline.makespan, p->planned.makespan});
+  double y = 8;
+  for (std::size_t i = 0; i < cores.size(); ++i)
+    y = plan_section(c, *cores[i], "nki plan: " + k.source + core_suffix(i, cores.size()), scale, y + (i ? 16 : 0));
+  c.set_height(y + 8);
+  return c.finish();
+}
+
+std::string plan_svg(const PlanResult& plan) { return plan_svg(std::vector<const PlanResult*>{&plan}); }
+
+std::string check_svg(const std::vector<const Kernel*>& cores, const std::vector<const CheckReport*>& reports) {
+  if (cores.empty() || cores.size() != reports.size()) return {};
+  const std::string of = cores.size() > 1 ? " (" + std::to_string(cores.size()) + " logical cores)" : "";
+  SvgCanvas c(kWidth, 100, "nki check: the memory map of " + cores.front()->source + of);
+  double y = 8;
+  for (std::size_t i = 0; i < cores.size(); ++i)
+    y = check_section(c, *cores[i], *reports[i], "nki check: " + cores[i]->source + core_suffix(i, cores.size()),
+                      y + (i ? 16 : 0));
   c.set_height(y + 12);
   return c.finish();
 }
+
+std::string check_svg(const Kernel& k, const CheckReport& report) { return check_svg({&k}, {&report}); }
 
 }  // namespace sp::nki

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "nki/check.h"
 #include "nki/plan.h"
@@ -12,5 +13,9 @@ namespace sp::nki {
 
 std::string plan_svg(const PlanResult& plan);
 std::string check_svg(const Kernel& k, const CheckReport& report);
+// A launch over logical cores (`--lnc N`): one picture with a section per core, in core order;
+// the plans' timelines share one time scale.
+std::string plan_svg(const std::vector<const PlanResult*>& cores);
+std::string check_svg(const std::vector<const Kernel*>& cores, const std::vector<const CheckReport*>& reports);
 
 }  // namespace sp::nki

@@ -175,4 +175,59 @@ std::string check_trace(const std::string& kernel_label, const Kernel& k, const 
   return tb.to_json();
 }
 
+std::string plan_trace(const std::string& kernel_label, const std::vector<const PlanResult*>& cores) {
+  if (cores.size() == 1) return plan_trace(kernel_label, *cores.front());
+  if (cores.empty()) return {};
+  const Kernel& k0 = cores.front()->kernel;
+  TraceBuilder tb("cycle", us_per_cycle(k0.hw));
+  Json makespan = Json::array(), single = Json::array(), sbuf = Json::array(), psum = Json::array();
+  for (std::size_t c = 0; c < cores.size(); ++c) {
+    const PlanResult& plan = *cores[c];
+    const Kernel& k = plan.kernel;
+    std::vector<std::vector<TilePlacement>> placements(k.tensors.size());
+    for (const TensorPlan& tp : plan.plans) placements[tp.tensor] = evaluate_allocation(k, k.tensors[tp.tensor]);
+    add_timeline(tb, kernel_label + ": logical core " + std::to_string(c) + ": planned", k, plan.planned, placements);
+    makespan.push_back(plan.planned.makespan);
+    single.push_back(plan.baseline.makespan);
+    sbuf.push_back(plan.sbuf_bytes);
+    psum.push_back(plan.psum_banks);
+  }
+  tb.note("kernel", kernel_label);
+  tb.note("hardware", k0.hw.name);
+  tb.note("clock_ghz", clock_ghz(k0.hw));
+  tb.note("timeline", cores.front()->scheduler == Scheduler::kInOrder ? "in-order" : "dataflow");
+  tb.note("verb", "nki plan");
+  tb.note("logical_cores", static_cast<int64_t>(cores.size()));
+  tb.note("makespan_cycles", makespan);  // per core, in core order
+  tb.note("single_buffered_cycles", single);
+  tb.note("sbuf_bytes_per_partition", sbuf);
+  tb.note("psum_banks", psum);
+  return tb.to_json();
+}
+
+std::string check_trace(const std::string& kernel_label, const std::vector<const Kernel*>& cores,
+                        const std::vector<const CheckReport*>& reports) {
+  if (cores.size() == 1 && reports.size() == 1) return check_trace(kernel_label, *cores.front(), *reports.front());
+  if (cores.empty() || cores.size() != reports.size()) return {};
+  TraceBuilder tb("cycle", us_per_cycle(cores.front()->hw));
+  Json makespan = Json::array(), clean = Json::array(), distinct = Json::array();
+  for (std::size_t c = 0; c < cores.size(); ++c) {
+    const Timeline tl = simulate_allocation(*cores[c], reports[c]->placements);
+    add_timeline(tb, kernel_label + ": logical core " + std::to_string(c) + ": own allocation", *cores[c], tl,
+                 reports[c]->placements);
+    makespan.push_back(tl.makespan);
+    clean.push_back(reports[c]->clean());
+    distinct.push_back(reports[c]->distinct_violations);
+  }
+  tb.note("kernel", kernel_label);
+  tb.note("hardware", cores.front()->hw.name);
+  tb.note("clock_ghz", clock_ghz(cores.front()->hw));
+  tb.note("verb", "nki check");
+  tb.note("logical_cores", static_cast<int64_t>(cores.size()));
+  tb.note("makespan_cycles", makespan);  // per core, in core order
+  tb.note("clean", clean);
+  tb.note("distinct_violations", distinct);
+  return tb.to_json();
+}
+
 }  // namespace sp::nki

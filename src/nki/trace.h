@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "nki/check.h"
 #include "nki/plan.h"
@@ -16,5 +17,9 @@ std::string plan_trace(const std::string& kernel_label, const PlanResult& plan);
 // The kernel's own allocation on the planner's timeline (simulate_allocation), with the check's
 // verdict in otherData.
 std::string check_trace(const std::string& kernel_label, const Kernel& k, const CheckReport& report);
+// A launch over logical cores (`--lnc N`): a process per core, in core order, on one clock.
+std::string plan_trace(const std::string& kernel_label, const std::vector<const PlanResult*>& cores);
+std::string check_trace(const std::string& kernel_label, const std::vector<const Kernel*>& cores,
+                        const std::vector<const CheckReport*>& reports);
 
 }  // namespace sp::nki

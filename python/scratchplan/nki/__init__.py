@@ -17,8 +17,8 @@ from .tracer import TraceError, rewrite, stand_ins, trace
 # The cycle model of the default core: the C++ hardware description's (the tracer reads the same).
 DEFAULT_CYCLE_MODEL = _core.nki_default_cycle_model()
 
-__all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "stand_ins", "TraceError",
-           "DEFAULT_CYCLE_MODEL"]
+__all__ = ["CheckReport", "PlanResult", "check", "plan", "trace", "rewrite", "cores_svg", "cores_trace", "stand_ins",
+           "TraceError", "DEFAULT_CYCLE_MODEL"]
 
 
 class _Traced(Result):
@@ -88,6 +88,25 @@ class PlanResult(_Traced):
 
     def __repr__(self) -> str:
         return f"<scratchplan.nki.PlanResult {self.simulated_cycles} cycles (single-buffered {self.single_buffered_cycles})>"
+
+
+def cores_svg(results: "list", path: "str | os.PathLike[str] | None" = None) -> str:
+    """One picture of a launch over logical cores (``--lnc N``): a section per core, in the order
+    given. ``results``: every core's CheckReport, or every core's PlanResult (their timelines on
+    one time scale)."""
+    return write_text(_core.nki_cores_svg(_core_results(results)), path)
+
+
+def cores_trace(results: "list", path: "str | os.PathLike[str] | None" = None) -> str:
+    """The timelines of a launch over logical cores: a process per core, in the order given."""
+    return write_text(_core.nki_cores_trace(_core_results(results)), path)
+
+
+def _core_results(results):
+    rs = list(results)
+    if not rs or not (all(isinstance(r, CheckReport) for r in rs) or all(isinstance(r, PlanResult) for r in rs)):
+        raise BadInput("results: expected a non-empty list of CheckReport, or of PlanResult, one per logical core")
+    return [r._r for r in rs]
 
 
 def _hw(hardware: Any):
