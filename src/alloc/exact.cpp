@@ -236,6 +236,7 @@ struct Search {
   bool tight = true;             // this attempt's hole rule: tight_holes (else least slack first)
   std::vector<uint64_t> prio;    // mode 4: random priorities (deterministic per attempt)
   int64_t node_limit = INT64_MAX;  // restart budget for the current attempt
+  int64_t node_cap = INT64_MAX;    // nodes for the whole search of this part (exact_search's node_limit)
   bool better(int k, int c) const {
     switch (mode) {
       case 1: return size[k] != size[c] ? size[k] > size[c] : s0[k] < s0[c];
@@ -299,8 +300,7 @@ struct Search {
   // Selection: place the lowest eligible buffer, spill it, or block it at this offset.
   void dfs() {
     if (aborted) return;
-    ++nodes;
-    if (deadline.expired() || (stop && stop->load())) {  // select_bound costs far more than a clock read
+    if (++nodes > node_cap || deadline.expired() || (stop && stop->load())) {  // select_bound costs far more than a clock read
       aborted = true;
       return;
     }
@@ -548,20 +548,21 @@ std::vector<std::vector<int>> components(const Problem& p, const std::vector<int
 
 ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
                               const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop,
-                              const std::function<void(int64_t)>& on_lower);
+                              const std::function<void(int64_t)>& on_lower, int64_t node_limit);
 
 }  // namespace
 
 ExactResult exact_search(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
                          const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop,
-                         const std::function<void(int64_t)>& on_lower) {
-  if (p.buffers.size() <= 1000) return exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop, on_lower);
+                         const std::function<void(int64_t)>& on_lower, int64_t node_limit) {
+  if (p.buffers.size() <= 1000)
+    return exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop, on_lower, node_limit);
   // The pack search recurses once per placed buffer: on the caller's stack (8 MB) it held about
   // 9,000 levels under AddressSanitizer and 50,000 in a release build. Its own stack: 4 KiB per
   // buffer (a sanitizer frame is about 1 KiB) beyond 64 MiB.
   ExactResult r;
   run_with_stack((std::size_t{64} << 20) + 4096 * p.buffers.size(),
-                 [&] { r = exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop, on_lower); });
+                 [&] { r = exact_search_here(p, obj, minimize, t, seconds, incumbent, seed, stop, on_lower, node_limit); });
   return r;
 }
 
@@ -569,7 +570,7 @@ namespace {
 
 ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, const ExactToggles& t, double seconds,
                               const Placement* incumbent, uint64_t seed, const std::atomic<bool>* stop,
-                              const std::function<void(int64_t)>& on_lower) {
+                              const std::function<void(int64_t)>& on_lower, int64_t node_limit) {
   Deadline deadline(seconds);
   const auto& bs = p.buffers;
   const int n = static_cast<int>(bs.size());
@@ -606,6 +607,7 @@ ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, co
     if (part.empty()) continue;
     Search s(p, obj, minimize, t, deadline);
     s.stop = stop;
+    s.node_cap = node_limit == INT64_MAX ? INT64_MAX : std::max<int64_t>(0, node_limit - r.nodes);
     s.build(part);
     if (s.build_cut) return r;  // out of time before the search could start: nothing proven
     s.cap = p.capacity;
@@ -679,6 +681,7 @@ ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, co
         // Plain dives backtrack chronologically near the bottom and need more nodes than others.
         const int64_t this_budget = s.plain ? std::max(budget, 2 * static_budget) : fixed ? std::max(budget, static_budget) : budget;
         s.node_limit = this_budget == INT64_MAX ? INT64_MAX : s.nodes + this_budget;
+        s.node_limit = std::min(s.node_limit, s.node_cap);
         auto res = s.dfs_pack(all);
         if (res == Search::R::kFound) {
           s.found = true;
@@ -697,7 +700,7 @@ ExactResult exact_search_here(const Problem& p, Objective obj, bool minimize, co
         }
         s.undo(mark);
         s.unplaced = s.n;
-        if (res == Search::R::kAbort && !deadline.expired() && !(stop && stop->load())) {
+        if (res == Search::R::kAbort && s.nodes < s.node_cap && !deadline.expired() && !(stop && stop->load())) {
           if (mm_next) {
             mm_next = false;
             ++mm_dives;

@@ -365,7 +365,20 @@ class Solve {
   int64_t exact_lb = 0;
   bool auto_anneal = false;  // auto: a short annealing pass before the exact search
   Placement anneal_inc;
+  int64_t work = 0;  // work units spent (SolveOptions::work_limit)
 
+  // A stage's share `f` of what `d` has left: by time, f of its seconds; by work (work_limit), f of
+  // the work left, and the stage keeps the whole of d as its guard, so that the clock does not
+  // decide where it stops.
+  struct Share {
+    double seconds;
+    int64_t nodes;
+  };
+  Share share_of(const Deadline& d, double f) const {
+    const double left = std::max(0.0, d.remaining_seconds());
+    if (o.work_limit <= 0) return {f * left, INT64_MAX};
+    return {left, static_cast<int64_t>(f * static_cast<double>(std::max<int64_t>(0, o.work_limit - work)))};
+  }
   const Problem& bounded() const { return has_ip ? relaxed : p; }
   const Candidate& best_candidate() const {
     return *std::min_element(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.value < b.value; });
@@ -373,8 +386,8 @@ class Solve {
   void consider(Placement pl, const std::string& name);
   void consider_if_valid(Placement pl);
   ExactResult probe_at_bound(double secs);
-  ExactResult par_exact(const Problem& q, bool mini, double secs, const Placement* inc);
-  void exact_on_restriction(double secs);
+  ExactResult par_exact(const Problem& q, bool mini, double secs, const Placement* inc, int64_t node_limit = INT64_MAX);
+  void exact_on_restriction(double secs, int64_t nodes);
   const Placement* anneal_pass(const Placement* inc);
   void run_exact(const Placement* inc, double seconds, bool lb_probe = true);
   void exact_pack_at_capacity(double seconds, double share);
@@ -448,17 +461,17 @@ ExactResult Solve::probe_at_bound(double secs) {
 
 // Exact search on `threads` workers with different restart seeds; the first to finish
 // (a plan for a fixed-capacity pack, or a completed search) stops the others.
-ExactResult Solve::par_exact(const Problem& q, bool mini, double secs, const Placement* inc) {
+ExactResult Solve::par_exact(const Problem& q, bool mini, double secs, const Placement* inc, int64_t node_limit) {
   secs = std::max(0.0, secs);  // a spent budget must not read as "no limit" (Deadline(-1))
   const int T = std::max(1, o.threads);
   // Lower heights of a descent are reported as found (a relaxed problem's are not plans of p).
   std::function<void(int64_t)> on_lower;
   if (mini && &q == &p) on_lower = [&](int64_t h) { pool.report(h, "exact"); };
-  if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc, 0, nullptr, on_lower);
+  if (T == 1) return exact_search(q, obj, mini, o.exact, secs, inc, 0, nullptr, on_lower, node_limit);
   std::atomic<bool> stop{false};
   std::vector<ExactResult> rs(T);
   run_workers(T, [&](int t) {
-    rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop, on_lower);
+    rs[t] = exact_search(q, obj, mini, o.exact, secs, inc, static_cast<uint64_t>(t), &stop, on_lower, node_limit);
     if (rs[t].complete || (rs[t].found && obj == Objective::kPack && !mini)) stop = true;
   });
   ExactResult best = rs[0];
@@ -475,12 +488,13 @@ ExactResult Solve::par_exact(const Problem& q, bool mini, double secs, const Pla
 }
 
 // The hand-off restriction's exact plan, expanded: every chain of hand-offs at one base.
-void Solve::exact_on_restriction(double secs) {
+void Solve::exact_on_restriction(double secs, int64_t nodes) {
   std::vector<int> merged_of;
   Problem m = handoff_restriction(p, merged_of);
   if (m.buffers.size() == p.buffers.size() || !check_problem(m)) return;
-  ExactResult e = par_exact(m, pack && o.minimize, secs, nullptr);
+  ExactResult e = par_exact(m, pack && o.minimize, secs, nullptr, nodes);
   res.nodes += e.nodes;
+  work += e.nodes;
   if (!e.found) return;
   Placement pl;
   pl.offsets.resize(p.buffers.size());
@@ -498,6 +512,13 @@ const Placement* Solve::anneal_pass(const Placement* inc) {
   if (!auto_anneal || p.buffers.size() <= 64) return inc;
   SolveOptions so = o;
   so.time_limit = std::clamp(0.1 * dl.remaining_seconds(), 0.0, 0.5);
+  if (o.work_limit > 0) {  // by work: a tenth of the work left in moves (a move decodes every buffer)
+    const int64_t n = static_cast<int64_t>(p.buffers.size());
+    so.iterations = share_of(dl, 0.1).nodes / n;
+    if (so.iterations <= 0) return inc;
+    so.time_limit = std::max(0.0, dl.remaining_seconds());
+    work += so.iterations * n;
+  }
   Deadline sa_dl(so.time_limit);
   Placement sa = anneal(p, obj, hcap, so, sa_dl, nullptr);
   const int64_t v = score(p, sa, obj), inc_v = inc ? score(p, *inc, obj) : kUnbounded;
@@ -581,7 +602,9 @@ void Solve::exact_select(const Placement* inc, double seconds, double share) {
     // Load relaxation (addresses ignored): its optimum is a lower bound. If its optimal set
     // packs at the capacity, that plan meets the bound and is optimal.
     const Cost upper = inc ? score(p, *inc, obj) : kUnbounded;
-    LoadRelaxation lr = load_relaxation(p, upper, 0.25 * std::max(0.0, sdl.remaining_seconds()));
+    const Share lr_share = share_of(sdl, 0.25);
+    LoadRelaxation lr = load_relaxation(p, upper, lr_share.seconds, lr_share.nodes);
+    work += lr.nodes;
     exact_lb = std::max<int64_t>(exact_lb, lr.bound);
     if (lr.bound >= upper) {  // the incumbent is optimal
       if (inc) consider(*inc, "exact");  // (kExact has no other candidate)
@@ -594,8 +617,10 @@ void Solve::exact_select(const Placement* inc, double seconds, double share) {
           q.buffers[i].residency_reason = q.buffers[i].size > p.capacity
                                               ? "larger than capacity " + std::to_string(p.capacity)
                                               : "spilled by exact selection: no room within capacity " + std::to_string(p.capacity);
-      ExactResult e = exact_search(q, Objective::kPack, false, o.exact, 0.25 * std::max(0.0, sdl.remaining_seconds()), nullptr);
+      const Share pk = share_of(sdl, 0.25);
+      ExactResult e = exact_search(q, Objective::kPack, false, o.exact, pk.seconds, nullptr, 0, nullptr, {}, pk.nodes);
       res.nodes += e.nodes;
+      work += e.nodes;
       if (e.found) {  // (spill reasons: the ones set on q)
         consider(e.placement, "exact");
         if (spilled_cost(p, e.placement) <= exact_lb) return;
@@ -605,8 +630,10 @@ void Solve::exact_select(const Placement* inc, double seconds, double share) {
     }
   }
   inc = anneal_pass(inc);
-  ExactResult e = par_exact(p, false, std::max(0.0, sdl.remaining_seconds()) * share, inc);
+  const Share main = share_of(sdl, share);
+  ExactResult e = par_exact(p, false, main.seconds, inc, main.nodes);
   res.nodes += e.nodes;
+  work += e.nodes;
   if (e.found) consider(e.placement, "exact");
   if (!has_ip) {
     exact_complete = e.complete && e.found;
@@ -614,13 +641,18 @@ void Solve::exact_select(const Placement* inc, double seconds, double share) {
   }
   // Plans with every hand-off chain at one base (the exact search itself knows no hand-offs),
   // then bounds from both hand-off relaxations (each is loose where the other is exact).
-  exact_on_restriction(0.3 * std::max(0.0, sdl.remaining_seconds()));
-  ExactResult r = par_exact(relaxed, false, 0.5 * std::max(0.0, sdl.remaining_seconds()), nullptr);
+  const Share rs = share_of(sdl, 0.3);
+  exact_on_restriction(rs.seconds, rs.nodes);
+  const Share rl = share_of(sdl, 0.5);
+  ExactResult r = par_exact(relaxed, false, rl.seconds, nullptr, rl.nodes);
   res.nodes += r.nodes;
+  work += r.nodes;
   if (r.found) consider_if_valid(r.placement);
   if (r.complete && r.found) exact_lb = std::max<int64_t>(exact_lb, r.value);
-  ExactResult r2 = par_exact(relaxed_pe, false, std::max(0.0, sdl.remaining_seconds()), nullptr);
+  const Share rp = share_of(sdl, 1.0);
+  ExactResult r2 = par_exact(relaxed_pe, false, rp.seconds, nullptr, rp.nodes);
   res.nodes += r2.nodes;
+  work += r2.nodes;
   if (r2.found) consider_if_valid(r2.placement);
   if (r2.complete && r2.found) exact_lb = std::max<int64_t>(exact_lb, r2.value);
 }
@@ -961,6 +993,7 @@ Result<SolveResult> Solve::finish(bool grouped) {
       return internal_error(std::string("solver '") + cands[best].solver + "' produced an invalid plan: " + rep.violations[0].message);
   }
   res.seconds = dl.elapsed_seconds();
+  res.work = work;
   if (best < 0) {  // exact found nothing (infeasible or out of time)
     res.placement.offsets.assign(p.buffers.size(), kSpilled);
     res.placement.spill_reasons.assign(p.buffers.size(), "no plan found");

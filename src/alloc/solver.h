@@ -68,6 +68,7 @@ struct SolveOptions {
   int sweep_threads = 0;      // auto, pack --minimize from 2,000 buffers: multi-start workers (0: all hardware threads)
   uint64_t seed = 1;          // annealing
   int64_t iterations = 0;     // 0 = by time; annealing: moves; auto pack --minimize from 2,000 buffers: multi-start rounds
+  int64_t work_limit = 0;     // auto, select up to 8,000 buffers: work units (search nodes, annealing moves x buffers) for the anytime stages, time_limit then only a guard; 0: by time
   ExactToggles exact;         // exact-search techniques
   std::function<void(const Progress&)> on_improvement;  // optional: called on each better plan (CLI progress)
 };
@@ -83,6 +84,7 @@ struct SolveResult {
   bool proven_infeasible = false;  // pack at fixed capacity: no plan exists
   double seconds = 0;         // wall time
   int64_t nodes = 0;          // exact search nodes
+  int64_t work = 0;           // work units spent (SolveOptions::work_limit's)
 };
 
 Result<SolverKind> parse_solver_kind(const std::string& name);

@@ -171,7 +171,7 @@ Result<Plan> plan_with_rings(const Graph& g, const Hardware& hw, const Options& 
   std::vector<RingCandidate> cands;
   if (!fast && o.lx && o.ring_transfers && hw.ring_bytes_per_s > 0) cands = ring_candidates(g, lx_capacity(hw));
   if (cands.empty()) return plan_with_clones(g, hw, o, seconds, fast);
-  Deadline dl(seconds);
+  Budget dl(seconds);
   const int n = static_cast<int>(cands.size());
   auto plan_mask = [&](const std::vector<char>& keep, double s) -> Result<Plan> {
     auto p = plan_with_clones(insert_rings(g, cands, keep), hw, o, s, false);
@@ -226,7 +226,7 @@ Result<Plan> plan_with_rings(const Graph& g, const Hardware& hw, const Options& 
 
 // Plans with clone pruning: a clone whose copy did not get LX is removed and the graph replanned.
 Result<Plan> plan_with_clones(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
-  Deadline dl(seconds);
+  Budget dl(seconds);
   std::vector<char> keep(g.tensors.size(), o.lx && o.clone_inputs ? 1 : 0);
   Result<Plan> plan = internal_error("no plan");
   for (int round = 0; round < 6; ++round) {
@@ -278,7 +278,7 @@ Graph move_op(const Graph& g, int from, int to) {
 }  // namespace
 
 Result<Plan> plan_graph_impl(const Graph& g, const Hardware& hw, const Options& o, double seconds, bool fast) {
-  Deadline dl(seconds);
+  Budget dl(seconds);
   if (!o.lx || !o.reorder || fast || g.ops.size() > 200)
     return plan_with_rings(g, hw, o, left(dl), fast);
   // Reordering: hill-climb over single-op moves to the ends of each op's legal window, scored
@@ -290,7 +290,7 @@ Result<Plan> plan_graph_impl(const Graph& g, const Hardware& hw, const Options& 
   int moves = 0;
   std::vector<std::string> notes;
   const double search_budget = left(dl) * 0.4;
-  Deadline search(search_budget);
+  Budget search(search_budget);
   bool improved = true;
   while (improved && !search.expired()) {
     improved = false;
@@ -332,6 +332,7 @@ Result<Plan> plan_graph(const Graph& g, const Hardware& hw, const Options& o) {
   if (o.cores < 1 || o.cores > hw.max_cores)
     return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
                      std::to_string(hw.max_cores) + " cores");
+  const WallGuard wall(o.time_limit);
   return plan_graph_impl(g, hw, o, o.time_limit, false);
 }
 

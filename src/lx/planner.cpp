@@ -2,6 +2,7 @@
 // placement through the alloc engine's selection objective, eviction segments, reordering,
 // accounting and the roofline time. Programs are lowered to a Graph in program_plan.cpp.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <set>
@@ -211,7 +212,19 @@ Result<PlaceResult> place_items(const Options& o, const PlanState& s, std::vecto
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p.buffers[a].start < p.buffers[b].start; });
   r.offsets.assign(nb, alloc::kSpilled);
   r.proven = true;
-  Deadline dl(seconds);
+  // The engine's work budget is drawn from the nominal seconds (its clock is a guard only).
+  Budget dl(seconds);
+  const auto place_budget = [&](double nominal) {
+    if (fast) {
+      so.time_limit = 0.0;
+    } else if (!std::isfinite(nominal)) {
+      so.time_limit = -1.0;  // no limit: every stage runs to its end
+      so.work_limit = 0;
+    } else {
+      so.time_limit = WallGuard::seconds_left();
+      so.work_limit = std::max<int64_t>(1, static_cast<int64_t>(std::min(nominal * kPlaceWorkPerSecond, 1e15)));
+    }
+  };
   std::size_t largest = 0;
   std::vector<int> local(nb, -1);
   std::vector<int> carried;  // placed buffers of earlier chunks that may still be live
@@ -243,9 +256,11 @@ Result<PlaceResult> place_items(const Options& o, const PlanState& s, std::vecto
         if (local[q] >= 0) parents.push_back(local[q]);
       sub.buffers[k].in_place_parents = std::move(parents);
     }
-    so.time_limit = fast ? 0.0 : left(dl) * static_cast<double>(hi - lo) / static_cast<double>(nb - lo);
+    place_budget(left(dl) * static_cast<double>(hi - lo) / static_cast<double>(nb - lo));
     auto res = alloc::solve(sub, so);
     if (!res) return Error{ErrorKind::kInternal, "LX placement: " + res.error().message};
+    const double nsub = static_cast<double>(sub.buffers.size());
+    spend(static_cast<double>(res->work) / kPlaceWorkPerSecond + (fast ? 0.0 : nsub * nsub / kPlacePairsPerSecond));
     for (int k = lo; k < hi; ++k) {
       r.offsets[order[k]] = res->placement.offsets[nfixed + k - lo];
       if (r.offsets[order[k]] != alloc::kSpilled) carried.push_back(order[k]);
@@ -339,9 +354,10 @@ std::vector<Item> eviction_items(const Graph& g, const PlanState& s, int v) {
 }  // namespace
 
 Result<Plan> plan_graph_once(Graph graph, const Hardware& hw, const Options& o, double seconds, bool fast) {
-  Deadline dl(seconds);
+  Budget dl(seconds);
   auto built = build_values(graph);
   if (!built) return built.error();
+  spend(static_cast<double>(graph.ops.size() + built->values.size()) / kGraphItemsPerSecond);
   Plan plan;
   plan.graph = std::move(graph);  // moved, not copied: the search plans thousands of windows
   const Graph& g = plan.graph;

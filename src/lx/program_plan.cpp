@@ -835,14 +835,14 @@ struct CoreRun {
 
 // `base` holds the program's bytes, elements and layout fixes (the same at every core count).
 // `start`, when given, is an earlier run's choice at the same count: the search continues from it.
-// `seconds` is the run's budget: its work budgets are drawn from it, so the run's result does not
-// depend on the clock. `guard` (>= seconds) is how long the run may take when the machine is slower
-// than the budgets assume; only past it does the clock cut the search and the final placement.
+// `seconds` is the run's budget in nominal seconds of the work clock (planner_internal.h), so the
+// run's result does not depend on the wall clock. `guard` (>= seconds) is how long, on that clock,
+// the run may take when its steps overrun their shares; the wall clock cuts only past WallGuard.
 Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Options& o, double seconds, double guard,
                               const std::vector<int>* start = nullptr) {
   const program::Program& p = *base.prog;
-  Deadline dl(seconds);
-  const Deadline hard(seconds < 0 ? seconds : std::max(seconds, guard));
+  Budget dl(seconds);
+  const Budget hard(seconds < 0 ? seconds : std::max(seconds, guard));
   Model m;
   m.prog = base.prog;
   m.bytes = base.bytes;
@@ -855,7 +855,10 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   wo.max_candidates = 64;
   auto d = workdiv::divide(p, wo);
   if (!d) return d.error();
-  const double divide_s = dl.elapsed_seconds();
+  int64_t menu_entries = 0;
+  for (const auto& od : d->ops) menu_entries += static_cast<int64_t>(od.candidates.size()) + 1;
+  spend(0.2 * static_cast<double>(menu_entries) / kMenuEntriesPerSecond);  // division (a fifth), bounds below
+  const double divide_s = dl.elapsed();
   m.div = std::move(*d);
   m.slicings.assign(p.ops.size(), {});
   m.op_sigs.assign(p.ops.size(), {});
@@ -864,9 +867,9 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   // Large programs: the seed plan is a fallback that co-optimization usually replaces, so it gets
   // less of the budget than the split search (which is anytime and still improving at 0.8 s).
   const bool small_program = p.ops.size() <= 200;
-  const double before_seed = dl.elapsed_seconds();
+  const double before_seed = dl.elapsed();
   auto seed_plan = plan_graph_impl(lower(m, choice), hw, o, o.coopt ? left(dl) * (small_program ? 0.25 : 0.1) : left(dl), false);
-  const double seed_seconds = dl.elapsed_seconds() - before_seed;
+  const double seed_seconds = dl.elapsed() - before_seed;
   if (!seed_plan) return seed_plan.error();
   if (!o.coopt || !o.lx) {
     CoreRun run;
@@ -898,10 +901,10 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   // The rest of the limit plans the final choice in full and computes the bounds: at least
   // twice what the seed plan took (measured: at 8,000 ops a quarter of 0.8 s was not enough).
   const double budget = std::max(0.0, std::min(left(dl) * (small ? 0.5 : 0.75), left(dl) - 2.5 * seed_seconds));
-  // The clock cuts the search only past the guard (keeping what the final plans took on a quiet
-  // machine): under load the work budget, not the clock, still ends it (mnasnet0_5 at 8 cores with
-  // four busy loops beside it: the clock cut the search at 43 % of its work, 470.4 us against 467.5).
-  Deadline search(seconds < 0 ? -1.0 : std::max(budget, left(hard) - (seconds - budget - dl.elapsed_seconds())));
+  // On the work clock too (budgets here are nominal seconds, docs/lx.md "Time limit"); the wall
+  // clock ends it only past the run's guard (mnasnet0_5 at 8 cores with four busy loops beside it:
+  // a wall-clock cut stopped the search at 43 % of its work, 470.4 us against 467.5).
+  Budget search(seconds < 0 ? -1.0 : std::max(budget, left(hard) - (seconds - budget - dl.elapsed())));
   // From the run's budget, not from measured times (the seed plan's time varies with the load).
   max_work = seconds < 0 ? INT64_MAX
                          : static_cast<int64_t>(std::min(seconds * (small ? 0.5 : 0.75) * o.search_ops_per_second, 1e15));
@@ -1136,7 +1139,8 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
       result_choice = *ch;
     }
   }
-  const double before_bounds = dl.elapsed_seconds();
+  const double before_bounds = dl.elapsed();
+  spend(0.8 * static_cast<double>(menu_entries) / kMenuEntriesPerSecond);
   CoreRun run;
   // The bound over every split choice also counts what no menu entry can keep on LX.
   run.compulsory = result->totals.lower_bound_hbm;
@@ -1154,7 +1158,7 @@ Result<CoreRun> plan_at_cores(const Model& base, const Hardware& hw, const Optio
   run.plan = std::move(*result);
   run.choice = std::move(result_choice);
   run.bounded = true;
-  run.fixed_s = divide_s + dl.elapsed_seconds() - before_bounds;
+  run.fixed_s = divide_s + dl.elapsed() - before_bounds;
   return run;
 }
 
@@ -1266,7 +1270,8 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
       return plan;
     }
   }
-  Deadline dl(o.time_limit);
+  const WallGuard wall(o.time_limit);
+  Budget dl(o.time_limit);
   if (o.cores < 1 || o.cores > hw.max_cores)
     return bad_input("--cores " + std::to_string(o.cores) + ": hardware '" + hw.name + "' has 1.." +
                      std::to_string(hw.max_cores) + " cores");
@@ -1297,12 +1302,12 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
   auto run_at = [&](int cores, double budget, const std::vector<int>* start) -> Result<CoreRun> {
     Options oc = o;
     oc.cores = cores;
-    const double t0 = dl.elapsed_seconds();
-    // A slower machine may stretch a run to three times its budget while the limit allows it
+    const double t0 = dl.elapsed();
+    // A run may stretch to three times its budget (nominal: work clock) while the limit allows it
     // (the rest of the limit less the fixed part and a tenth of the limit for what follows).
     const double guard = unlimited || huge ? budget : std::max(budget, std::min(3.0 * budget, left(dl) - 1.25 * fixed_est - 0.1 * limit));
     auto r = plan_at_cores(m, hw, oc, budget, guard, start);
-    if (r) fixed_est = std::max(fixed_est, r->fixed_s + std::max(0.0, dl.elapsed_seconds() - t0 - budget));
+    if (r) fixed_est = std::max(fixed_est, r->fixed_s + std::max(0.0, dl.elapsed() - t0 - budget));
     return r;
   };
   for (std::size_t i = 0; i < counts.size(); ++i) {
@@ -1333,7 +1338,7 @@ Result<Plan> plan_program(const program::Program& p, const Hardware& hw, const O
     // (writing the plan comes after).
     const double end = 0.9 * limit, continue_slot = 0.8 * slot;
     for (std::size_t k = 0; k < runs.size(); ++k) {
-      const double budget = std::min({continue_slot, end - dl.elapsed_seconds(), left(dl) - 1.25 * fixed_est});
+      const double budget = std::min({continue_slot, end - dl.elapsed(), left(dl) - 1.25 * fixed_est});
       if (budget <= 0) break;
       auto r = run_at(runs[k].plan.options.cores, budget, &runs[k].choice);
       if (!r) return r.error();  // the same count planned before
