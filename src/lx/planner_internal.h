@@ -24,7 +24,8 @@ constexpr double kGraphItemsPerSecond = 8e5;    // ops + values of a graph plann
 constexpr double kPlacePairsPerSecond = 2e8;    // buffers squared of a placement's first answers (quadratic placers)
 constexpr double kPlaceWorkPerSecond = 2e5;     // alloc work units (search nodes, annealing moves x buffers)
 constexpr double kMenuEntriesPerSecond = 4e5;   // work division's menu entries: division and bounds
-constexpr double kGuardFactor = 4.0;          // the wall-clock guard: this many times the limit
+constexpr double kGuardFactor = 8.0;          // the wall-clock guard: this many times the limit ...
+constexpr double kGuardSlack = 1.0;             // ... plus this many seconds (the fixed part is on top of the limit)
 inline double& work_clock() {
   static thread_local double nominal = 0;
   return nominal;
@@ -32,12 +33,12 @@ inline double& work_clock() {
 inline void spend(double nominal_seconds) { work_clock() += nominal_seconds; }
 
 // The run's wall-clock guard for the calling thread (plan_program and plan_graph install it at
-// kGuardFactor times the limit): past it a machine far slower than nominal stops searching and
+// kGuardFactor times the limit plus kGuardSlack): past it a machine far slower than nominal stops searching and
 // places by heuristics, so the limit still bounds the run; before it, the clock decides nothing.
 class WallGuard {
  public:
   explicit WallGuard(double limit_seconds)
-      : dl_(limit_seconds < 0 ? -1.0 : kGuardFactor * limit_seconds), prev_(slot()) {
+      : dl_(limit_seconds < 0 ? -1.0 : kGuardFactor * limit_seconds + kGuardSlack), prev_(slot()) {
     slot() = &dl_;
   }
   ~WallGuard() { slot() = prev_; }
