@@ -216,7 +216,7 @@ Result<PlaceResult> place_items(const Options& o, const PlanState& s, std::vecto
   Budget dl(seconds);
   const auto place_budget = [&](double nominal) {
     if (fast) {
-      so.time_limit = 0.0;
+      so.time_limit = -1.0;  // one best-fit pass to its end (a zero limit stopped it after 64 buffers)
     } else if (!std::isfinite(nominal)) {
       so.time_limit = -1.0;  // no limit: every stage runs to its end
       so.work_limit = 0;
