@@ -131,32 +131,36 @@ class _State:
         self.lnc, self.core = 1, 0        # logical cores of the launch and the one being traced (--lnc)
         self.generic = {}                 # calls outside the API table traced generically -> first "file:line"
         self.speculating = 0              # open Python-range loops running once symbolically (loops._Speculative)
+        self.memo = {}                    # call site and argument signature -> instruction template (calls.run)
 
 
 ST = None
 
 
-_IN_KERNEL = {}  # code object -> (kernel path, its instruction positions when it is that file's code, else None)
+_IN_KERNEL = {}  # kernel path -> {code object: its instruction positions when it is that file's code, else None}
+_MISSING = object()
 
 
-def _site():
-    """(line, col) of the innermost frame executing the kernel file. Called for every recorded
+def _site(depth=1):
+    """(line, col) of the innermost frame executing the kernel file, from the caller's frame (or
+    `depth` frames out: the caller's callers that are the tracer's own). Called for every recorded
     instruction, so the per-code-object facts are cached (a million-instruction trace)."""
-    f = sys._getframe(1)
+    f = sys._getframe(depth)
     path = ST.path if ST else None
-    known = _IN_KERNEL
+    known = _IN_KERNEL.get(path)
+    if known is None:
+        known = _IN_KERNEL[path] = {}
     while f is not None:
         code = f.f_code
-        mine = known.get(code)  # (path, its instruction positions if it runs from the kernel file, else None)
-        if mine is None or mine[0] != path:
+        pos = known.get(code, _MISSING)
+        if pos is _MISSING:
             pos = None
             if os.path.abspath(code.co_filename) == path:
                 try:
                     pos = list(code.co_positions())
                 except Exception:
                     pos = []
-            mine = known[code] = (path, pos)
-        pos = mine[1]
+            known[code] = pos
         if pos is not None:
             try:
                 col = pos[f.f_lasti // 2][2] or 0

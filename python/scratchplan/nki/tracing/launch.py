@@ -641,8 +641,12 @@ def _strip(body):
             if "_cost" in n:
                 # a result nobody stored (e.g. nl.load(x) as a statement): it still executes
                 _finish_cost(n, 1, 1)
-            out.append({k: v for k, v in n.items() if k[0] != "_"} if any(k[0] == "_" for k in n) else n)
+            out.append(n if n.keys() <= _PUBLIC or not any(k[0] == "_" for k in n) else
+                       {k: v for k, v in n.items() if k[0] != "_"})
     return out
+
+
+_PUBLIC = {"name", "engine", "cost", "reads", "writes", "source", "when"}  # an instruction's keys, none private
 
 
 def _split_loop(n, m):

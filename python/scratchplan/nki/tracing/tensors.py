@@ -9,7 +9,7 @@ import types
 from .context import np
 from . import context as _ctx
 from .context import TraceError, _fail, _is_int
-from .dtypes import _DTYPES, _dtype_name, _itemsize
+from .dtypes import _DTYPES, _VARIANTS, NkiDtype, _dtype_name, _itemsize
 from .costs import _finish_cost
 from .symbolic import Pred, Sym, _ST_AR, _affine_text, bounds_under
 
@@ -42,7 +42,6 @@ class _Alloc:
 def _dtype_object(dtype, canonical):
     """The stand-in dtype object a tensor reports: the one it was declared with (float8_e4m3 keeps
     its own name), else the canonical one."""
-    from .dtypes import NkiDtype, _VARIANTS
     if isinstance(dtype, NkiDtype):
         return dtype
     if isinstance(dtype, str) and dtype in _VARIANTS:
@@ -118,7 +117,7 @@ class _Arithmetic:
 class Tensor(_Arithmetic):
     def __init__(self, name, shape, dtype, alloc, role="internal", implicit=False, source="", pdim_at=None):
         self.name = name
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(map(int, shape))
         self.dt = _dtype_name(dtype)  # canonical name; .dtype is the stand-in object kernels compare
         self._dto = _dtype_object(dtype, self.dt)
         self.scope = set(_ctx.ST.loop_scope) if _ctx.ST is not None else set()  # loops open at the declaration
@@ -361,6 +360,13 @@ class View(_Arithmetic):
         step0 = 1 if cur is None else cur.step
         if isinstance(k, _DS):
             return _Dim(base + step0 * k.start, k.size, step0)
+        if type(k) is slice:
+            st, sp, step = k.start, k.stop, k.step
+            if (st is None or type(st) is int) and (sp is None or type(sp) is int) and \
+                    (step is None or type(step) is int and step == 1):  # a plain slice: the general case below, short
+                st = 0 if st is None else st + size if st < 0 else st
+                sp = size if sp is None else sp + size if sp < 0 else sp
+                return _Dim(base + step0 * st, max(0, sp - st), step0)
         if isinstance(k, slice):
             if k.step not in (None, 1) and not isinstance(k.step, int):
                 _fail("slice step must be an integer")
@@ -616,7 +622,8 @@ class _MGrid:
 
 
 def _unique(name):
-    name = re.sub(r"[^A-Za-z0-9_.@]", "_", name) or "t"
+    if not (name.isidentifier() and name.isascii()):  # identifiers need no cleaning (the common case)
+        name = re.sub(r"[^A-Za-z0-9_.@]", "_", name) or "t"
     n, i = name, _ctx.ST.name_next.get(name, 1)
     if i > 1:
         n = f"{name}_{i}"
