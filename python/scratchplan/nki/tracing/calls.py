@@ -365,6 +365,9 @@ class _NoMemo(Exception):
 
 
 MEMO = True  # per-site memoisation of instruction records (tests switch it off to compare)
+# Argument types keyed by identity (never inspected beyond what they are: op= functions, dtype and
+# engine objects; modules.py adds its engine type).
+BY_IDENTITY = {types.FunctionType, types.BuiltinFunctionType, type, NkiDtype}
 
 
 def _view_sig(v, names):
@@ -402,7 +405,7 @@ def _sig(v, names, keep):
         return tp, tuple([_sig(x, names, keep) for x in v])
     if tp is _Generic:
         return tp, v._name
-    if tp is NkiDtype or (tp.__eq__ is object.__eq__ and tp.__hash__ is object.__hash__):
+    if tp in BY_IDENTITY:
         keep.append(v)  # engines, functions (op=), dtype objects: their identity
         return tp, id(v)
     if np is not None and tp is np.dtype:
