@@ -344,11 +344,18 @@ def _compile(row):
             return record(a)[0]
         line, _ = _site(3)  # from the caller of the generated function, whose RUN this is
         names, keep = {}, []
-        try:  # a["kw"] holds only entries a has too
-            sig = tuple([None if v is None else _sig(v, names, keep) for k, v in a.items() if k != "kw"])
+        sig = [run, line, _source() if st.root_pkg else None, st.uses_new_api, tuple(a)]
+        try:
+            for k, v in a.items():
+                if v is None:
+                    sig.append(None)
+                elif type(v) is Tensor:  # _sig's first case, inline (the most frequent argument)
+                    sig.append((v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names))))
+                elif k != "kw":  # a["kw"] holds only entries a has too
+                    sig.append(_sig(v, names, keep))
         except _NoMemo:
             return record(a)[0]
-        key = (run, line, _source() if st.root_pkg else None, st.uses_new_api, tuple(a), sig)
+        key = tuple(sig)
         hit = st.memo.get(key)
         if hit is None:
             r, ins, wrote = record(a)
@@ -356,7 +363,26 @@ def _compile(row):
             if tpl is not None:
                 st.memo[key] = tpl
             return r
-        return _replay(st, hit, list(names), a, line)
+        # The record, for this call's tensors, with _new_instr's, _emit's and _result's effects on the
+        # trace (lists are copied: later steps may extend a record).
+        tpl, lists, reads, writes, result, wrote, _ = hit
+        slots = list(names)
+        ins = tpl.copy()
+        for k in lists:
+            ins[k] = list(ins[k])
+        ins["reads"] = [_filled(acc, slots[s]) if b else dict(acc, tensor=slots[s]) for acc, s, b in reads]
+        ins["writes"] = [_filled(acc, slots[s]) if b else dict(acc, tensor=slots[s]) for acc, s, b in writes]
+        st.last_pending = None
+        st.stack[-1].append(ins)
+        st.instr_count += 1
+        if st.instr_count > MAX_INSTRUCTIONS:
+            _too_many()
+        if wrote:
+            d = a["__dst__"]
+            (d.tensor if type(d) is not Tensor else d).written = True
+        if result is not None:
+            return _result(ins, line, result[3], result[0], result[1], result[2])
+        return None
     return run
 
 
@@ -394,7 +420,7 @@ def _sig(v, names, keep):
     declared anew per iteration hits; objects compared by identity are kept alive in `keep`."""
     tp = type(v)
     if tp is Tensor:
-        return ("T", v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names)))
+        return (v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names)))
     if tp is View or tp is _APView:
         return _view_sig(v, names)
     if tp is int or tp is bool or tp is str or v is None:
@@ -431,29 +457,6 @@ def _template(r, ins, wrote, names, keep):
     tpl = {k: [] if k in ("reads", "writes") else list(v) if type(v) is list else v for k, v in ins.items()}
     lists = tuple(k for k, v in tpl.items() if type(v) is list and k not in ("reads", "writes"))
     return tpl, lists, accs[0], accs[1], (r.shape, r.dt, r.buffer, r.api) if r is not None else None, wrote, keep
-
-
-def _replay(st, hit, slots, a, line):
-    """Records the memoised instruction for this call's tensors, with _new_instr's, _emit's and
-    _result's effects on the trace (lists are copied: later steps may extend a record)."""
-    tpl, lists, reads, writes, result, wrote, _ = hit
-    ins = tpl.copy()
-    for k in lists:
-        ins[k] = list(ins[k])
-    ins["reads"] = [_filled(acc, slots[slot]) if block else dict(acc, tensor=slots[slot]) for acc, slot, block in reads]
-    ins["writes"] = [_filled(acc, slots[slot]) if block else dict(acc, tensor=slots[slot]) for acc, slot, block in writes]
-    st.last_pending = None
-    st.stack[-1].append(ins)
-    st.instr_count += 1
-    if st.instr_count > MAX_INSTRUCTIONS:
-        _too_many()
-    if wrote:
-        d = a["__dst__"]
-        (d.tensor if type(d) is not Tensor else d).written = True
-    if result is not None:
-        shape, dt, buffer, api = result
-        return _result(ins, line, api, shape, dt, buffer)
-    return None
 
 
 def _filled(acc, name):

@@ -137,8 +137,9 @@ class _State:
 ST = None
 
 
-_IN_KERNEL = {}  # kernel path -> {code object: its instruction positions when it is that file's code, else None}
-_MISSING = object()
+# Per-code-object facts are keyed by id(code) with the code object kept in the entry (checked with
+# `is`): hashing a code object hashes its contents, which costs more than the walk itself.
+_IN_KERNEL = {}  # kernel path -> {id(code): (code, its instruction positions if it is that file's code, else None)}
 
 
 def _site(depth=1):
@@ -152,15 +153,16 @@ def _site(depth=1):
         known = _IN_KERNEL[path] = {}
     while f is not None:
         code = f.f_code
-        pos = known.get(code, _MISSING)
-        if pos is _MISSING:
+        mine = known.get(id(code))
+        if mine is None or mine[0] is not code:
             pos = None
             if os.path.abspath(code.co_filename) == path:
                 try:
                     pos = list(code.co_positions())
                 except Exception:
                     pos = []
-            known[code] = pos
+            mine = known[id(code)] = (code, pos)
+        pos = mine[1]
         if pos is not None:
             try:
                 col = pos[f.f_lasti // 2][2] or 0
@@ -171,7 +173,7 @@ def _site(depth=1):
     return 0, 0
 
 
-_IN_TREE = {}  # code object -> (root, "relative/path.py" or None): the file is part of the kernel's own code
+_IN_TREE = {}  # id(code) -> (code, root, "relative/path.py" or None): the file is part of the kernel's own code
 
 
 def _source(skip_alloc=False):
@@ -184,15 +186,15 @@ def _source(skip_alloc=False):
     f = sys._getframe(1)
     while f is not None:
         code = f.f_code
-        mine = _IN_TREE.get(code)
-        if mine is None or mine[0] != root:
+        mine = _IN_TREE.get(id(code))
+        if mine is None or mine[0] is not code or mine[1] != root:
             fn = os.path.abspath(code.co_filename)
             rel = os.path.relpath(fn, root) if fn.startswith(root + os.sep) else None
             if fn == ST.path:
                 rel = ST.label
-            mine = _IN_TREE[code] = (root, rel)
-        if mine[1] is not None and not (skip_alloc and "alloc" in code.co_name and f.f_back is not None):
-            return f"{mine[1]}:{f.f_lineno}"
+            mine = _IN_TREE[id(code)] = (code, root, rel)
+        if mine[2] is not None and not (skip_alloc and "alloc" in code.co_name and f.f_back is not None):
+            return f"{mine[2]}:{f.f_lineno}"
         f = f.f_back
     return f"{ST.label}:0"
 

@@ -89,6 +89,12 @@ class _ParDim(int):
 
 
 def _parse_shape(shape):
+    if type(shape) is tuple:  # plain ints (the common case): as the loop below gives them
+        for s in shape:
+            if type(s) is not int:
+                break
+        else:
+            return shape, None
     if isinstance(shape, int) or (np is not None and isinstance(shape, np.integer)):
         shape = (shape,)
     out, at = [], None
