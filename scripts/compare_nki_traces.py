@@ -71,8 +71,7 @@ def run(cmd, cwd, env=None):
 
 
 PLUGIN = '''
-import json, os, re
-import pytest
+import functools, json, os, re
 _out = open(os.environ["COMPARE_TRACE_DUMP"], "w")
 _test = ["?"]
 
@@ -85,6 +84,7 @@ def pytest_configure(config):
     from scratchplan.nki.tracing import launch
     real = launch.trace
 
+    @functools.wraps(real)
     def trace(*a, **kw):
         try:
             r = real(*a, **kw)
@@ -112,7 +112,7 @@ def pytest_record(pyroot, tmp, tag):
     dump = os.path.join(tmp, f"pytest_{tag}.txt")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([pyroot, plugin_dir]), COMPARE_TRACE_DUMP=dump)
     r = subprocess.run([PY, "-m", "pytest", os.path.join(ROOT, "python", "tests"), "-q", "-p", "no:cacheprovider",
-                        "-k", "nki", "-p", "compare_trace_plugin", "-x", "-q"], capture_output=True, text=True, env=env,
+                        "-k", "nki", "-p", "compare_trace_plugin"], capture_output=True, text=True, env=env,
                        cwd=ROOT, timeout=3600)
     with open(dump) as f:
         lines = f.read().splitlines()
@@ -132,6 +132,7 @@ def main():
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "release", "scratchplan"))
     ap.add_argument("--library", default=None, help="folder holding nkilib_src/ (AWS's nki-library src/)")
     ap.add_argument("--pytest", action="store_true", help="also compare every trace() of the NKI tests")
+    ap.add_argument("--pytest-only", action="store_true", help="only compare the traces of the NKI tests")
     a = ap.parse_args()
     a.before, a.after, a.cli = os.path.abspath(a.before), os.path.abspath(a.after), os.path.abspath(a.cli)
     a.library = os.path.abspath(a.library) if a.library else None
@@ -147,7 +148,7 @@ def main():
             print(f"DIFFERS {label} {what}: {', '.join(bad)}", flush=True)
 
     with tempfile.TemporaryDirectory() as tmp:
-        ks = kernels(tmp, a.library)
+        ks = [] if a.pytest_only else kernels(tmp, a.library)
         for label, spec, args, cwd in ks:
             lib = cwd is not None and a.library is not None and cwd == a.library
             traced = []
@@ -168,7 +169,7 @@ def main():
                                    + (["--hardware", "trn2"] if lib else []), cwd, env))
             compare(label, "check --json", *checked)
         print(f"{len(ks)} kernel traces: {runs} comparisons, {differ} differ", flush=True)
-        if a.pytest:
+        if a.pytest or a.pytest_only:
             rb, sb, lb = pytest_record(a.before, tmp, "before")
             ra, sa, la = pytest_record(a.after, tmp, "after")
             diff = [i for i in range(max(len(lb), len(la))) if (lb[i:i + 1] or [None]) != (la[i:i + 1] or [None])]

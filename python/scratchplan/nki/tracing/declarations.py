@@ -31,7 +31,7 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
             _fail(f"partition dim {shp[pdim_at]} of {api} exceeds the {_ctx.ST.hw['partitions']} partitions")
         if fill is not None and alloc.kind != "auto":
             _fail(f"nl.{api} with a direct allocation is an error in NKI (declare with nl.ndarray, then assign)")
-    if any(s <= 0 for s in shp):
+    if shp and min(shp) <= 0:
         _fail(f"shape {list(shp)} has a non-positive dimension")
     nm = name or _target_name(line) or api
     t = Tensor(_unique(nm), shp, dtype if dtype is not None else dt, alloc, role="internal",

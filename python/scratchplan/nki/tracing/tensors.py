@@ -167,6 +167,22 @@ class Tensor(_Arithmetic):
 
     # Tensor-level API ------------------------------------------------------------------------
     def __getitem__(self, key):
+        if type(key) is tuple and len(key) <= len(self.shape):
+            # Plain slices on every indexed dim (`t[:, 0:8]`, the common case): View.__getitem__'s
+            # result without its general steps.
+            dims = []
+            for k, n in zip(key, self.shape):
+                if type(k) is not slice:
+                    break
+                st, sp, step = k.start, k.stop, k.step
+                if not ((st is None or type(st) is int) and (sp is None or type(sp) is int) and
+                        (step is None or type(step) is int and step == 1)):
+                    break
+                st = 0 if st is None else st + n if st < 0 else st
+                sp = n if sp is None else sp + n if sp < 0 else sp
+                dims.append(_Dim(st, max(0, sp - st), 1))
+            else:
+                return View(self, dims + [None] * (len(self.shape) - len(key)))
         return self.view()[key]
 
     def __setitem__(self, key, value):
