@@ -104,13 +104,20 @@ def pytest_unconfigure(config):
 '''
 
 
-def pytest_record(pyroot, tmp, tag):
+def pytest_record(pyroot, cli, tmp, tag):
+    """The tests see a build tree: the package under TREE/python, the CLI beside it as TREE/scratchplan
+    (its tracer taken from that package through $SCRATCHPLAN_PYTHONPATH)."""
     plugin_dir = os.path.join(tmp, "plugin")
     os.makedirs(plugin_dir, exist_ok=True)
     with open(os.path.join(plugin_dir, "compare_trace_plugin.py"), "w") as f:
         f.write(PLUGIN)
+    tree = os.path.join(tmp, f"tree_{tag}")
+    os.makedirs(tree)
+    os.symlink(pyroot, os.path.join(tree, "python"))
+    os.symlink(cli, os.path.join(tree, "scratchplan"))
     dump = os.path.join(tmp, f"pytest_{tag}.txt")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([pyroot, plugin_dir]), COMPARE_TRACE_DUMP=dump)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(tree, "python"), plugin_dir]), COMPARE_TRACE_DUMP=dump,
+               SCRATCHPLAN_PYTHONPATH=pyroot, SCRATCHPLAN_BUILD=tree)
     r = subprocess.run([PY, "-m", "pytest", os.path.join(ROOT, "python", "tests"), "-q", "-p", "no:cacheprovider",
                         "-k", "nki", "-p", "compare_trace_plugin"], capture_output=True, text=True, env=env,
                        cwd=ROOT, timeout=3600)
@@ -170,13 +177,13 @@ def main():
             compare(label, "check --json", *checked)
         print(f"{len(ks)} kernel traces: {runs} comparisons, {differ} differ", flush=True)
         if a.pytest or a.pytest_only:
-            rb, sb, lb = pytest_record(a.before, tmp, "before")
-            ra, sa, la = pytest_record(a.after, tmp, "after")
+            rb, sb, lb = pytest_record(a.before, a.cli, tmp, "before")
+            ra, sa, la = pytest_record(a.after, a.cli, tmp, "after")
             diff = [i for i in range(max(len(lb), len(la))) if (lb[i:i + 1] or [None]) != (la[i:i + 1] or [None])]
             for i in diff[:20]:
                 print(f"DIFFERS pytest trace #{i}: {(lb[i] if i < len(lb) else '-')[:160]}", flush=True)
             print(f"pytest -k nki: {len(lb)} / {len(la)} traces recorded (status {rb} {sb} / {ra} {sa}), {len(diff)} differ")
-            differ += len(diff) + (rb != ra)
+            differ += len(diff) + (rb != ra or sb != sa)
         return 1 if differ else 0
 
 

@@ -12,7 +12,7 @@ import types
 
 from . import context as _ctx
 from .api_table import NEW_API_DST, ROWS
-from .context import MAX_INSTRUCTIONS, _fail, _site, _source, np
+from .context import MAX_INSTRUCTIONS, _fail, _line, _site, _source, np
 from .dtypes import NkiDtype, _dtype_name, _itemsize
 from .symbolic import Pred, Sym, _ST_AR
 from .tensors import Pending, Tensor, View, _APView, _Alloc, _MGrid, _register, _unique
@@ -342,17 +342,18 @@ def _compile(row):
         st = _ctx.ST
         if not (MEMO and memoizable and not st.guards and (why is None or st.uses_new_api)):
             return record(a)[0]
-        line, _ = _site(3)  # from the caller of the generated function, whose RUN this is
+        line = _line(3)  # from the caller of the generated function, whose RUN this is
         names, keep = {}, []
         sig = [run, line, _source() if st.root_pkg else None, st.uses_new_api, tuple(a)]
+        add = sig.append
         try:
             for k, v in a.items():
                 if v is None:
-                    sig.append(None)
+                    add(None)
                 elif type(v) is Tensor:  # _sig's first case, inline (the most frequent argument)
-                    sig.append((v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names))))
+                    add((v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names))))
                 elif k != "kw":  # a["kw"] holds only entries a has too
-                    sig.append(_sig(v, names, keep))
+                    add(_sig(v, names, keep))
         except _NoMemo:
             return record(a)[0]
         key = tuple(sig)
@@ -368,8 +369,9 @@ def _compile(row):
         tpl, lists, reads, writes, result, wrote, _ = hit
         slots = list(names)
         ins = tpl.copy()
-        for k in lists:
-            ins[k] = list(ins[k])
+        if lists:
+            for k in lists:
+                ins[k] = list(ins[k])
         ins["reads"] = [_filled(acc, slots[s]) if b else dict(acc, tensor=slots[s]) for acc, s, b in reads]
         ins["writes"] = [_filled(acc, slots[s]) if b else dict(acc, tensor=slots[s]) for acc, s, b in writes]
         st.last_pending = None
@@ -529,7 +531,9 @@ def _writes_dst(f, matmul):
 
     @functools.wraps(f)
     def call(*args, **kw):
-        dst, args = _split_dst(args, kw)
+        dst = kw.pop("dst", None)  # _split_dst, inline
+        if dst is None and _ctx.ST is not None and _ctx.ST.uses_new_api and args and isinstance(args[0], _TILE):
+            dst, args = args[0], args[1:]
         accumulate = kw.pop("accumulate", False if dst is None else None)
         if dst is not None and not matmul and not accumulate and _ctx.ST.uses_new_api:
             kw["__dst__"] = dst  # a plain write of dst: recorded directly (no intermediate result)

@@ -173,6 +173,22 @@ def _site(depth=1):
     return 0, 0
 
 
+def _line(depth=1):
+    """_site()'s line alone (the memo's key: no column needed)."""
+    f = sys._getframe(depth)
+    path = ST.path
+    known = _IN_KERNEL.get(path)
+    if known is not None:
+        while f is not None:
+            mine = known.get(id(f.f_code))
+            if mine is None or mine[0] is not f.f_code:
+                break  # a code object not seen yet: _site caches it
+            if mine[1] is not None:
+                return f.f_lineno
+            f = f.f_back
+    return _site(depth + 1)[0]
+
+
 _IN_TREE = {}  # id(code) -> (code, root, "relative/path.py" or None): the file is part of the kernel's own code
 
 

@@ -34,12 +34,13 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
     if shp and min(shp) <= 0:
         _fail(f"shape {list(shp)} has a non-positive dimension")
     nm = name or _target_name(line) or api
+    st = _ctx.ST
     t = Tensor(_unique(nm), shp, dtype if dtype is not None else dt, alloc, role="internal",
-               source=_source(True) if _ctx.ST.root_pkg else f"{_ctx.ST.label}:{line}", pdim_at=pdim_at)
+               source=_source(True) if st.root_pkg else f"{st.label}:{line}", pdim_at=pdim_at)
     if alloc.buffer != "hbm" and alloc.kind == "func":
         t.table = _eval_alloc_func(alloc, t, line)
     _register(t)
-    _ctx.ST.decls.append((t, line, col, api))
+    st.decls.append((t, line, col, api))
     if fill is not None:
         # A tensor with block dims is filled one block at a time: a loop per block dim around one
         # memset (the matmul tutorial zeroes its (M tiles, N tiles, P, F) result block this way).
