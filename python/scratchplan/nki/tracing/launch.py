@@ -705,9 +705,10 @@ def _to_json(st, hw, label):
             j["partitions"] = t.shape[0] if t.shape else 1
             j["free"] = list(t.shape[1:])
         else:
-            j["blocks"] = list(t.blocks)
-            j["partitions"] = t.pdim
-            j["free"] = list(t.free)
+            nb, shape = t.nb, t.shape  # t.blocks, t.pdim and t.free, without the properties
+            j["blocks"] = list(shape[:nb])
+            j["partitions"] = shape[nb] if len(shape) > nb else 1
+            j["free"] = list(shape[nb + 1:])
         j["dtype"] = t.dt
         j["source"] = t.source
         if t.buffer != "hbm":
@@ -723,7 +724,7 @@ def _to_json(st, hw, label):
             elif a.kind in ("func", "stack"):
                 j["alloc"] = {"kind": "table", "tiles": t.table}
             elif a.kind == "address":
-                n = max(1, math.prod(t.blocks))
+                n = max(1, math.prod(j["blocks"]))
                 j["alloc"] = {"kind": "table", "tiles": [[a.kw["p"], a.kw["b"]]] * n}
                 if t.buffer == "sbuf":  # the new API aligns an address= tile to its element size
                     j["alloc"]["align"] = t.itemsize
