@@ -640,14 +640,16 @@ class _MGrid:
 def _unique(name):
     if not (name.isidentifier() and name.isascii()):  # identifiers need no cleaning (the common case)
         name = re.sub(r"[^A-Za-z0-9_.@]", "_", name) or "t"
-    n, i = name, _ctx.ST.name_next.get(name, 1)
+    st = _ctx.ST
+    n, i = name, st.name_next.get(name, 1)
     if i > 1:
         n = f"{name}_{i}"
-    while n in _ctx.ST.names:
+    names = st.names
+    while n in names:
         i += 1
         n = f"{name}_{i}"
-    _ctx.ST.name_next[name] = i
-    _ctx.ST.names.add(n)
+    st.name_next[name] = i + 1  # the suffixes up to i are taken
+    names.add(n)
     return n
 
 
