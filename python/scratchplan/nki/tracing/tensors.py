@@ -120,7 +120,7 @@ class Tensor(_Arithmetic):
         self.shape = tuple(map(int, shape))
         self.dt = _dtype_name(dtype)  # canonical name; .dtype is the stand-in object kernels compare
         self._dto = _dtype_object(dtype, self.dt)
-        self.scope = set(_ctx.ST.loop_scope) if _ctx.ST is not None else set()  # loops open at the declaration
+        self.scope = frozenset(_ctx.ST.loop_scope) if _ctx.ST is not None else frozenset()  # loops open at the declaration
         self.alloc = alloc
         self.buffer = alloc.buffer
         self.role = role
