@@ -107,3 +107,9 @@ def test_memo_changes_no_record_of_an_old_api_kernel(tmp_path):
     (on, built), (off, every) = (traced(tmp_path, "old.py", OLD, memo, ((128, 256), "bf16")) for memo in (True, False))
     assert on == off and not on.startswith("error")
     assert built < every  # the loads of a shape seen before
+
+
+def test_memo_full_at_a_site_changes_no_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(calls, "MEMO_PER_SITE", 2)  # the sites stop keeping templates early
+    (on, built), (off, every) = (traced(tmp_path, "new.py", NEW, memo, ((256, 512), "fp32"), bad=0) for memo in (True, False))
+    assert on == off and 0 < every - built

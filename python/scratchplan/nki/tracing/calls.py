@@ -360,9 +360,13 @@ def _compile(row):
         hit = st.memo.get(key)
         if hit is None:
             r, ins, wrote = record(a)
-            tpl = _template(r, ins, wrote, names, keep)
-            if tpl is not None:
-                st.memo[key] = tpl
+            site = (run, line)
+            stored = st.memo_sites.get(site, 0)
+            if stored < MEMO_PER_SITE:
+                tpl = _template(r, ins, wrote, names, keep)
+                if tpl is not None:
+                    st.memo[key] = tpl
+                    st.memo_sites[site] = stored + 1
             return r
         # The record, for this call's tensors, with _new_instr's, _emit's and _result's effects on the
         # trace (lists are copied: later steps may extend a record).
@@ -393,6 +397,7 @@ class _NoMemo(Exception):
 
 
 MEMO = True  # per-site memoisation of instruction records (tests switch it off to compare)
+MEMO_PER_SITE = 1024  # templates kept per call site (one indexing HBM at a new offset per iteration never hits)
 # Argument types keyed by identity (never inspected beyond what they are: op= functions, dtype and
 # engine objects; modules.py adds its engine type).
 BY_IDENTITY = {types.FunctionType, types.BuiltinFunctionType, type, NkiDtype}
