@@ -369,15 +369,17 @@ def _compile(row):
                     st.memo_sites[site] = stored + 1
             return r
         # The record, for this call's tensors, with _new_instr's, _emit's and _result's effects on the
-        # trace (lists are copied: later steps may extend a record).
+        # trace. Lists are copied (later steps may extend a record); an access of the template's own
+        # tensor is the template's dict itself (records are never changed in place: shared, they
+        # save the memory whose first touch costs as much as the rest of the replay).
         tpl, lists, reads, writes, result, wrote, _ = hit
         slots = list(names)
         ins = tpl.copy()
         if lists:
             for k in lists:
                 ins[k] = list(ins[k])
-        ins["reads"] = [_filled(acc, slots[s]) if b else dict(acc, tensor=slots[s]) for acc, s, b in reads]
-        ins["writes"] = [_filled(acc, slots[s]) if b else dict(acc, tensor=slots[s]) for acc, s, b in writes]
+        ins["reads"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in reads]
+        ins["writes"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in writes]
         st.last_pending = None
         st.stack[-1].append(ins)
         st.instr_count += 1
@@ -466,9 +468,10 @@ def _template(r, ins, wrote, names, keep):
     return tpl, lists, accs[0], accs[1], (r.shape, r.dt, r.buffer, r.api) if r is not None else None, wrote, keep
 
 
-def _filled(acc, name):
+def _filled(acc, name, block):
     acc = dict(acc, tensor=name)
-    acc["block"] = list(acc["block"])
+    if block:
+        acc["block"] = list(acc["block"])
     return acc
 
 
