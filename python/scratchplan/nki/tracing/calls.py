@@ -369,17 +369,22 @@ def _compile(row):
                     st.memo_sites[site] = stored + 1
             return r
         # The record, for this call's tensors, with _new_instr's, _emit's and _result's effects on the
-        # trace. Lists are copied (later steps may extend a record); an access of the template's own
-        # tensor is the template's dict itself (records are never changed in place: shared, they
-        # save the memory whose first touch costs as much as the rest of the replay).
-        tpl, lists, reads, writes, result, wrote, _ = hit
+        # trace. An access of the template's own tensor is the template's dict itself, and the
+        # template's lists when every tensor is its own: records are never changed in place once
+        # made, except a pending result's writes (copied); sharing saves the memory whose first
+        # touch costs about as much as the rest of the replay.
+        tpl, lists, reads, writes, result, wrote, own = hit
         slots = list(names)
         ins = tpl.copy()
         if lists:
             for k in lists:
                 ins[k] = list(ins[k])
-        ins["reads"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in reads]
-        ins["writes"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in writes]
+        if slots == own[0]:  # the template's own tensors: its lists (writes grow for a pending result)
+            ins["reads"] = own[1]
+            ins["writes"] = own[2] if result is None else list(own[2])
+        else:
+            ins["reads"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in reads]
+            ins["writes"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in writes]
         st.last_pending = None
         st.stack[-1].append(ins)
         st.instr_count += 1
@@ -465,7 +470,9 @@ def _template(r, ins, wrote, names, keep):
         accs.append(tuple(out))
     tpl = {k: [] if k in ("reads", "writes") else list(v) if type(v) is list else v for k, v in ins.items()}
     lists = tuple(k for k, v in tpl.items() if type(v) is list and k not in ("reads", "writes"))
-    return tpl, lists, accs[0], accs[1], (r.shape, r.dt, r.buffer, r.api) if r is not None else None, wrote, keep
+    # Replays on the template's own tensors take its access lists whole (`keep` rides along).
+    own = (list(names), [a for a, _, _ in accs[0]], [a for a, _, _ in accs[1]], keep)
+    return tpl, lists, accs[0], accs[1], (r.shape, r.dt, r.buffer, r.api) if r is not None else None, wrote, own
 
 
 def _filled(acc, name, block):

@@ -133,6 +133,7 @@ class _State:
         self.speculating = 0              # open Python-range loops running once symbolically (loops._Speculative)
         self.memo = {}                    # call site and argument signature -> instruction template (calls.run)
         self.memo_sites = {}              # (call, line) -> templates kept for that site
+        self.line_sources = {}            # kernel line -> its "file:line" (declarations)
 
 
 ST = None

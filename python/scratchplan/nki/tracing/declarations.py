@@ -35,8 +35,14 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
         _fail(f"shape {list(shp)} has a non-positive dimension")
     nm = name or _target_name(line) or api
     st = _ctx.ST
-    t = Tensor(_unique(nm), shp, dtype if dtype is not None else dt, alloc, role="internal",
-               source=_source(True) if st.root_pkg else f"{st.label}:{line}", pdim_at=pdim_at)
+    if st.root_pkg:
+        source = _source(True)
+    else:  # one string per line (a line may declare a tensor per iteration)
+        source = st.line_sources.get(line)
+        if source is None:
+            source = st.line_sources[line] = f"{st.label}:{line}"
+    t = Tensor(_unique(nm), shp, dtype if dtype is not None else dt, alloc, role="internal", source=source,
+               pdim_at=pdim_at)
     if alloc.buffer != "hbm" and alloc.kind == "func":
         t.table = _eval_alloc_func(alloc, t, line)
     _register(t)
