@@ -12,12 +12,12 @@ import types
 
 from . import context as _ctx
 from .api_table import NEW_API_DST, ROWS
-from .context import _fail, _site
-from .dtypes import _dtype_name, _itemsize
+from .context import MAX_INSTRUCTIONS, _fail, _line, _site, _source, np
+from .dtypes import NkiDtype, _dtype_name, _itemsize
 from .symbolic import Pred, Sym, _ST_AR
-from .tensors import Tensor, View, _Alloc, _MGrid, _register, _unique
+from .tensors import Pending, Tensor, View, _APView, _Alloc, _MGrid, _register, _unique
 from .costs import _finish_cost
-from .instructions import _accumulate_into, _dtype_of, _guard, _new_instr, _read, _result, _shape_of, _write_into
+from .instructions import _accumulate_into, _dtype_of, _guard, _new_instr, _read, _result, _shape_of, _too_many, _write_into
 from .tensors import _TILE, _as_view
 
 _ENGINES = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd", "dma": "DMA"}
@@ -240,7 +240,8 @@ def _compile(row):
     dst_label = _LABELS.get((api, "dst"), "dst")
     simple_shape = {"largest", "read:data", "read:src", "transpose"}
 
-    def run(a):
+    def record(a):
+        """(result, the instruction record, whether dst was written through _emit)."""
         for c in checks:
             _check(c, row, a)
         engine = fixed_engine
@@ -254,7 +255,7 @@ def _compile(row):
         if why is not None:
             h = row_hidden
             if h == "always" or (h == "no_transpose_x" and not a["transpose_x"]) or \
-                    (h == "tensor_engine" and engine == "Tensor") or (h == "no_bias" and a["bias"] is None and direct()):
+                    (h == "tensor_engine" and engine == "Tensor") or (h == "no_bias" and a["bias"] is None and not _ctx.ST.uses_new_api and direct()):
                 hidden(short, why)
         cost = row_cost
         if cost == "transpose":
@@ -304,12 +305,12 @@ def _compile(row):
             else:
                 ins["_isz"] = 1 if dma else views[0].tensor.itemsize
             _finish_cost(ins, *pb)
-            return None
+            return None, ins, False
         if rule == "iota":
             shape, dt = _iota_shape(a)
             dtype = a["dtype"]
             return _emit(ins, line, api, shape, _dtype_name(dtype) if dtype is not None else dt or _dtype_name(dtype),
-                         "sbuf", a)
+                         "sbuf", a), ins, False
         if rule in simple_shape and views:
             shape = tuple(views[0].shape) if rule != "largest" or len(views) == 1 else _shape(row, a, views, ins)
             if rule == "transpose":
@@ -329,9 +330,156 @@ def _compile(row):
         r = _emit(ins, line, api, shape, dt, buffer, a)
         if out == "dst":
             _write_into(_as_view(a["dst"], "dst"), r)
-            return None
-        return r
+            return None, None, False
+        return r, ins, a.get("__dst__") is not None
+
+    # What a call records depends only on its site (line, source), the API mode and the signature
+    # of its arguments (_sig); rows whose record depends on more (iota's aranges, a write through a
+    # pending result) are never memoised.
+    memoizable = rule != "iota" and out != "dst"
+
+    def run(a):
+        st = _ctx.ST
+        if not (MEMO and memoizable and not st.guards and (why is None or st.uses_new_api)):
+            return record(a)[0]
+        line = _line(3)  # from the caller of the generated function, whose RUN this is
+        names, keep = {}, []
+        sig = [run, line, _source() if st.root_pkg else None, st.uses_new_api, tuple(a)]
+        add = sig.append
+        try:
+            for k, v in a.items():
+                if v is None:
+                    add(None)
+                elif type(v) is Tensor:  # _sig's first case, inline (the most frequent argument)
+                    add((v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names))))
+                elif k != "kw":  # a["kw"] holds only entries a has too
+                    add(_sig(v, names, keep))
+        except _NoMemo:
+            return record(a)[0]
+        key = tuple(sig)
+        hit = st.memo.get(key)
+        if hit is None:
+            r, ins, wrote = record(a)
+            site = (run, line)
+            stored = st.memo_sites.get(site, 0)
+            if stored < MEMO_PER_SITE:
+                tpl = _template(r, ins, wrote, names, keep)
+                if tpl is not None:
+                    st.memo[key] = tpl
+                    st.memo_sites[site] = stored + 1
+            return r
+        # The record, for this call's tensors, with _new_instr's, _emit's and _result's effects on the
+        # trace. An access of the template's own tensor is the template's dict itself, and the
+        # template's lists when every tensor is its own: records are never changed in place once
+        # made, except a pending result's writes (copied); sharing saves the memory whose first
+        # touch costs about as much as the rest of the replay.
+        tpl, lists, reads, writes, result, wrote, own = hit
+        slots = list(names)
+        ins = tpl.copy()
+        if lists:
+            for k in lists:
+                ins[k] = list(ins[k])
+        if slots == own[0]:  # the template's own tensors: its lists (writes grow for a pending result)
+            ins["reads"] = own[1]
+            ins["writes"] = own[2] if result is None else list(own[2])
+        else:
+            ins["reads"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in reads]
+            ins["writes"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in writes]
+        st.last_pending = None
+        st.stack[-1].append(ins)
+        st.instr_count += 1
+        if st.instr_count > MAX_INSTRUCTIONS:
+            _too_many()
+        if wrote:
+            d = a["__dst__"]
+            (d.tensor if type(d) is not Tensor else d).written = True
+        if result is not None:
+            return _result(ins, line, result[3], result[0], result[1], result[2])
+        return None
     return run
+
+
+class _NoMemo(Exception):
+    """An argument whose effect on the record the memo cannot key (the call is recorded afresh)."""
+
+
+MEMO = True  # per-site memoisation of instruction records (tests switch it off to compare)
+MEMO_PER_SITE = 1024  # templates kept per call site (one indexing HBM at a new offset per iteration never hits)
+# Argument types keyed by identity (never inspected beyond what they are: op= functions, dtype and
+# engine objects; modules.py adds its engine type).
+BY_IDENTITY = {types.FunctionType, types.BuiltinFunctionType, type, NkiDtype}
+
+
+def _view_sig(v, names):
+    if v.mask is not None or v.dyn:
+        raise _NoMemo
+    dims = []
+    for d in v.dims:
+        if d is None:
+            dims.append(None)
+        elif d.vec is None and type(d.start) is int:
+            dims.append((d.start, d.size, d.step, d.scalar, d.keep))
+        else:
+            raise _NoMemo  # symbolic indices: the record holds the loop's expressions
+    t = v.tensor
+    if type(t) is not Tensor:
+        raise _NoMemo
+    return ("V", tuple(dims), t.shape, t.dt, t.buffer, t.nb, names.setdefault(t.name, len(names)),
+            v._ap_shape if type(v) is _APView else None)
+
+
+def _sig(v, names, keep):
+    """What of argument `v` a record can depend on. Tensors are keyed by shape, dtype, buffer and
+    which argument names them first (`names`: tensor name -> slot), never by name, so a tensor
+    declared anew per iteration hits; objects compared by identity are kept alive in `keep`."""
+    tp = type(v)
+    if tp is Tensor:
+        return (v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names)))
+    if tp is View or tp is _APView:
+        return _view_sig(v, names)
+    if tp is int or tp is bool or tp is str or v is None:
+        return tp, v
+    if tp is float:
+        return tp, v.hex()  # 0.0 and -0.0 apart
+    if tp is tuple or tp is list:
+        return tp, tuple([_sig(x, names, keep) for x in v])
+    if tp is _Generic:
+        return tp, v._name
+    if tp in BY_IDENTITY:
+        keep.append(v)  # engines, functions (op=), dtype objects: their identity
+        return tp, id(v)
+    if np is not None and tp is np.dtype:
+        return tp, v
+    raise _NoMemo
+
+
+def _template(r, ins, wrote, names, keep):
+    """The memo entry of a record just made: the record with each access's tensor as a slot of the
+    signature, the result's shape (a pending result is made anew at each replay), whether dst was
+    written; None if the record names a tensor the arguments do not."""
+    if ins is None or (r is not None and (type(r) is not Pending or r.instr is not ins)):
+        return None
+    accs = []
+    for k in ("reads", "writes"):
+        out = []
+        for acc in ins[k]:
+            slot = names.get(acc["tensor"])
+            if slot is None:
+                return None
+            out.append((dict(acc), slot, "block" in acc))
+        accs.append(tuple(out))
+    tpl = {k: [] if k in ("reads", "writes") else list(v) if type(v) is list else v for k, v in ins.items()}
+    lists = tuple(k for k, v in tpl.items() if type(v) is list and k not in ("reads", "writes"))
+    # Replays on the template's own tensors take its access lists whole (`keep` rides along).
+    own = (list(names), [a for a, _, _ in accs[0]], [a for a, _, _ in accs[1]], keep)
+    return tpl, lists, accs[0], accs[1], (r.shape, r.dt, r.buffer, r.api) if r is not None else None, wrote, own
+
+
+def _filled(acc, name, block):
+    acc = dict(acc, tensor=name)
+    if block:
+        acc["block"] = list(acc["block"])
+    return acc
 
 
 # ---- argument forms the signature alone does not give ----
@@ -398,7 +546,9 @@ def _writes_dst(f, matmul):
 
     @functools.wraps(f)
     def call(*args, **kw):
-        dst, args = _split_dst(args, kw)
+        dst = kw.pop("dst", None)  # _split_dst, inline
+        if dst is None and _ctx.ST is not None and _ctx.ST.uses_new_api and args and isinstance(args[0], _TILE):
+            dst, args = args[0], args[1:]
         accumulate = kw.pop("accumulate", False if dst is None else None)
         if dst is not None and not matmul and not accumulate and _ctx.ST.uses_new_api:
             kw["__dst__"] = dst  # a plain write of dst: recorded directly (no intermediate result)

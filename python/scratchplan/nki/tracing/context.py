@@ -131,31 +131,39 @@ class _State:
         self.lnc, self.core = 1, 0        # logical cores of the launch and the one being traced (--lnc)
         self.generic = {}                 # calls outside the API table traced generically -> first "file:line"
         self.speculating = 0              # open Python-range loops running once symbolically (loops._Speculative)
+        self.memo = {}                    # call site and argument signature -> instruction template (calls.run)
+        self.memo_sites = {}              # (call, line) -> templates kept for that site
+        self.line_sources = {}            # kernel line -> its "file:line" (declarations)
 
 
 ST = None
 
 
-_IN_KERNEL = {}  # code object -> (kernel path, its instruction positions when it is that file's code, else None)
+# Per-code-object facts are keyed by id(code) with the code object kept in the entry (checked with
+# `is`): hashing a code object hashes its contents, which costs more than the walk itself.
+_IN_KERNEL = {}  # kernel path -> {id(code): (code, its instruction positions if it is that file's code, else None)}
 
 
-def _site():
-    """(line, col) of the innermost frame executing the kernel file. Called for every recorded
+def _site(depth=1):
+    """(line, col) of the innermost frame executing the kernel file, from the caller's frame (or
+    `depth` frames out: the caller's callers that are the tracer's own). Called for every recorded
     instruction, so the per-code-object facts are cached (a million-instruction trace)."""
-    f = sys._getframe(1)
+    f = sys._getframe(depth)
     path = ST.path if ST else None
-    known = _IN_KERNEL
+    known = _IN_KERNEL.get(path)
+    if known is None:
+        known = _IN_KERNEL[path] = {}
     while f is not None:
         code = f.f_code
-        mine = known.get(code)  # (path, its instruction positions if it runs from the kernel file, else None)
-        if mine is None or mine[0] != path:
+        mine = known.get(id(code))
+        if mine is None or mine[0] is not code:
             pos = None
             if os.path.abspath(code.co_filename) == path:
                 try:
                     pos = list(code.co_positions())
                 except Exception:
                     pos = []
-            mine = known[code] = (path, pos)
+            mine = known[id(code)] = (code, pos)
         pos = mine[1]
         if pos is not None:
             try:
@@ -167,7 +175,23 @@ def _site():
     return 0, 0
 
 
-_IN_TREE = {}  # code object -> (root, "relative/path.py" or None): the file is part of the kernel's own code
+def _line(depth=1):
+    """_site()'s line alone (the memo's key: no column needed)."""
+    f = sys._getframe(depth)
+    path = ST.path
+    known = _IN_KERNEL.get(path)
+    if known is not None:
+        while f is not None:
+            mine = known.get(id(f.f_code))
+            if mine is None or mine[0] is not f.f_code:
+                break  # a code object not seen yet: _site caches it
+            if mine[1] is not None:
+                return f.f_lineno
+            f = f.f_back
+    return _site(depth + 1)[0]
+
+
+_IN_TREE = {}  # id(code) -> (code, root, "relative/path.py" or None): the file is part of the kernel's own code
 
 
 def _source(skip_alloc=False):
@@ -180,15 +204,15 @@ def _source(skip_alloc=False):
     f = sys._getframe(1)
     while f is not None:
         code = f.f_code
-        mine = _IN_TREE.get(code)
-        if mine is None or mine[0] != root:
+        mine = _IN_TREE.get(id(code))
+        if mine is None or mine[0] is not code or mine[1] != root:
             fn = os.path.abspath(code.co_filename)
             rel = os.path.relpath(fn, root) if fn.startswith(root + os.sep) else None
             if fn == ST.path:
                 rel = ST.label
-            mine = _IN_TREE[code] = (root, rel)
-        if mine[1] is not None and not (skip_alloc and "alloc" in code.co_name and f.f_back is not None):
-            return f"{mine[1]}:{f.f_lineno}"
+            mine = _IN_TREE[id(code)] = (code, root, rel)
+        if mine[2] is not None and not (skip_alloc and "alloc" in code.co_name and f.f_back is not None):
+            return f"{mine[2]}:{f.f_lineno}"
         f = f.f_back
     return f"{ST.label}:0"
 

@@ -31,15 +31,22 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
             _fail(f"partition dim {shp[pdim_at]} of {api} exceeds the {_ctx.ST.hw['partitions']} partitions")
         if fill is not None and alloc.kind != "auto":
             _fail(f"nl.{api} with a direct allocation is an error in NKI (declare with nl.ndarray, then assign)")
-    if any(s <= 0 for s in shp):
+    if shp and min(shp) <= 0:
         _fail(f"shape {list(shp)} has a non-positive dimension")
     nm = name or _target_name(line) or api
-    t = Tensor(_unique(nm), shp, dtype if dtype is not None else dt, alloc, role="internal",
-               source=_source(True) if _ctx.ST.root_pkg else f"{_ctx.ST.label}:{line}", pdim_at=pdim_at)
+    st = _ctx.ST
+    if st.root_pkg:
+        source = _source(True)
+    else:  # one string per line (a line may declare a tensor per iteration)
+        source = st.line_sources.get(line)
+        if source is None:
+            source = st.line_sources[line] = f"{st.label}:{line}"
+    t = Tensor(_unique(nm), shp, dtype if dtype is not None else dt, alloc, role="internal", source=source,
+               pdim_at=pdim_at)
     if alloc.buffer != "hbm" and alloc.kind == "func":
         t.table = _eval_alloc_func(alloc, t, line)
     _register(t)
-    _ctx.ST.decls.append((t, line, col, api))
+    st.decls.append((t, line, col, api))
     if fill is not None:
         # A tensor with block dims is filled one block at a time: a loop per block dim around one
         # memset (the matmul tutorial zeroes its (M tiles, N tiles, P, F) result block this way).
@@ -89,6 +96,12 @@ class _ParDim(int):
 
 
 def _parse_shape(shape):
+    if type(shape) is tuple:  # plain ints (the common case): as the loop below gives them
+        for s in shape:
+            if type(s) is not int:
+                break
+        else:
+            return shape, None
     if isinstance(shape, int) or (np is not None and isinstance(shape, np.integer)):
         shape = (shape,)
     out, at = [], None

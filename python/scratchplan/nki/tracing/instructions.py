@@ -33,9 +33,13 @@ def _new_instr(api, engine, cost_kind):
     st.stack[-1].append(ins)
     st.instr_count += 1
     if st.instr_count > MAX_INSTRUCTIONS:
-        _fail(f"more than {MAX_INSTRUCTIONS:,} instructions recorded (static_range and new-API ranges unroll); "
-              "too large to trace")
+        _too_many()
     return ins, line
+
+
+def _too_many():
+    _fail(f"more than {MAX_INSTRUCTIONS:,} instructions recorded (static_range and new-API ranges unroll); "
+          "too large to trace")
 
 
 def _guard(ins, mask):

@@ -641,8 +641,12 @@ def _strip(body):
             if "_cost" in n:
                 # a result nobody stored (e.g. nl.load(x) as a statement): it still executes
                 _finish_cost(n, 1, 1)
-            out.append({k: v for k, v in n.items() if k[0] != "_"} if any(k[0] == "_" for k in n) else n)
+            out.append(n if n.keys() <= _PUBLIC or not any(k[0] == "_" for k in n) else
+                       {k: v for k, v in n.items() if k[0] != "_"})
     return out
+
+
+_PUBLIC = {"name", "engine", "cost", "reads", "writes", "source", "when"}  # an instruction's keys, none private
 
 
 def _split_loop(n, m):
@@ -701,9 +705,10 @@ def _to_json(st, hw, label):
             j["partitions"] = t.shape[0] if t.shape else 1
             j["free"] = list(t.shape[1:])
         else:
-            j["blocks"] = list(t.blocks)
-            j["partitions"] = t.pdim
-            j["free"] = list(t.free)
+            nb, shape = t.nb, t.shape  # t.blocks, t.pdim and t.free, without the properties
+            j["blocks"] = list(shape[:nb])
+            j["partitions"] = shape[nb] if len(shape) > nb else 1
+            j["free"] = list(shape[nb + 1:])
         j["dtype"] = t.dt
         j["source"] = t.source
         if t.buffer != "hbm":
@@ -719,7 +724,7 @@ def _to_json(st, hw, label):
             elif a.kind in ("func", "stack"):
                 j["alloc"] = {"kind": "table", "tiles": t.table}
             elif a.kind == "address":
-                n = max(1, math.prod(t.blocks))
+                n = max(1, math.prod(j["blocks"]))
                 j["alloc"] = {"kind": "table", "tiles": [[a.kw["p"], a.kw["b"]]] * n}
                 if t.buffer == "sbuf":  # the new API aligns an address= tile to its element size
                     j["alloc"]["align"] = t.itemsize

@@ -26,6 +26,9 @@ class _Engine:
         return f"<engine {self._engine}>"
 
 
+_calls.BY_IDENTITY.add(_Engine)
+
+
 def _build_modules(hw):
     nl = _Module("neuronxcc.nki.language")
     nisa = _Module("neuronxcc.nki.isa")

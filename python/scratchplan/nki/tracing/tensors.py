@@ -9,7 +9,7 @@ import types
 from .context import np
 from . import context as _ctx
 from .context import TraceError, _fail, _is_int
-from .dtypes import _DTYPES, _dtype_name, _itemsize
+from .dtypes import _DTYPES, _VARIANTS, NkiDtype, _dtype_name, _itemsize
 from .costs import _finish_cost
 from .symbolic import Pred, Sym, _ST_AR, _affine_text, bounds_under
 
@@ -42,7 +42,6 @@ class _Alloc:
 def _dtype_object(dtype, canonical):
     """The stand-in dtype object a tensor reports: the one it was declared with (float8_e4m3 keeps
     its own name), else the canonical one."""
-    from .dtypes import NkiDtype, _VARIANTS
     if isinstance(dtype, NkiDtype):
         return dtype
     if isinstance(dtype, str) and dtype in _VARIANTS:
@@ -118,10 +117,10 @@ class _Arithmetic:
 class Tensor(_Arithmetic):
     def __init__(self, name, shape, dtype, alloc, role="internal", implicit=False, source="", pdim_at=None):
         self.name = name
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(map(int, shape))
         self.dt = _dtype_name(dtype)  # canonical name; .dtype is the stand-in object kernels compare
         self._dto = _dtype_object(dtype, self.dt)
-        self.scope = set(_ctx.ST.loop_scope) if _ctx.ST is not None else set()  # loops open at the declaration
+        self.scope = frozenset(_ctx.ST.loop_scope) if _ctx.ST is not None else frozenset()  # loops open at the declaration
         self.alloc = alloc
         self.buffer = alloc.buffer
         self.role = role
@@ -168,6 +167,22 @@ class Tensor(_Arithmetic):
 
     # Tensor-level API ------------------------------------------------------------------------
     def __getitem__(self, key):
+        if type(key) is tuple and len(key) <= len(self.shape):
+            # Plain slices on every indexed dim (`t[:, 0:8]`, the common case): View.__getitem__'s
+            # result without its general steps.
+            dims = []
+            for k, n in zip(key, self.shape):
+                if type(k) is not slice:
+                    break
+                st, sp, step = k.start, k.stop, k.step
+                if not ((st is None or type(st) is int) and (sp is None or type(sp) is int) and
+                        (step is None or type(step) is int and step == 1)):
+                    break
+                st = 0 if st is None else st + n if st < 0 else st
+                sp = n if sp is None else sp + n if sp < 0 else sp
+                dims.append(_Dim(st, max(0, sp - st), 1))
+            else:
+                return View(self, dims + [None] * (len(self.shape) - len(key)))
         return self.view()[key]
 
     def __setitem__(self, key, value):
@@ -361,6 +376,13 @@ class View(_Arithmetic):
         step0 = 1 if cur is None else cur.step
         if isinstance(k, _DS):
             return _Dim(base + step0 * k.start, k.size, step0)
+        if type(k) is slice:
+            st, sp, step = k.start, k.stop, k.step
+            if (st is None or type(st) is int) and (sp is None or type(sp) is int) and \
+                    (step is None or type(step) is int and step == 1):  # a plain slice: the general case below, short
+                st = 0 if st is None else st + size if st < 0 else st
+                sp = size if sp is None else sp + size if sp < 0 else sp
+                return _Dim(base + step0 * st, max(0, sp - st), step0)
         if isinstance(k, slice):
             if k.step not in (None, 1) and not isinstance(k.step, int):
                 _fail("slice step must be an integer")
@@ -616,15 +638,18 @@ class _MGrid:
 
 
 def _unique(name):
-    name = re.sub(r"[^A-Za-z0-9_.@]", "_", name) or "t"
-    n, i = name, _ctx.ST.name_next.get(name, 1)
+    if not (name.isidentifier() and name.isascii()):  # identifiers need no cleaning (the common case)
+        name = re.sub(r"[^A-Za-z0-9_.@]", "_", name) or "t"
+    st = _ctx.ST
+    n, i = name, st.name_next.get(name, 1)
     if i > 1:
         n = f"{name}_{i}"
-    while n in _ctx.ST.names:
+    names = st.names
+    while n in names:
         i += 1
         n = f"{name}_{i}"
-    _ctx.ST.name_next[name] = i
-    _ctx.ST.names.add(n)
+    st.name_next[name] = i + 1  # the suffixes up to i are taken
+    names.add(n)
     return n
 
 
