@@ -969,6 +969,48 @@ Allocation written_allocation(const Kernel& k, const Planner& planner, const Can
   return a;
 }
 
+// What the kernel's own allocation is: none (some SBUF/PSUM tensor automatic, or none
+// addressed), complete (every SBUF/PSUM tensor directly allocated), or with compiler-placed
+// tensors (new API: the others have no address=, and the compiler places them).
+enum class OwnAllocation { kNone, kComplete, kCompilerPlaced };
+OwnAllocation own_allocation_kind(const Kernel& k) {
+  bool direct = false, compiler = false;
+  for (const Tensor& t : k.tensors) {
+    if (t.buffer == Memory::kHbm) continue;
+    if (t.alloc.kind != AllocKind::kAuto) direct = true;
+    else if (t.alloc.compiler_placed) compiler = true;
+    else return OwnAllocation::kNone;
+  }
+  return !direct ? OwnAllocation::kNone : compiler ? OwnAllocation::kCompilerPlaced : OwnAllocation::kComplete;
+}
+
+// Sets res.input (and the input's violations): a complete own allocation simulated on the
+// planner's timeline when it is clean; with compiler-placed tensors, the keep-direct plan's
+// timeline (`own_plan`, or res's own plan when it is that plan). The compiler's placement is not
+// known to us, so that share is our planner's (input_compiler_placed_by_planner).
+void own_allocation_timeline(Planner& planner, OwnAllocation kind, const PlanResult* own_plan, PlanResult& res) {
+  const Kernel& k = planner.k;
+  if (kind == OwnAllocation::kNone) return;
+  auto in_check = check_kernel(k);
+  if (!in_check.ok()) return;
+  if (!in_check->clean()) {  // the report says the plan replaces a faulty allocation
+    res.input_check.violations = in_check->violations;
+    res.input_check.distinct_violations = in_check->distinct_violations;
+    return;
+  }
+  if (kind == OwnAllocation::kCompilerPlaced) {
+    const Timeline* own = own_plan ? &own_plan->planned : planner.opt.keep_direct ? &res.planned : nullptr;
+    if (!own) return;
+    res.input = *own;
+    res.input.spans.clear();  // (as a simulation without spans)
+    res.has_input = true;
+    res.input_compiler_placed_by_planner = true;
+  } else if (auto cand = own_allocation(planner, in_check->placements, false)) {
+    res.input = planner.simulate(*cand, false);
+    res.has_input = true;
+  }
+}
+
 }  // namespace
 
 Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
@@ -985,6 +1027,17 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   planner.fixed_map.assign(nt, {});
   planner.fixed_tiles.assign(nt, {});
   if (Status st = keep_direct_allocations(k, opt, planner); !st) return st.error();
+  // A kernel that leaves some tensors to the compiler: its own allocation is the keep-direct
+  // plan (its addresses kept, the compiler-placed tensors placed by this planner around them),
+  // planned first with half of the limit; the free search then has the rest.
+  const OwnAllocation own_kind = own_allocation_kind(k);
+  std::optional<PlanResult> own_plan;
+  if (own_kind == OwnAllocation::kCompilerPlaced && !opt.keep_direct && check_kernel(k).ok()) {
+    PlanOptions keep = opt;
+    keep.keep_direct = true;
+    keep.time_limit_s = opt.time_limit_s / 2;
+    if (auto kept = plan_kernel(k, keep)) own_plan = std::move(*kept);
+  }
   auto counts = tile_counts(k, opt, planner);
   if (!counts) return counts.error();
   const std::vector<int>& min_tiles = counts->min_tiles;
@@ -1007,22 +1060,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   const bool unchanged = cur.tiles == base_alloc->tiles && cur.offset == base_alloc->offset && cur.part == base_alloc->part;
   res.planned = unchanged ? base_tl : planner.simulate(cur, true);
   res.baseline = std::move(base_tl);
-  // The input's own direct allocation, when complete and clean, on the same timeline.
-  bool all_direct = false;  // and at least one SBUF/PSUM tensor
-  for (int t = 0; t < nt; ++t)
-    if (planner.planned(t)) all_direct = true;
-  for (int t = 0; t < nt; ++t) all_direct &= !planner.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
-  auto in_check = all_direct ? check_kernel(k) : Result<CheckReport>(bad_input("automatic allocation"));
-  if (in_check.ok() && !in_check->clean()) {  // the report says the plan replaces a faulty allocation
-    res.input_check.violations = in_check->violations;
-    res.input_check.distinct_violations = in_check->distinct_violations;
-  }
-  if (in_check.ok() && in_check->clean()) {
-    if (auto cand = own_allocation(planner, in_check->placements, false)) {
-      res.input = planner.simulate(*cand, false);
-      res.has_input = true;
-    }
-  }
+  own_allocation_timeline(planner, own_kind, own_plan ? &*own_plan : nullptr, res);
   res.evaluations = planner.evaluations;
   res.sbuf_bytes = cur.sbuf_top;
   res.psum_banks = cur.psum_top;
@@ -1039,7 +1077,8 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     ten.alloc = written_allocation(k, planner, cur, t);
   }
   // Never slower than the kernel's own allocation: when the search did not beat it, the plan is
-  // that allocation (every tensor kept as it is).
+  // that allocation (every tensor kept as it is; compiler-placed ones as placed around them).
+  if (own_plan && res.has_input && res.input.makespan < res.planned.makespan) return std::move(*own_plan);
   if (res.has_input && res.input.makespan < res.planned.makespan && !opt.keep_direct) {
     PlanOptions keep = opt;
     keep.keep_direct = true;

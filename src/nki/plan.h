@@ -72,8 +72,9 @@ struct PlanResult {
   std::vector<TensorPlan> plans;    // SBUF/PSUM tensors, in declaration order
   Timeline planned;                 // timeline of the plan (spans recorded)
   Timeline baseline;                // every tensor at its smallest legal count (spans recorded)
-  bool has_input = false;           // the input was completely directly allocated and clean
+  bool has_input = false;           // the input's own allocation is known: clean, and complete or with compiler-placed tensors
   Timeline input;                   // then: its own allocation on the same timeline
+  bool input_compiler_placed_by_planner = false;  // input: its compiler-placed tensors placed by this planner (keep_direct)
   CheckReport input_check;          // the checker's report on the input's own (complete) direct allocation
   Bytes sbuf_bytes = 0;             // highest SBUF byte used per partition
   Bytes psum_banks = 0;             // highest PSUM bank used + 1
