@@ -166,7 +166,7 @@ Json plan_result_to_json(const std::string& kernel_label, const PlanResult& p) {
   out["modelled_generically"] = generic_json(p.kernel);
   out["timeline"] = p.scheduler == Scheduler::kInOrder ? "in-order" : "dataflow";
   out["input_allocation_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
-  out["input_compiler_placed_by_planner"] = p.input_compiler_placed_by_planner;
+  if (p.input_compiler_placed_by_planner) out["input_compiler_placed_by_planner"] = true;  // (absent: false)
   out["input_distinct_violations"] = p.input_check.distinct_violations;
   out["input_violations"] = violations_json(p.input_check.violations);
   Json util;
