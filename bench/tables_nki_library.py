@@ -134,6 +134,7 @@ def tables(ctx, lib=None):
                                  capture_output=True, text=True, cwd=lib, timeout=900)
             verdict = "clean" if chk.returncode == 0 else (chk.stderr.strip().splitlines() or ["?"])[-1][:90]
             cyc = own = None
+            by_planner = False
             if chk.returncode == 0:
                 pl = subprocess.run([cli, "nki", "plan", L + spec, *args, "--hardware", "trn2", "--json", *extra],
                                     capture_output=True, text=True, cwd=lib, timeout=900)
@@ -141,10 +142,16 @@ def tables(ctx, lib=None):
                     s = json.loads(pl.stdout)
                     s = s["cores"][0] if s.get("format") == "scratchplan-nki-plan-cores" else s  # core 0's plan
                     cyc, own = s["simulated_cycles"], s.get("input_allocation_cycles")
+                    by_planner = s.get("input_compiler_placed_by_planner", False)
             per = f"{ts / n * 1e6:,.0f}" if n else "—"
             out.append(f"| `{spec}` | {how} | {lnc} | {n:,} | {ts:.2f} | {per} | {verdict} | "
-                       + (f"{cyc:,} | " if cyc else "— | ") + (f"{own:,} | {cyc / own:.3f} |" if cyc and own else "— | — |"))
-    out += ["", "Planned cycles are core 0's (`nki plan --lnc N` plans each core the same way)."]
+                       + (f"{cyc:,} | " if cyc else "— | ")
+                       + (f"{own:,}{' *' if by_planner else ''} | {cyc / own:.3f} |" if cyc and own else "— | — |"))
+    out += ["", "Planned cycles are core 0's (`nki plan --lnc N` plans each core the same way). * the kernel "
+            "leaves some SBUF/PSUM tensors to the compiler (no `address=`): its own allocation keeps its addressed "
+            "tensors where it puts them and places the compiler-placed ones with our planner around them (the "
+            "`--keep-direct` plan; the compiler's placement is not known). — : the kernel addresses no tensor with "
+            "these arguments (the compiler places every one), so it has no allocation of its own to compare."]
     out += speed_rows(tracer)
     return "\n".join(out) + "\n"
 

@@ -68,9 +68,9 @@ void merge_spans(std::vector<Span>& s) {
   merge_sorted_spans(s);
 }
 
-// Free gaps [lo, hi) of [0, capacity) outside merged spans (hi may be capacity).
-std::vector<Span> free_gaps(const std::vector<Span>& merged, Size capacity) {
-  std::vector<Span> g;
+// Free gaps [lo, hi) of [0, capacity) outside merged spans (hi may be capacity), into g.
+void free_gaps(const std::vector<Span>& merged, Size capacity, std::vector<Span>& g) {
+  g.clear();
   Offset cur = 0;
   for (const Span& s : merged) {
     if (s.lo > cur) g.push_back({cur, std::min(s.lo, capacity)});
@@ -78,7 +78,6 @@ std::vector<Span> free_gaps(const std::vector<Span>& merged, Size capacity) {
     if (cur >= capacity) break;
   }
   if (cur < capacity) g.push_back({cur, capacity});
-  return g;
 }
 
 // Records a placement at `at` (>= 0 and below capacity), else a spill; true when placed.
@@ -472,6 +471,7 @@ std::vector<int> first_fit_order(const Problem& p) {
   std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
     return std::make_pair(key[a], bs[a].end - bs[a].start) < std::make_pair(key[b], bs[b].end - bs[b].start);
   });
+  if (!has_in_place(p)) return sorted;  // (what the topological sort below returns then)
   // Kahn's algorithm over in-place edges (parent before child), ties by position in `sorted`.
   std::vector<int> pos(n), indeg(n, 0);
   for (int k = 0; k < n; ++k) pos[sorted[k]] = k;
@@ -506,6 +506,7 @@ Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::v
   Placement pl = empty_placement(p);
   std::vector<int> placed = place_fixed(p, pl);
   std::vector<int> taken(bs.size(), 0);  // parent slot already handed to a child
+  std::vector<Span> spans, gaps;         // per buffer (kept for their memory)
   std::size_t step = 0;
   for (int i : order) {
     if (out_of_time(dl, ++step)) {
@@ -514,12 +515,12 @@ Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::v
     }
     const Buffer& b = bs[i];
     if (b.fixed_offset != kNoFixedOffset || !placeable(p, pl, i)) continue;
-    auto spans_except = [&](int skip) {
-      std::vector<Span> s;
+    auto spans_except = [&](int skip) -> const std::vector<Span>& {
+      spans.clear();
       for (int j : placed)
-        if (j != skip && lifetimes_overlap(b, bs[j]) && bs[j].size > 0) s.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
-      merge_spans(s);
-      return s;
+        if (j != skip && lifetimes_overlap(b, bs[j]) && bs[j].size > 0) spans.push_back({pl.offsets[j], pl.offsets[j] + bs[j].size});
+      merge_spans(spans);
+      return spans;
     };
     Offset at = -1;
     for (int q : b.in_place_parents) {  // try the parent's exact address first
@@ -532,7 +533,7 @@ Placement place_first_fit_in_order(const Problem& p, Size capacity, const std::v
       if (free) { at = o; taken[q] = 1; break; }
     }
     if (at < 0) {
-      std::vector<Span> gaps = free_gaps(spans_except(-1), capacity);
+      free_gaps(spans_except(-1), capacity, gaps);
       Offset best_waste = -1;
       for (const Span& g : gaps) {
         Offset o = align_up(g.lo, b.alignment);

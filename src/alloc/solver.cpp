@@ -1034,7 +1034,26 @@ SolveObserver& solve_observer() {
   return observer;
 }
 
+// SolveOptions::lean: the named placer's plan as it is (the caller checks its final plan).
+Result<SolveResult> solve_lean(const Problem& p, const SolveOptions& o) {
+  switch (o.solver) {
+    case SolverKind::kGreedy: case SolverKind::kFirstFit: case SolverKind::kBestFit:
+    case SolverKind::kGreedyBySize: case SolverKind::kSweep: case SolverKind::kOnline:
+      break;
+    default:
+      return bad_input(std::string("lean solve: solver ") + solver_kind_name(o.solver) + " is not a heuristic placer");
+  }
+  if (o.objective != Objective::kPack) return bad_input("lean solve: objective pack only");
+  SolveResult res;
+  res.placement = run_heuristic(p, o.solver, kUnbounded, nullptr);
+  res.solver = solver_kind_name(o.solver);
+  res.height = height(p, res.placement);
+  res.feasible = all_placed(p, res.placement) && res.height <= p.capacity;
+  return res;
+}
+
 Result<SolveResult> solve_unobserved(const Problem& p, const SolveOptions& o) {
+  if (o.lean) return solve_lean(p, o);
   const Deadline dl(o.time_limit);
   if (Status st = check_problem(p); !st) return st.error();
   // A group with a member forced off chip goes off chip whole: solve with that stated.

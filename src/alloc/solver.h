@@ -71,6 +71,11 @@ struct SolveOptions {
   int64_t work_limit = 0;     // auto, select up to 8,000 buffers: work units (search nodes, annealing moves x buffers) for the anytime stages, time_limit then only a guard; 0: by time
   ExactToggles exact;         // exact-search techniques
   std::function<void(const Progress&)> on_improvement;  // optional: called on each better plan (CLI progress)
+  // For a planner's inner loop: many small pack problems it builds itself, whose final plan its
+  // own checker validates (nki::check_kernel). The named heuristic placer alone, run to the end:
+  // no problem checks, bounds, fallback placer or validation, the time limit not consulted.
+  // bad_input with auto, exact, annealing, best-of-fits or select.
+  bool lean = false;
 };
 
 struct SolveResult {
@@ -117,7 +122,8 @@ Result<SolveOptions> prepare_solve(Problem& p, const SolveRequest& r, const std:
 
 const char* solver_kind_name(SolverKind k);
 
-// Validates the problem, runs the solver, validates the result with the independent checker.
+// Validates the problem, runs the solver, validates the result with the independent checker
+// (SolveOptions::lean: the placer alone; the caller validates its final plan).
 Result<SolveResult> solve(const Problem& p, const SolveOptions& o);
 
 // Every plan solve() returns is shown to the observer, if one is set (tests use it to prove that

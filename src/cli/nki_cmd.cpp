@@ -269,6 +269,7 @@ Json address_map(const std::string& label, const nki::Kernel& own, const nki::Pl
   out["hardware"] = p.kernel.hw.name;
   out["planned_cycles"] = p.planned.makespan;
   out["own_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
+  if (p.input_compiler_placed_by_planner) out["own_compiler_placed_by_planner"] = true;  // (absent: false)
   Json ts = Json::array();
   for (const nki::TensorPlan& tp : p.plans) {
     const nki::Tensor& t = p.kernel.tensors[static_cast<std::size_t>(tp.tensor)];

@@ -1,6 +1,7 @@
 #include "nki/plan.h"
 
 #include <algorithm>
+#include <charconv>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -185,7 +186,7 @@ struct Planner {
           for (const TilePlacement& p : fixed_tiles[t]) {
             ids.push_back(t);
             BufferRequest r{ten.fbytes(), std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0), ten.pdim,
-                            1, true, p.start_partition, p.byte_addr, an.live[t], ten.name};
+                            1, true, p.start_partition, p.byte_addr, an.live[t]};
             if (!sbuf) {  // in banks
               const Bytes bb = k.hw.psum_bank_bytes;
               r.at_offset = p.byte_addr / bb;
@@ -199,7 +200,7 @@ struct Planner {
           // SBUF tiles may start at any allowed quadrant; PSUM tiles start at partition 0.
           const Partition step = !sbuf ? k.hw.partitions : pd <= 32 ? 32 : pd <= 64 ? 64 : 128;
           reqs.push_back({tiles[t] * stride[t], std::max<int64_t>(an.first[t], 0), std::max<int64_t>(an.last[t], 0),
-                          sbuf ? pd : k.hw.partitions, step, false, 0, 0, an.live[t], k.tensors[t].name});
+                          sbuf ? pd : k.hw.partitions, step, false, 0, 0, an.live[t]});
         }
       if (ids.empty()) continue;
       auto off = assign_offsets(reqs, sbuf ? k.hw.sbuf_usable() : k.hw.psum_banks, sbuf ? k.hw.sbuf_min_align : 1,
@@ -525,9 +526,9 @@ namespace {
 bool live_together(const BufferRequest& a, const BufferRequest& b) {
   if (a.last < b.first || b.last < a.first) return false;
   if (a.live.empty() && b.live.empty()) return true;
-  const std::vector<std::pair<int64_t, int64_t>> span_a{{a.first, a.last}}, span_b{{b.first, b.last}};
-  const auto& x = a.live.empty() ? span_a : a.live;
-  const auto& y = b.live.empty() ? span_b : b.live;
+  const std::pair<int64_t, int64_t> span_a{a.first, a.last}, span_b{b.first, b.last};
+  const std::span<const std::pair<int64_t, int64_t>> x = a.live.empty() ? std::span(&span_a, 1) : a.live;
+  const std::span<const std::pair<int64_t, int64_t>> y = b.live.empty() ? std::span(&span_b, 1) : b.live;
   std::size_t i = 0, j = 0;
   while (i < x.size() && j < y.size()) {
     if (x[i].second < y[j].first) ++i;
@@ -549,39 +550,74 @@ struct Slot {
 
 // The engine's answer for one buffer: each slot is a time step of its own in one alloc problem,
 // where the busy ranges are pinned obstacles and a copy of the buffer is placed by first fit
-// (lowest aligned offset). Returns, per slot, the offset the engine chose.
-// The copies are named "<name> row <row> apart|shared" (the test that the planner places through
-// the engine reads them).
-Result<std::vector<Bytes>> engine_offsets(const std::string& name, const std::vector<Slot>& slots, Bytes size,
-                                          Bytes align) {
-  alloc::Problem prob;  // capacity unbounded: the caller compares with its own
+// (lowest aligned offset). Returns, per slot, the offset the engine chose. The search asks
+// thousands of such questions: the problem is the session's, reused, and solved lean (the
+// planner's final plan is validated by check_kernel, docs/nki.md "Addresses").
+// The copies are named "row <row> apart|shared" (the test that the planner places through the
+// engine reads them).
+Result<std::vector<Bytes>> engine_offsets(const std::vector<Slot>& slots, Bytes size, Bytes align, alloc::Problem& prob) {
+  std::size_t n = 0;
+  auto next = [&]() -> alloc::Buffer& {
+    if (n == prob.buffers.size()) prob.buffers.emplace_back();
+    return prob.buffers[n++];
+  };
+  auto append_number = [](std::string& s, int64_t v) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+    s.append(digits, end);
+  };
   for (std::size_t s = 0; s < slots.size(); ++s) {
-    const alloc::Time t = static_cast<alloc::Time>(s);
-    alloc::Buffer copy;
-    copy.id = name + " row " + std::to_string(slots[s].row) + (slots[s].shared ? " shared" : " apart");
+    alloc::Buffer& copy = next();
+    copy.id.assign("row ");
+    append_number(copy.id, slots[s].row);
+    copy.id += slots[s].shared ? " shared" : " apart";
     copy.size = size;
-    copy.start = t;
-    copy.end = t + 1;
+    copy.start = static_cast<alloc::Time>(s);
+    copy.end = copy.start + 1;
     copy.alignment = std::max<Bytes>(align, 1);
-    prob.buffers.push_back(std::move(copy));
+    copy.fixed_offset = alloc::kNoFixedOffset;
   }
   for (std::size_t s = 0; s < slots.size(); ++s)
     for (auto [b0, b1] : slots[s].busy) {
-      alloc::Buffer obstacle;
-      obstacle.id = "#" + std::to_string(prob.buffers.size());  // unique, short: no heap string
+      alloc::Buffer& obstacle = next();
+      obstacle.id.assign("#");  // unique, short: no heap string
+      append_number(obstacle.id, static_cast<int64_t>(n - 1));
       obstacle.size = b1 - b0;
       obstacle.start = static_cast<alloc::Time>(s);
       obstacle.end = obstacle.start + 1;
+      obstacle.alignment = 1;
       obstacle.fixed_offset = b0;
-      prob.buffers.push_back(std::move(obstacle));
     }
+  prob.buffers.resize(n);
+  prob.capacity = alloc::kUnbounded;  // the caller compares with its own
   alloc::SolveOptions o;
   o.solver = alloc::SolverKind::kFirstFit;
-  o.time_limit = 1e6;  // first fit always finishes; a deadline must not spill a slot
+  o.lean = true;
   auto r = alloc::solve(prob, o);
   if (!r) return r.error();
   if (!r->feasible) return internal_error("the allocation engine left an NKI buffer unplaced");
   return std::vector<Bytes>(r->placement.offsets.begin(), r->placement.offsets.begin() + static_cast<std::ptrdiff_t>(slots.size()));
+}
+
+// The engine's offsets for a buffer of `size` at `slots`: remembered in `answers` (keyed by what
+// the engine's first fit depends on: the size, the alignment and every slot's row, kind and busy
+// ranges; not which tensor asks), else asked.
+Result<const std::vector<Bytes>*> offsets_for(Bytes size, const std::vector<Slot>& slots, Bytes align,
+                                              EngineAnswers& answers) {
+  std::vector<int64_t>& key = answers.key;
+  key.clear();
+  key.push_back(size);
+  key.push_back(align);
+  for (const Slot& s : slots) {
+    key.push_back(s.row * 2 + s.shared);
+    key.push_back(static_cast<int64_t>(s.busy.size()));
+    for (auto [b0, b1] : s.busy) key.push_back(b0), key.push_back(b1);
+  }
+  if (auto it = answers.by_query.find(key); it != answers.by_query.end()) return &it->second;
+  auto at = engine_offsets(slots, size, align, answers.problem);
+  if (!at) return at.error();
+  if (answers.by_query.size() > 100'000) answers.by_query.clear();  // bounds the memory
+  return &(answers.by_query[key] = std::move(*at));
 }
 
 // First fit by decreasing area, or by first use (`kStart`: buffers that come later in time
@@ -590,7 +626,7 @@ Result<std::vector<Bytes>> engine_offsets(const std::string& name, const std::ve
 // room apart from every placed buffer unless `share_first` (then the lowest such offset wins).
 // The order, the start rows and the conflicts are the planner's; every offset is the engine's.
 Result<bool> pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align, Partition rows, bool shared_ok,
-                  std::vector<BufferPlacement>& out, PackOrder by, bool share_first, EngineAnswers* answers) {
+                  std::vector<BufferPlacement>& out, PackOrder by, bool share_first, EngineAnswers& answers) {
   out.assign(reqs.size(), {});
   std::vector<std::size_t> order(reqs.size());
   std::iota(order.begin(), order.end(), 0);
@@ -605,62 +641,58 @@ Result<bool> pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes 
       placed.push_back(i);
     }
   std::erase_if(order, [&](std::size_t i) { return reqs[i].fixed; });
-  // The byte ranges of placed buffers a buffer `r` starting at row p must avoid.
-  auto busy_at = [&](const BufferRequest& r, Partition p, bool share) {
-    std::vector<std::pair<Bytes, Bytes>> busy;
-    for (std::size_t j : placed) {
-      const BufferRequest& q = reqs[j];
-      bool rows_meet = out[j].partition < p + r.partitions && p < out[j].partition + q.partitions;
-      if (rows_meet && (!share || live_together(q, r)) && q.size > 0) busy.push_back({out[j].offset, out[j].offset + q.size});
-    }
-    std::sort(busy.begin(), busy.end());
-    std::vector<std::pair<Bytes, Bytes>> merged;
-    for (auto [b0, b1] : busy)
-      if (!merged.empty() && b0 <= merged.back().second) merged.back().second = std::max(merged.back().second, b1);
-      else merged.push_back({b0, b1});
-    return merged;
+  // The placed buffers `r` must avoid at some row (rows aside), by offset; then, per start row p,
+  // the byte ranges of those whose rows meet r's there (merged, ascending).
+  struct Obstacle {
+    Bytes b0, b1;
+    Partition p0, p1;
   };
+  std::vector<Obstacle> avoid;
+  auto collect = [&](const BufferRequest& r, bool share) {
+    avoid.clear();
+    for (std::size_t j : placed)
+      if (reqs[j].size > 0 && (!share || live_together(reqs[j], r)))
+        avoid.push_back({out[j].offset, out[j].offset + reqs[j].size, out[j].partition, out[j].partition + reqs[j].partitions});
+    std::sort(avoid.begin(), avoid.end(), [](const Obstacle& a, const Obstacle& b) { return a.b0 < b.b0; });
+  };
+  auto busy_at = [&](const BufferRequest& r, Partition p, std::vector<std::pair<Bytes, Bytes>>& merged) {
+    merged.clear();
+    for (const Obstacle& o : avoid) {
+      if (!(o.p0 < p + r.partitions && p < o.p1)) continue;
+      if (!merged.empty() && o.b0 <= merged.back().second) merged.back().second = std::max(merged.back().second, o.b1);
+      else merged.push_back({o.b0, o.b1});
+    }
+  };
+  std::vector<Slot> slots;
   for (std::size_t i : order) {
     const BufferRequest& r = reqs[i];
-    std::vector<Slot> slots;
+    // Apart from every placed buffer if it fits so, else shared; the lowest offset, then row.
+    // (The engine answers each slot on its own, so asking for the shared slots only when no
+    // slot apart fits gives the same plan.)
+    int best = -1;
     for (bool share : {false, true}) {
       if ((share && !shared_ok) || (!share && shared_ok && share_first)) continue;
-      for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1))
-        slots.push_back({p, share, busy_at(r, p, share)});
-    }
-    if (slots.empty()) return false;
-    std::string key = r.name;
-    auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-    put(r.size);
-    put(align);
-    for (const Slot& s : slots) {
-      put(s.row * 2 + s.shared);
-      put(static_cast<int64_t>(s.busy.size()));
-      for (auto [b0, b1] : s.busy) put(b0), put(b1);
-    }
-    const std::vector<Bytes>* cached = nullptr;
-    if (answers)
-      if (auto it = answers->by_query.find(key); it != answers->by_query.end()) cached = &it->second;
-    std::vector<Bytes> fresh;
-    if (!cached) {
-      auto at = engine_offsets(r.name, slots, r.size, align);
+      collect(r, share);
+      std::size_t ns = 0;
+      for (Partition p = 0; p + r.partitions <= rows; p += std::max<Partition>(r.row_step, 1), ++ns) {
+        if (ns == slots.size()) slots.emplace_back();
+        slots[ns].row = p;
+        slots[ns].shared = share;
+        busy_at(r, p, slots[ns].busy);
+      }
+      slots.resize(ns);
+      if (slots.empty()) return false;
+      auto at = offsets_for(r.size, slots, align, answers);
       if (!at) return at.error();
-      fresh = std::move(*at);
-      if (answers) {
-        if (answers->by_query.size() > 100'000) answers->by_query.clear();  // bounds the memory
-        cached = &(answers->by_query[std::move(key)] = fresh);
+      const std::vector<Bytes>& off = **at;
+      for (std::size_t s = 0; s < slots.size(); ++s)
+        if (off[s] + r.size <= capacity && (best < 0 || off[s] < off[static_cast<std::size_t>(best)])) best = static_cast<int>(s);
+      if (best >= 0) {
+        out[i] = {slots[static_cast<std::size_t>(best)].row, off[static_cast<std::size_t>(best)]};
+        break;
       }
     }
-    const std::vector<Bytes>& at = cached ? *cached : fresh;
-    // Apart from every placed buffer if it fits so, else shared; the lowest offset, then row.
-    int best = -1;
-    for (std::size_t s = 0; s < slots.size(); ++s) {
-      if (at[s] + r.size > capacity) continue;
-      if (best >= 0 && (slots[static_cast<std::size_t>(best)].shared != slots[s].shared || at[best] <= at[s])) continue;
-      best = static_cast<int>(s);
-    }
     if (best < 0) return false;
-    out[i] = {slots[static_cast<std::size_t>(best)].row, at[static_cast<std::size_t>(best)]};
     placed.push_back(i);
   }
   return true;
@@ -668,8 +700,16 @@ Result<bool> pack(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes 
 
 }  // namespace
 
+std::size_t EngineAnswers::KeyHash::operator()(const std::vector<int64_t>& key) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the words, then a final mix
+  for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
 Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
                                                     Partition rows, EngineAnswers* answers) {
+  EngineAnswers own;
+  if (!answers) answers = &own;
   std::vector<BufferPlacement> out;
   // Apart; then shared where apart fails; by first use; by first use sharing first.
   const struct {
@@ -679,7 +719,7 @@ Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequ
   } passes[] = {{false, PackOrder::kArea, false}, {true, PackOrder::kArea, false}, {true, PackOrder::kStart, false},
                 {true, PackOrder::kStart, true}};
   for (const auto& pass : passes) {
-    auto fits = pack(reqs, capacity, align, rows, pass.shared_ok, out, pass.by, pass.share_first, answers);
+    auto fits = pack(reqs, capacity, align, rows, pass.shared_ok, out, pass.by, pass.share_first, *answers);
     if (!fits) return fits.error();
     if (*fits) return out;
   }
@@ -929,6 +969,48 @@ Allocation written_allocation(const Kernel& k, const Planner& planner, const Can
   return a;
 }
 
+// What the kernel's own allocation is: none (some SBUF/PSUM tensor automatic, or none
+// addressed), complete (every SBUF/PSUM tensor directly allocated), or with compiler-placed
+// tensors (new API: the others have no address=, and the compiler places them).
+enum class OwnAllocation { kNone, kComplete, kCompilerPlaced };
+OwnAllocation own_allocation_kind(const Kernel& k) {
+  bool direct = false, compiler = false;
+  for (const Tensor& t : k.tensors) {
+    if (t.buffer == Memory::kHbm) continue;
+    if (t.alloc.kind != AllocKind::kAuto) direct = true;
+    else if (t.alloc.compiler_placed) compiler = true;
+    else return OwnAllocation::kNone;
+  }
+  return !direct ? OwnAllocation::kNone : compiler ? OwnAllocation::kCompilerPlaced : OwnAllocation::kComplete;
+}
+
+// Sets res.input (and the input's violations): a complete own allocation simulated on the
+// planner's timeline when it is clean; with compiler-placed tensors, the keep-direct plan's
+// timeline (`own_plan`, or res's own plan when it is that plan). The compiler's placement is not
+// known to us, so that share is our planner's (input_compiler_placed_by_planner).
+void own_allocation_timeline(Planner& planner, OwnAllocation kind, const PlanResult* own_plan, PlanResult& res) {
+  const Kernel& k = planner.k;
+  if (kind == OwnAllocation::kNone) return;
+  auto in_check = check_kernel(k);
+  if (!in_check.ok()) return;
+  if (!in_check->clean()) {  // the report says the plan replaces a faulty allocation
+    res.input_check.violations = in_check->violations;
+    res.input_check.distinct_violations = in_check->distinct_violations;
+    return;
+  }
+  if (kind == OwnAllocation::kCompilerPlaced) {
+    const Timeline* own = own_plan ? &own_plan->planned : planner.opt.keep_direct ? &res.planned : nullptr;
+    if (!own) return;
+    res.input = *own;
+    res.input.spans.clear();  // (as a simulation without spans)
+    res.has_input = true;
+    res.input_compiler_placed_by_planner = true;
+  } else if (auto cand = own_allocation(planner, in_check->placements, false)) {
+    res.input = planner.simulate(*cand, false);
+    res.has_input = true;
+  }
+}
+
 }  // namespace
 
 Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
@@ -945,6 +1027,17 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   planner.fixed_map.assign(nt, {});
   planner.fixed_tiles.assign(nt, {});
   if (Status st = keep_direct_allocations(k, opt, planner); !st) return st.error();
+  // A kernel that leaves some tensors to the compiler: its own allocation is the keep-direct
+  // plan (its addresses kept, the compiler-placed tensors placed by this planner around them),
+  // planned first with half of the limit; the free search then has the rest.
+  const OwnAllocation own_kind = own_allocation_kind(k);
+  std::optional<PlanResult> own_plan;
+  if (own_kind == OwnAllocation::kCompilerPlaced && !opt.keep_direct && check_kernel(k).ok()) {
+    PlanOptions keep = opt;
+    keep.keep_direct = true;
+    keep.time_limit_s = opt.time_limit_s / 2;
+    if (auto kept = plan_kernel(k, keep)) own_plan = std::move(*kept);
+  }
   auto counts = tile_counts(k, opt, planner);
   if (!counts) return counts.error();
   const std::vector<int>& min_tiles = counts->min_tiles;
@@ -967,22 +1060,7 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
   const bool unchanged = cur.tiles == base_alloc->tiles && cur.offset == base_alloc->offset && cur.part == base_alloc->part;
   res.planned = unchanged ? base_tl : planner.simulate(cur, true);
   res.baseline = std::move(base_tl);
-  // The input's own direct allocation, when complete and clean, on the same timeline.
-  bool all_direct = false;  // and at least one SBUF/PSUM tensor
-  for (int t = 0; t < nt; ++t)
-    if (planner.planned(t)) all_direct = true;
-  for (int t = 0; t < nt; ++t) all_direct &= !planner.planned(t) || k.tensors[t].alloc.kind != AllocKind::kAuto;
-  auto in_check = all_direct ? check_kernel(k) : Result<CheckReport>(bad_input("automatic allocation"));
-  if (in_check.ok() && !in_check->clean()) {  // the report says the plan replaces a faulty allocation
-    res.input_check.violations = in_check->violations;
-    res.input_check.distinct_violations = in_check->distinct_violations;
-  }
-  if (in_check.ok() && in_check->clean()) {
-    if (auto cand = own_allocation(planner, in_check->placements, false)) {
-      res.input = planner.simulate(*cand, false);
-      res.has_input = true;
-    }
-  }
+  own_allocation_timeline(planner, own_kind, own_plan ? &*own_plan : nullptr, res);
   res.evaluations = planner.evaluations;
   res.sbuf_bytes = cur.sbuf_top;
   res.psum_banks = cur.psum_top;
@@ -999,7 +1077,8 @@ Result<PlanResult> plan_kernel(const Kernel& k, const PlanOptions& opt) {
     ten.alloc = written_allocation(k, planner, cur, t);
   }
   // Never slower than the kernel's own allocation: when the search did not beat it, the plan is
-  // that allocation (every tensor kept as it is).
+  // that allocation (every tensor kept as it is; compiler-placed ones as placed around them).
+  if (own_plan && res.has_input && res.input.makespan < res.planned.makespan) return std::move(*own_plan);
   if (res.has_input && res.input.makespan < res.planned.makespan && !opt.keep_direct) {
     PlanOptions keep = opt;
     keep.keep_direct = true;

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "alloc/problem.h"
 #include "nki/check.h"
 #include "nki/kernel.h"
 
@@ -70,8 +72,9 @@ struct PlanResult {
   std::vector<TensorPlan> plans;    // SBUF/PSUM tensors, in declaration order
   Timeline planned;                 // timeline of the plan (spans recorded)
   Timeline baseline;                // every tensor at its smallest legal count (spans recorded)
-  bool has_input = false;           // the input was completely directly allocated and clean
+  bool has_input = false;           // the input's own allocation is known: clean, and complete or with compiler-placed tensors
   Timeline input;                   // then: its own allocation on the same timeline
+  bool input_compiler_placed_by_planner = false;  // input: its compiler-placed tensors placed by this planner (keep_direct)
   CheckReport input_check;          // the checker's report on the input's own (complete) direct allocation
   Bytes sbuf_bytes = 0;             // highest SBUF byte used per partition
   Bytes psum_banks = 0;             // highest PSUM bank used + 1
@@ -105,18 +108,24 @@ struct BufferRequest {
   Bytes at_offset = 0;         // fixed: first unit
   // When not empty: the events it is live, as sorted disjoint closed intervals within
   // [first, last] (a tensor declared in a loop is dead between iterations, so others fit there).
-  std::vector<std::pair<int64_t, int64_t>> live;
-  std::string name;            // the tensor's, in the allocation engine's buffer ids
+  // A view: the intervals must outlive the call.
+  std::span<const std::pair<int64_t, int64_t>> live = {};
 };
 struct BufferPlacement {
   Partition partition = 0;  // first row
   Bytes offset = 0;         // first unit
 };
-// The engine's answers by query (a tensor among the byte ranges it must avoid at each start row):
-// a planner's search places the same tensors among the same neighbours many times, and the
-// engine is deterministic, so an answer is asked for once.
+// A planner's session with the allocation engine. The answers by query (a buffer's size among
+// the byte ranges it must avoid at each start row): a search places the same tensors among the
+// same neighbours many times, and the engine is deterministic, so an answer is asked for once.
+// The problem handed to the engine is reused from query to query (its buffers keep their memory).
 struct EngineAnswers {
-  std::unordered_map<std::string, std::vector<Bytes>> by_query;  // query key -> offset per slot
+  struct KeyHash {
+    std::size_t operator()(const std::vector<int64_t>& key) const;
+  };
+  std::unordered_map<std::vector<int64_t>, std::vector<Bytes>, KeyHash> by_query;  // query key -> offset per slot
+  std::vector<int64_t> key;  // the query being asked (reused)
+  alloc::Problem problem;    // the engine's problem for it (reused)
 };
 Result<std::vector<BufferPlacement>> assign_offsets(const std::vector<BufferRequest>& reqs, Bytes capacity, Bytes align,
                                                     Partition rows = 128, EngineAnswers* answers = nullptr);

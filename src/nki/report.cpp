@@ -166,6 +166,7 @@ Json plan_result_to_json(const std::string& kernel_label, const PlanResult& p) {
   out["modelled_generically"] = generic_json(p.kernel);
   out["timeline"] = p.scheduler == Scheduler::kInOrder ? "in-order" : "dataflow";
   out["input_allocation_cycles"] = p.has_input ? Json(p.input.makespan) : Json(nullptr);
+  if (p.input_compiler_placed_by_planner) out["input_compiler_placed_by_planner"] = true;  // (absent: false)
   out["input_distinct_violations"] = p.input_check.distinct_violations;
   out["input_violations"] = violations_json(p.input_check.violations);
   Json util;
@@ -242,7 +243,9 @@ std::string plan_result_text(const std::string& kernel_label, const PlanResult& 
   s += fmt("simulated time: %lld cycles (all single-buffered: %lld cycles, speedup %.3fx; %s timeline)\n",
            static_cast<long long>(p.planned.makespan), static_cast<long long>(p.baseline.makespan), speedup,
            p.scheduler == Scheduler::kInOrder ? "in-order" : "dataflow");
-  if (p.has_input) s += fmt("the kernel's own allocation: %lld cycles\n", static_cast<long long>(p.input.makespan));
+  if (p.has_input)
+    s += fmt("the kernel's own allocation: %lld cycles%s\n", static_cast<long long>(p.input.makespan),
+             p.input_compiler_placed_by_planner ? " (its addresses; its compiler-placed tensors placed by this planner)" : "");
   s += "engine utilization (planned / single-buffered):";
   for (int e = 0; e < kNumEngines; ++e)
     if (p.planned.busy[e] > 0)

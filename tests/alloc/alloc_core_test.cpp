@@ -212,6 +212,42 @@ TEST(AllocSolvers, HeuristicsGiveValidPlans) {
   }
 }
 
+// A lean solve (a planner's inner loop) is the named placer's plan as the full solve returns it,
+// valid, without the checks around it; it refuses what is not a heuristic placer's pack.
+TEST(AllocSolvers, LeanSolveIsThePlacersPlan) {
+  Rng rng(9);
+  for (int trial = 0; trial < 20; ++trial) {
+    Problem p = random_problem(rng, 30, 30, 50);
+    p.buffers[0].fixed_offset = 0;  // a pinned obstacle, as the NKI planner's questions have
+    p.capacity = max_load(p) + 20;
+    for (auto k : {SolverKind::kGreedy, SolverKind::kFirstFit, SolverKind::kBestFit, SolverKind::kGreedyBySize,
+                   SolverKind::kSweep, SolverKind::kOnline}) {
+      SolveOptions o;
+      o.solver = k;
+      auto full = solve(p, o);
+      o.lean = true;
+      auto lean = solve(p, o);
+      ASSERT_TRUE(full.ok() && lean.ok()) << solver_kind_name(k);
+      EXPECT_EQ(lean->placement.offsets, full->placement.offsets) << solver_kind_name(k);
+      EXPECT_EQ(lean->height, full->height);
+      EXPECT_EQ(lean->feasible, full->feasible);
+      EXPECT_TRUE(validate(p, lean->placement, true, kUnbounded).ok()) << solver_kind_name(k);  // as solve() judges a pack
+    }
+  }
+  Problem p = random_problem(rng, 5, 5, 5);
+  SolveOptions o;
+  o.lean = true;
+  for (auto k : {SolverKind::kAuto, SolverKind::kExact, SolverKind::kAnnealing, SolverKind::kBestOfFits}) {
+    o.solver = k;
+    auto r = solve(p, o);
+    ASSERT_FALSE(r.ok()) << solver_kind_name(k);
+    EXPECT_NE(r.error().message.find("lean solve"), std::string::npos);
+  }
+  o.solver = SolverKind::kFirstFit;
+  o.objective = Objective::kSelect;
+  EXPECT_FALSE(solve(p, o).ok());
+}
+
 TEST(AllocSolvers, ExactMinimizeMatchesBruteForce) {
   Rng rng(11);
   for (int trial = 0; trial < 40; ++trial) {

@@ -1,6 +1,8 @@
 // The NKI planner places its SBUF and PSUM tiles through the allocation engine and nowhere else:
-// with an observer on alloc::solve, every address of a plan is one the engine returned for that
-// tensor (at that start partition).
+// with an observer on alloc::solve, every address of a plan is one the engine returned for a
+// buffer of that tensor's size (its tiles, in bytes or banks) at that start partition. (The
+// planner remembers answers by question, not by tensor: tensors of one size among the same
+// obstacles share the engine's answer.)
 #include <map>
 #include <set>
 #include <tuple>
@@ -14,17 +16,16 @@ namespace sp::nki {
 namespace {
 
 TEST(NkiEngine, EveryPlannedAddressIsTheEnginesAnswer) {
-  // (tensor, start row) -> offsets the engine chose for that tensor there.
-  std::map<std::pair<std::string, Partition>, std::set<Bytes>> answers;
+  // (size, start row) -> offsets the engine chose for a buffer of that size there.
+  std::map<std::pair<alloc::Size, Partition>, std::set<Bytes>> answers;
   int solves = 0;
   alloc::set_solve_observer([&](const alloc::Problem& p, const alloc::SolveResult& r) {
     ++solves;
     for (std::size_t i = 0; i < p.buffers.size(); ++i) {
-      const std::string& id = p.buffers[i].id;  // "<tensor> row <row> apart|shared"
-      const auto at = id.find(" row ");
-      if (at == std::string::npos || p.buffers[i].fixed_offset != alloc::kNoFixedOffset) continue;
-      const Partition row = std::stoll(id.substr(at + 5));
-      answers[{id.substr(0, at), row}].insert(r.placement.offsets[i]);
+      const std::string& id = p.buffers[i].id;  // "row <row> apart|shared"
+      if (id.rfind("row ", 0) != 0 || p.buffers[i].fixed_offset != alloc::kNoFixedOffset) continue;
+      const Partition row = std::stoll(id.substr(4));
+      answers[{p.buffers[i].size, row}].insert(r.placement.offsets[i]);
     }
   });
   int checked = 0, kernels = 0;
@@ -45,9 +46,10 @@ TEST(NkiEngine, EveryPlannedAddressIsTheEnginesAnswer) {
     for (const TensorPlan& tp : p->plans) {
       ASSERT_FALSE(tp.kept);
       const std::string& name = p->kernel.tensors[tp.tensor].name;
-      auto it = answers.find({name, tp.partition});
-      ASSERT_NE(it, answers.end()) << "seed " << seed << ": the engine never placed " << name << " at partition "
-                                   << tp.partition;
+      const alloc::Size size = static_cast<alloc::Size>(tp.tiles) * tp.stride;  // bytes; PSUM: banks (stride 1)
+      auto it = answers.find({size, tp.partition});
+      ASSERT_NE(it, answers.end()) << "seed " << seed << ": the engine never placed " << size << " units of " << name
+                                   << " at partition " << tp.partition;
       EXPECT_TRUE(it->second.count(tp.base)) << "seed " << seed << ": " << name << " planned at " << tp.base
                                              << ", an address the engine never returned for it";
       ++checked;
