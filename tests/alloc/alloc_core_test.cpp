@@ -668,7 +668,9 @@ TEST(AllocSolvers, EverySolverAnswersAPackWithNoTime) {
     auto timed = solve(p, o);
     ASSERT_TRUE(timed.ok());
     EXPECT_TRUE(timed->feasible);
-    if (k != SolverKind::kExact) EXPECT_EQ(timed->solver, solver_kind_name(k));
+    if (k != SolverKind::kExact) {
+      EXPECT_EQ(timed->solver, solver_kind_name(k));
+    }
   }
 }
 
