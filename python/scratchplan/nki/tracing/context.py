@@ -134,6 +134,7 @@ class _State:
         self.memo = {}                    # call site and argument signature -> instruction template (calls.run)
         self.memo_sites = {}              # (call, line) -> templates kept for that site
         self.line_sources = {}            # kernel line -> its "file:line" (declarations)
+        self.decl_memo = {}               # declaration site and signature -> template (declarations._ndarray)
 
 
 ST = None

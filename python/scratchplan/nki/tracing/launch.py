@@ -694,7 +694,25 @@ def _to_json(st, hw, label):
         _ctx.ST = None
     tensors = []
     any_addressed = any(t.buffer != "hbm" and t.alloc.kind == "address" for t in st.tensors)
+    # On-chip tensors of one shape, dtype and placement (a declaration repeated by an unrolled loop)
+    # differ only by name and source: one template each, copied (its lists shared: the trace is read-only).
+    same = {}
     for t in st.tensors:
+        a = t.alloc
+        key = None
+        if t.buffer != "hbm":
+            if a.kind == "address":
+                key = (t.shape, t.nb, t.dt, t.buffer, a.kw["p"], a.kw["b"])
+            elif a.kind == "auto":
+                key = (t.shape, t.nb, t.dt, t.buffer, None, None)
+            if key is not None:
+                j = same.get(key)
+                if j is not None:
+                    j = j.copy()
+                    j["name"] = t.name
+                    j["source"] = t.source
+                    tensors.append(j)
+                    continue
         j = {"name": t.name, "buffer": t.buffer}
         if t.buffer == "hbm":
             j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else \
@@ -729,6 +747,8 @@ def _to_json(st, hw, label):
                 if t.buffer == "sbuf":  # the new API aligns an address= tile to its element size
                     j["alloc"]["align"] = t.itemsize
         tensors.append(j)
+        if key is not None:
+            same[key] = j
     k = {"format": "scratchplan-nki-kernel", "version": 1,
          "comment": f"traced from {label}" + (f" as logical core {st.core} of {st.lnc}" if st.lnc > 1 else "")}
     if hw is not None:
