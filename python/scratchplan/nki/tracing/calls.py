@@ -366,8 +366,10 @@ def _compile(row):
             for k, v in a.items():
                 if v is None:
                     add(None)
-                elif type(v) is Tensor:  # _sig's first case, inline (the most frequent argument)
+                elif type(v) is Tensor:  # _sig's first cases, inline (the most frequent arguments)
                     add((v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names))))
+                elif type(v) is View:
+                    add(_view_sig(v, names))
                 elif k != "kw":  # a["kw"] holds only entries a has too
                     add(_sig(v, names, keep))
         except _NoMemo:
@@ -569,11 +571,12 @@ def _writes_dst(f, matmul):
 
     @functools.wraps(f)
     def call(*args, **kw):
+        st = _ctx.ST
         dst = kw.pop("dst", None)  # _split_dst, inline
-        if dst is None and _ctx.ST is not None and _ctx.ST.uses_new_api and args and isinstance(args[0], _TILE):
+        if dst is None and st is not None and st.uses_new_api and args and isinstance(args[0], _TILE):
             dst, args = args[0], args[1:]
         accumulate = kw.pop("accumulate", False if dst is None else None)
-        if dst is not None and not matmul and not accumulate and _ctx.ST.uses_new_api:
+        if dst is not None and not matmul and not accumulate and st.uses_new_api:
             kw["__dst__"] = dst  # a plain write of dst: recorded directly (no intermediate result)
             f(*args, **kw)
             return None

@@ -41,7 +41,7 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
                 proto = dict(t.__dict__)
                 for k in _OWN:
                     proto.pop(k)
-                st.decl_memo[key] = (proto, nm, nm.isidentifier() and nm.isascii(), alloc,
+                st.decl_memo[key] = (proto, nm, nm.isidentifier() and nm.isascii(), alloc, {},
                                      (dtype, buffer))  # dtype and buffer kept alive (keyed by id)
             return t
     return _ndarray_new(shape, dtype, buffer, name, address, fill, api, line, col)[0]
@@ -64,15 +64,16 @@ _EMPTY = frozenset()
 def _declare(st, hit, address, line, col, api):
     """A declaration of a memoised signature: the template's fields with this one's name, scope,
     source and (address=) allocation."""
-    proto, nm, ident, alloc, _ = hit
+    proto, nm, ident, alloc, at, _ = hit
     t = Tensor.__new__(Tensor)
     d = t.__dict__
     d.update(proto)
     d["name"] = _unique_ident(nm) if ident else _unique(nm)
-    if address is None:
-        d["alloc"] = alloc
-    else:
-        d["alloc"] = _Alloc(proto["buffer"], "address", p=address[0], b=address[1])
+    if address is not None:  # one allocation object per address (they are never changed)
+        alloc = at.get(address)
+        if alloc is None:
+            alloc = at[address] = _Alloc(proto["buffer"], "address", p=address[0], b=address[1])
+    d["alloc"] = alloc
     ls = st.loop_scope
     d["scope"] = frozenset(ls) if ls else _EMPTY
     if st.root_pkg:

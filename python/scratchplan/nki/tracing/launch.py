@@ -128,12 +128,25 @@ def _parse_spec(spec, text):
     return shape, n
 
 
+_COMPILED = {}  # (path, source text) -> the rewritten module code (the rewrite depends on nothing else)
+
+
 def _load_source(path):
     try:
         with open(path, encoding="utf-8") as f:
             src = f.read()
     except OSError as e:
         raise TraceError(f"{path}: cannot read: {e.strerror}") from None
+    code = _COMPILED.get((path, src))
+    if code is None:
+        code = _compile_source(path, src)
+        if len(_COMPILED) >= 16:  # a few kernels traced again and again (a benchmark, a sweep of shapes)
+            _COMPILED.clear()
+        _COMPILED[(path, src)] = code
+    return src, code
+
+
+def _compile_source(path, src):
     try:
         tree = ast.parse(src, filename=path)
     except SyntaxError as e:
@@ -142,7 +155,7 @@ def _load_source(path):
     _drop_module_launches(tree)
     ast.fix_missing_locations(tree)
     try:
-        return src, compile(tree, path, "exec")
+        return compile(tree, path, "exec")
     except SyntaxError as e:  # what the parser lets through and the compiler does not ('return' outside a function)
         msg = f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}"
     raise TraceError(msg)
