@@ -223,3 +223,9 @@ def kernel(x):
 def test_declaration_memo_keeps_each_tensor_its_loop_scope(tmp_path):
     (on, _), (off, _) = (traced(tmp_path, "old_decl.py", OLD_DECL, memo, ((128, 128), "fp32")) for memo in (True, False))
     assert on == off and not on.startswith("error") and '"when"' in on
+
+
+def test_declaration_memo_full_at_a_site_changes_no_tensor(tmp_path, monkeypatch):
+    monkeypatch.setattr(calls, "MEMO_PER_SITE", 2)  # the declaration sites stop keeping templates early
+    (on, made), (off, every) = (traced_decl(tmp_path, memo, n=40) for memo in (True, False))
+    assert on == off and not on.startswith("error") and 0 < every - made

@@ -37,7 +37,9 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
             if hit is not None:
                 return _declare(st, hit, address, line, col, api)
             t, nm, alloc = _ndarray_new(shape, dtype, buffer, name, address, None, api, line, col)
-            if alloc.kind in _MEMO_KINDS and len(st.decl_memo) < DECL_MEMO_SIZE:
+            stored = st.memo_sites.get(line, 0)  # (calls key theirs by (call, line))
+            if alloc.kind in _MEMO_KINDS and stored < _calls.MEMO_PER_SITE:
+                st.memo_sites[line] = stored + 1
                 proto = dict(t.__dict__)
                 for k in _OWN:
                     proto.pop(k)
@@ -55,7 +57,6 @@ def _plain(shape):
     return True
 
 
-DECL_MEMO_SIZE = 100_000  # memoised declaration signatures per trace
 _MEMO_KINDS = ("auto", "address", "private_hbm", "shared_hbm")  # allocations with nothing per tensor to evaluate
 _OWN = ("name", "alloc", "scope", "source")  # what each declaration of a memoised site has of its own
 _EMPTY = frozenset()
@@ -64,15 +65,15 @@ _EMPTY = frozenset()
 def _declare(st, hit, address, line, col, api):
     """A declaration of a memoised signature: the template's fields with this one's name, scope,
     source and (address=) allocation."""
-    proto, nm, ident, alloc, at, _ = hit
+    proto, nm, ident, alloc, by_address, _ = hit
     t = Tensor.__new__(Tensor)
     d = t.__dict__
     d.update(proto)
     d["name"] = _unique_ident(nm) if ident else _unique(nm)
     if address is not None:  # one allocation object per address (they are never changed)
-        alloc = at.get(address)
+        alloc = by_address.get(address)
         if alloc is None:
-            alloc = at[address] = _Alloc(proto["buffer"], "address", p=address[0], b=address[1])
+            alloc = by_address[address] = _Alloc(proto["buffer"], "address", p=address[0], b=address[1])
     d["alloc"] = alloc
     ls = st.loop_scope
     d["scope"] = frozenset(ls) if ls else _EMPTY
