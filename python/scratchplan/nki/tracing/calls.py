@@ -343,7 +343,7 @@ def _compile(row):
         st = _ctx.ST
         if not (MEMO and memoizable and not st.guards and (why is None or st.uses_new_api)):
             return record(a)[0]
-        # _line(2), inline: the innermost kernel frame from the generated function's caller
+        # _line(3), inline: the innermost kernel frame from the caller of the generated function
         f = _getframe(2)
         known = _IN_KERNEL.get(st.path)
         line = None
