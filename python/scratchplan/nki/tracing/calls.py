@@ -8,11 +8,12 @@ from __future__ import annotations
 import functools
 import math
 import os
+import sys
 import types
 
 from . import context as _ctx
 from .api_table import NEW_API_DST, ROWS
-from .context import MAX_INSTRUCTIONS, _fail, _line, _site, _source, np
+from .context import _IN_KERNEL, MAX_INSTRUCTIONS, _fail, _line, _site, _source, np
 from .dtypes import NkiDtype, _dtype_name, _itemsize
 from .symbolic import Pred, Sym, _ST_AR
 from .tensors import Pending, Tensor, View, _APView, _Alloc, _MGrid, _register, _unique
@@ -342,7 +343,22 @@ def _compile(row):
         st = _ctx.ST
         if not (MEMO and memoizable and not st.guards and (why is None or st.uses_new_api)):
             return record(a)[0]
-        line = _line(3)  # from the caller of the generated function, whose RUN this is
+        # _line(3), inline: the innermost kernel frame from the caller of the generated function
+        f = _getframe(2)
+        known = _IN_KERNEL.get(st.path)
+        line = None
+        if known is not None:
+            while f is not None:
+                code = f.f_code
+                mine = known.get(id(code))
+                if mine is None or mine[0] is not code:
+                    break
+                if mine[1] is not None:
+                    line = f.f_lineno
+                    break
+                f = f.f_back
+        if line is None:
+            line = _line(3)
         names, keep = {}, []
         sig = [run, line, _source() if st.root_pkg else None, st.uses_new_api, tuple(a)]
         add = sig.append
@@ -350,8 +366,10 @@ def _compile(row):
             for k, v in a.items():
                 if v is None:
                     add(None)
-                elif type(v) is Tensor:  # _sig's first case, inline (the most frequent argument)
+                elif type(v) is Tensor:  # _sig's first cases, inline (the most frequent arguments)
                     add((v.shape, v.dt, v.buffer, v.nb, names.setdefault(v.name, len(names))))
+                elif type(v) is View:
+                    add(_view_sig(v, names))
                 elif k != "kw":  # a["kw"] holds only entries a has too
                     add(_sig(v, names, keep))
         except _NoMemo:
@@ -375,14 +393,18 @@ def _compile(row):
         # touch costs about as much as the rest of the replay.
         tpl, lists, reads, writes, result, wrote, own = hit
         slots = list(names)
-        ins = tpl.copy()
-        if lists:
+        if slots == own[0]:  # the template's own tensors
+            ins = own[4]  # its whole record when it has no result to complete
+            if ins is None:  # else its lists (writes grow for a pending result)
+                ins = tpl.copy()
+                for k in lists:
+                    ins[k] = list(ins[k])
+                ins["reads"] = own[1]
+                ins["writes"] = own[2] if result is None else list(own[2])
+        else:
+            ins = tpl.copy()
             for k in lists:
                 ins[k] = list(ins[k])
-        if slots == own[0]:  # the template's own tensors: its lists (writes grow for a pending result)
-            ins["reads"] = own[1]
-            ins["writes"] = own[2] if result is None else list(own[2])
-        else:
             ins["reads"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in reads]
             ins["writes"] = [acc if acc["tensor"] is slots[s] else _filled(acc, slots[s], b) for acc, s, b in writes]
         st.last_pending = None
@@ -403,6 +425,7 @@ class _NoMemo(Exception):
     """An argument whose effect on the record the memo cannot key (the call is recorded afresh)."""
 
 
+_getframe = sys._getframe
 MEMO = True  # per-site memoisation of instruction records (tests switch it off to compare)
 MEMO_PER_SITE = 1024  # templates kept per call site (one indexing HBM at a new offset per iteration never hits)
 # Argument types keyed by identity (never inspected beyond what they are: op= functions, dtype and
@@ -471,7 +494,9 @@ def _template(r, ins, wrote, names, keep):
     tpl = {k: [] if k in ("reads", "writes") else list(v) if type(v) is list else v for k, v in ins.items()}
     lists = tuple(k for k, v in tpl.items() if type(v) is list and k not in ("reads", "writes"))
     # Replays on the template's own tensors take its access lists whole (`keep` rides along).
-    own = (list(names), [a for a, _, _ in accs[0]], [a for a, _, _ in accs[1]], keep)
+    own = [list(names), [a for a, _, _ in accs[0]], [a for a, _, _ in accs[1]], keep, None]
+    if r is None and not lists:  # a complete record: replays on the same tensors share it whole
+        own[4] = dict(tpl, reads=own[1], writes=own[2])
     return tpl, lists, accs[0], accs[1], (r.shape, r.dt, r.buffer, r.api) if r is not None else None, wrote, own
 
 
@@ -546,11 +571,12 @@ def _writes_dst(f, matmul):
 
     @functools.wraps(f)
     def call(*args, **kw):
+        st = _ctx.ST
         dst = kw.pop("dst", None)  # _split_dst, inline
-        if dst is None and _ctx.ST is not None and _ctx.ST.uses_new_api and args and isinstance(args[0], _TILE):
+        if dst is None and st is not None and st.uses_new_api and args and isinstance(args[0], _TILE):
             dst, args = args[0], args[1:]
         accumulate = kw.pop("accumulate", False if dst is None else None)
-        if dst is not None and not matmul and not accumulate and _ctx.ST.uses_new_api:
+        if dst is not None and not matmul and not accumulate and st.uses_new_api:
             kw["__dst__"] = dst  # a plain write of dst: recorded directly (no intermediate result)
             f(*args, **kw)
             return None

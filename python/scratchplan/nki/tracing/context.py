@@ -132,8 +132,9 @@ class _State:
         self.generic = {}                 # calls outside the API table traced generically -> first "file:line"
         self.speculating = 0              # open Python-range loops running once symbolically (loops._Speculative)
         self.memo = {}                    # call site and argument signature -> instruction template (calls.run)
-        self.memo_sites = {}              # (call, line) -> templates kept for that site
+        self.memo_sites = {}              # (call, line), or a declaration's line -> templates kept for that site
         self.line_sources = {}            # kernel line -> its "file:line" (declarations)
+        self.decl_memo = {}               # declaration site and signature -> template (declarations._ndarray)
 
 
 ST = None

@@ -8,17 +8,88 @@ import math
 import os
 
 from .context import np
+from . import calls as _calls
 from . import context as _ctx
 from .context import TraceError, _fail, _is_int, _site, _source, _target_name
 from .dtypes import _dtype_name
 from .symbolic import Sym
-from .tensors import Tensor, _Alloc, _register, _unique
+from .tensors import Tensor, _Alloc, _register, _unique, _unique_ident
 from .costs import _finish_cost
 from .instructions import _new_instr
 
 
 def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="ndarray"):
     line, col = _site()
+    st = _ctx.ST
+    if fill is None and type(shape) is tuple and type(name) is str and _calls.MEMO and _plain(shape):
+        # The memo (per site): a declaration's checks and derived fields depend only on the line and
+        # the arguments in the key (address= by kind: its two ints are the tensor's own).
+        if address is None:
+            at = None
+        elif type(address) is tuple and len(address) == 2 and type(address[0]) is int and type(address[1]) is int:
+            at = True
+        else:
+            at = False
+        if at is not False:
+            key = (line, shape, type(dtype), dtype if type(dtype) is str else id(dtype),
+                   buffer if buffer is None or type(buffer) is str else id(buffer), name, api, at)
+            hit = st.decl_memo.get(key)
+            if hit is not None:
+                return _declare(st, hit, address, line, col, api)
+            t, nm, alloc = _ndarray_new(shape, dtype, buffer, name, address, None, api, line, col)
+            stored = st.memo_sites.get(line, 0)  # (calls key theirs by (call, line))
+            if alloc.kind in _MEMO_KINDS and stored < _calls.MEMO_PER_SITE:
+                st.memo_sites[line] = stored + 1
+                proto = dict(t.__dict__)
+                for k in _OWN:
+                    proto.pop(k)
+                st.decl_memo[key] = (proto, nm, nm.isidentifier() and nm.isascii(), alloc, {},
+                                     (dtype, buffer))  # dtype and buffer kept alive (keyed by id)
+            return t
+    return _ndarray_new(shape, dtype, buffer, name, address, fill, api, line, col)[0]
+
+
+def _plain(shape):
+    """Plain ints only (par_dim markers and numpy ints hash as ints but declare otherwise)."""
+    for s in shape:
+        if type(s) is not int:
+            return False
+    return True
+
+
+_MEMO_KINDS = ("auto", "address", "private_hbm", "shared_hbm")  # allocations with nothing per tensor to evaluate
+_OWN = ("name", "alloc", "scope", "source")  # what each declaration of a memoised site has of its own
+_EMPTY = frozenset()
+
+
+def _declare(st, hit, address, line, col, api):
+    """A declaration of a memoised signature: the template's fields with this one's name, scope,
+    source and (address=) allocation."""
+    proto, nm, ident, alloc, by_address, _ = hit
+    t = Tensor.__new__(Tensor)
+    d = t.__dict__
+    d.update(proto)
+    d["name"] = _unique_ident(nm) if ident else _unique(nm)
+    if address is not None:  # one allocation object per address (they are never changed)
+        alloc = by_address.get(address)
+        if alloc is None:
+            alloc = by_address[address] = _Alloc(proto["buffer"], "address", p=address[0], b=address[1])
+    d["alloc"] = alloc
+    ls = st.loop_scope
+    d["scope"] = frozenset(ls) if ls else _EMPTY
+    if st.root_pkg:
+        d["source"] = _source(True)
+    else:
+        source = st.line_sources.get(line)
+        if source is None:
+            source = st.line_sources[line] = f"{st.label}:{line}"
+        d["source"] = source
+    _register(t)
+    st.decls.append((t, line, col, api))
+    return t
+
+
+def _ndarray_new(shape, dtype, buffer, name, address, fill, api, line, col):
     dt = _dtype_name(dtype)
     shp, pdim_at = _parse_shape(shape)
     alloc = _buffer_of(buffer, address)
@@ -56,7 +127,7 @@ def _ndarray(shape, dtype, buffer=None, name="", address=None, fill=None, api="n
             ins["writes"].append(acc)
             ins["_isz"] = t.itemsize
             _finish_cost(ins, p, b)
-    return t
+    return t, nm, alloc
 
 
 @contextlib.contextmanager

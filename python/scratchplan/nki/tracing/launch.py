@@ -128,12 +128,25 @@ def _parse_spec(spec, text):
     return shape, n
 
 
+_COMPILED = {}  # (path, source text) -> the rewritten module code (the rewrite depends on nothing else)
+
+
 def _load_source(path):
     try:
         with open(path, encoding="utf-8") as f:
             src = f.read()
     except OSError as e:
         raise TraceError(f"{path}: cannot read: {e.strerror}") from None
+    code = _COMPILED.get((path, src))
+    if code is None:
+        code = _compile_source(path, src)
+        if len(_COMPILED) >= 16:  # a few kernels traced again and again (a benchmark, a sweep of shapes)
+            _COMPILED.clear()
+        _COMPILED[(path, src)] = code
+    return src, code
+
+
+def _compile_source(path, src):
     try:
         tree = ast.parse(src, filename=path)
     except SyntaxError as e:
@@ -142,7 +155,7 @@ def _load_source(path):
     _drop_module_launches(tree)
     ast.fix_missing_locations(tree)
     try:
-        return src, compile(tree, path, "exec")
+        return compile(tree, path, "exec")
     except SyntaxError as e:  # what the parser lets through and the compiler does not ('return' outside a function)
         msg = f"{os.path.basename(path)}:{e.lineno}: syntax error: {e.msg}"
     raise TraceError(msg)
@@ -694,7 +707,25 @@ def _to_json(st, hw, label):
         _ctx.ST = None
     tensors = []
     any_addressed = any(t.buffer != "hbm" and t.alloc.kind == "address" for t in st.tensors)
+    # On-chip tensors of one shape, dtype and placement (a declaration repeated by an unrolled loop)
+    # differ only by name and source: one template each, copied (its lists shared: the trace is read-only).
+    same = {}
     for t in st.tensors:
+        a = t.alloc
+        key = None
+        if t.buffer != "hbm":
+            if a.kind == "address":
+                key = (t.shape, t.nb, t.dt, t.buffer, a.kw["p"], a.kw["b"])
+            elif a.kind == "auto":
+                key = (t.shape, t.nb, t.dt, t.buffer, None, None)
+            if key is not None:
+                j = same.get(key)
+                if j is not None:
+                    j = j.copy()
+                    j["name"] = t.name
+                    j["source"] = t.source
+                    tensors.append(j)
+                    continue
         j = {"name": t.name, "buffer": t.buffer}
         if t.buffer == "hbm":
             j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else \
@@ -729,6 +760,8 @@ def _to_json(st, hw, label):
                 if t.buffer == "sbuf":  # the new API aligns an address= tile to its element size
                     j["alloc"]["align"] = t.itemsize
         tensors.append(j)
+        if key is not None:
+            same[key] = j
     k = {"format": "scratchplan-nki-kernel", "version": 1,
          "comment": f"traced from {label}" + (f" as logical core {st.core} of {st.lnc}" if st.lnc > 1 else "")}
     if hw is not None:

@@ -640,6 +640,11 @@ class _MGrid:
 def _unique(name):
     if not (name.isidentifier() and name.isascii()):  # identifiers need no cleaning (the common case)
         name = re.sub(r"[^A-Za-z0-9_.@]", "_", name) or "t"
+    return _unique_ident(name)
+
+
+def _unique_ident(name):
+    """_unique() of a name that needs no cleaning."""
     st = _ctx.ST
     n, i = name, st.name_next.get(name, 1)
     if i > 1:
