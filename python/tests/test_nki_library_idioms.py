@@ -687,3 +687,25 @@ def test_shared_hbm_written_by_another_logical_core_is_not_read_before_write(tmp
     private = write(tmp_path, "private.py", SHARED_BETWEEN_CORES.replace("BUFFER", "nl.private_hbm"))
     r = cli("check", private + ":kernel", "--input", "a=128x512:fp32", "--lnc", "2")
     assert r.returncode == 2 and "read_before_write" in r.stderr and "half" in r.stderr, r.stdout + r.stderr
+
+
+SHARED_OUTPUT = """
+@nki.jit
+def kernel(a):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    if nl.program_id(0) == 1:  # at this size all the work is core 1's
+        nisa.dma_copy(dst=t, src=a)
+        nisa.dma_copy(dst=out, src=t)
+    nisa.core_barrier(out, (0, 1))  # both cores wait until the output is written (qkv_cte does this)
+    return out
+"""
+
+
+def test_a_shared_output_another_core_writes_is_not_read_before_write(tmp_path):
+    path = write(tmp_path, "out.py", SHARED_OUTPUT)
+    r = cli("check", path + ":kernel", "--input", "a=128x512:fp32", "--lnc", "2")
+    assert r.returncode == 0 and r.stdout.count("violations: 0") == 2, r.stdout + r.stderr
+    # one core alone: its barrier reads an output nothing wrote
+    r = cli("check", path + ":kernel", "--input", "a=128x512:fp32")
+    assert r.returncode == 2 and "read_before_write" in r.stderr and "out" in r.stderr, r.stdout + r.stderr

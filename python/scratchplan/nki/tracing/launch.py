@@ -730,8 +730,8 @@ def _to_json(st, hw, label):
         if t.buffer == "hbm":
             j["role"] = "input" if t.role == "input" else "output" if t.role == "output" else \
                 "scratch" if st.uses_new_api else "internal"  # the new API allows HBM working space
-            if t.alloc.kind == "shared_hbm" and st.lnc > 1 and t.role not in ("input", "output"):
-                j["shared"] = True  # the other logical cores see it: one may write what this one reads
+            if t.alloc.kind == "shared_hbm" and st.lnc > 1 and t.role != "input":
+                j["shared"] = True  # the other logical cores see it (outputs too): one may write what this one reads
             j["blocks"] = []
             j["partitions"] = t.shape[0] if t.shape else 1
             j["free"] = list(t.shape[1:])
