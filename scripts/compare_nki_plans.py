@@ -25,8 +25,9 @@ sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
 OPTIONS = [[], ["--in-order"], ["--single"], ["--keep-direct"], ["--max-buffers", "3"]]
 
 
-def python_kernels(tmp):
-    """(label, spec, extra args) of the Python kernels; sources written under tmp."""
+def tutorial_kernels(tmp):
+    """(label, spec, extra args) of the bundled examples and the test kernels of nki_kernels.py in
+    both import spellings; sources written under tmp (compare_nki_traces.py uses them too)."""
     import nki_kernels
     out = [("examples/double_buffer.py", os.path.join(ROOT, "examples/nki/double_buffer.py"), ["--input", "x=2048x512:bf16"]),
            ("examples/lifetime_conflict.py", os.path.join(ROOT, "examples/nki/lifetime_conflict.py"),
@@ -38,6 +39,12 @@ def python_kernels(tmp):
                 f.write(header + body)
             args = [a for i in inputs for a in ("--input", i)] + (["--grid", grid] if grid else [])
             out.append((f"nki_kernels/{name}/{header_name}", path, args))
+    return out
+
+
+def python_kernels(tmp):
+    """(label, spec, extra args) of the Python kernels; sources written under tmp."""
+    out = tutorial_kernels(tmp)
     unseen = os.path.join(ROOT, "python", "tests", "nki_unseen")
     out += [("unseen/pkg/kern.py:scale_rows", os.path.join(unseen, "pkg/kern.py") + ":scale_rows", ["--input", "x=300x512:bf16"]),
             ("unseen/oldapi.py", os.path.join(unseen, "oldapi.py"), ["--input", "x=96x64:bf16"])]

@@ -30,18 +30,9 @@ PY = "/usr/bin/python3"
 
 def kernels(tmp, library):
     """(label, spec, args, cwd) of every kernel traced; generated sources written under tmp."""
-    import nki_kernels
     import tables_nki_library as lib
-    out = [("examples/double_buffer.py", os.path.join(ROOT, "examples/nki/double_buffer.py"), ["--input", "x=2048x512:bf16"], None),
-           ("examples/lifetime_conflict.py", os.path.join(ROOT, "examples/nki/lifetime_conflict.py"),
-            ["--input", "x=8x128x512:bf16"], None)]
-    for name, (body, inputs, grid, _direct) in sorted(nki_kernels.KERNELS.items()):
-        for header_name, header in sorted(nki_kernels.HEADERS.items()):
-            path = os.path.join(tmp, f"{name}_{header_name}.py")
-            with open(path, "w") as f:
-                f.write(header + body)
-            args = [a for i in inputs for a in ("--input", i)] + (["--grid", grid] if grid else [])
-            out.append((f"nki_kernels/{name}/{header_name}", path, args, None))
+    from compare_nki_plans import tutorial_kernels
+    out = [(label, spec, args, None) for label, spec, args in tutorial_kernels(tmp)]
     unseen = os.path.join(ROOT, "python", "tests", "nki_unseen")
     for overlap in ("False", "True"):
         out.append((f"unseen/pkg/kern.py:scale_rows overlap={overlap}", "pkg/kern.py:scale_rows",
